@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The README's two quick-start commands:
+#   bash run.sh demo   install everything into .venv, run every method at demo scale, write runs/demo/report.html and runs/demo/docs/
+#   bash run.sh test   install everything into .venv, run nbdev_test on every notebook and pytest on tests/
+# Environment: PYTHON (default python3.11), RLEXPLAIN_SCALE (demo|paper), WORKERS (default 2), OUT (default runs/demo).
+set -euo pipefail
+cd "$(dirname "$0")"
+export MPLBACKEND=Agg PYTHONHASHSEED=0
+PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
+WORKERS=${WORKERS:-2}
+
+install() {
+  "$PY" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else "rlexplain needs Python >= 3.11; set PYTHON=/path/to/python3.11")'
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  local stamp=.venv/.rlexplain-installed
+  if [ ! -f "$stamp" ] || [ settings.ini -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+    echo "[run.sh] installing into .venv (torch 2.13.0 CPU first, then rlexplain with its dev tools) ..."
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q torch==2.13.0
+    .venv/bin/python -m pip install -q -e ".[dev]"
+    .venv/bin/python -m pip check
+    touch "$stamp"
+  fi
+}
+
+case "${1:-}" in
+  demo)
+    install
+    .venv/bin/rlexplain demo --out "${OUT:-runs/demo}" --docs --workers "$WORKERS"
+    ;;
+  test)
+    install
+    .venv/bin/nbdev_test --n_workers "$WORKERS" --timing
+    .venv/bin/python -m pytest -q tests
+    ;;
+  *)
+    echo "usage: bash run.sh demo|test" >&2; exit 2
+    ;;
+esac

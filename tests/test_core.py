@@ -1,0 +1,70 @@
+"Integration tests of rlexplain.core: adapters on real RL-Zoo agents, observations, results I/O, executors."
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rlexplain.core import Policy, RunDir, load_sb3, run_jobs, sb3_algo_of_zip, to_obs_tensor
+from rlexplain.envs import collect_rollout, make_env
+
+
+@pytest.mark.parametrize("algo", ["dqn", "qrdqn", "ppo", "a2c"])
+@pytest.mark.parametrize("env", ["CartPole-v1", "LunarLander-v2"])
+def test_sb3_zoo_adapter_matches_sb3_predict(shared_agents, algo, env):
+    zip_path = shared_agents / "sb3-zoo" / algo / env / f"{env}.zip"
+    assert sb3_algo_of_zip(zip_path) == algo
+    model = load_sb3(zip_path, device="cpu")
+    pol = Policy.from_sb3(model, device="cpu")
+    obs = np.random.default_rng(0).normal(size=(16, *model.observation_space.shape)).astype(np.float32)
+    sb3_actions, _ = model.predict(obs, deterministic=True)
+    assert pol.forward(obs).shape == (16, model.action_space.n)
+    np.testing.assert_array_equal(pol.act(obs, deterministic=True).numpy(), sb3_actions)
+    assert pol.kind == ("q" if algo in ("dqn", "qrdqn") else "logits")
+
+
+def test_sb3_zoo_agent_is_competent_on_cartpole(shared_agents):
+    pol = Policy.from_sb3(shared_agents / "sb3-zoo" / "dqn" / "CartPole-v1" / "CartPole-v1.zip", device="cpu")
+    ret = collect_rollout(make_env("CartPole-v1"), pol, n_episodes=2, seed=0, record_obs=False).returns()
+    assert ret.mean() > 400
+
+
+def test_obs_conversion_errors():
+    with pytest.raises(ValueError, match="channel-first"):
+        to_obs_tensor(np.zeros((2, 84, 84, 4), np.uint8), (4, 84, 84))
+    with pytest.raises(ValueError, match="NaN"):
+        to_obs_tensor(np.array([[np.nan, 0.0]]), (2,))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        to_obs_tensor(np.full((1, 4, 84, 84), 255.0, np.float32), (4, 84, 84))
+    with pytest.raises(TypeError):
+        to_obs_tensor("frames", (2,))
+
+
+def _slow_square(x):
+    return x * x
+
+
+def test_run_jobs_process_pool_and_resume(tmp_path):
+    rd = RunDir(tmp_path)
+    out = run_jobs(_slow_square, [1, 2, 3], max_workers=2, names=["a", "b", "c"], run_dir=rd)
+    assert out == [1, 4, 9]
+    (tmp_path / "units" / "b.json").unlink()          # "interrupted": b is lost, a and c survive
+    calls = run_jobs(_slow_square, [10, 20, 30], names=["a", "b", "c"], run_dir=rd)
+    assert calls == [1, 400, 9]                         # only b was recomputed
+
+
+def test_run_jobs_on_dask_local_cluster():
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        assert run_jobs(_slow_square, range(4), executor=client.get_executor()) == [0, 1, 4, 9]
+
+
+def test_policy_from_module_errors():
+    net = torch.nn.Linear(3, 2)
+    with pytest.raises(ValueError, match="kind"):
+        Policy(net, 2, (3,), kind="value")
+    pol = Policy.from_module(net, (3,), device="cpu")
+    with pytest.raises(ValueError, match="shape"):
+        pol.forward(np.zeros((1, 4), np.float32))
+    with pytest.raises(TypeError, match="policy agent"):
+        Policy.from_module(net, (3,), kind="logits", device="cpu").q_values(np.zeros((1, 3), np.float32))
