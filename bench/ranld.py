@@ -1,0 +1,130 @@
+"""Time and peak memory of the principal non-Lipschitz direction G_S (rlexplain.ranld.principal_direction) on
+Atari-shaped gradient matrices, next to what Algorithm 1's dense d x d matrix L(S) would need.
+
+Each (n, method) runs in a fresh subprocess so that its peak memory is its own. The gradient matrix A (n, d) float32
+is synthetic (a rank-8 signal plus noise: the timings depend on the sizes, not on the values), filled in place so
+that building it costs little more than A itself. Reported per run:
+
+* seconds for `principal_direction(A, method)`;
+* tracemalloc peak (Python and NumPy allocations; torch's CPU allocator is invisible to tracemalloc);
+* extra peak RSS over the resident A (ru_maxrss after - RSS before, after a warm-up call on a tiny matrix so that
+  loading the linear-algebra libraries is not counted; this sees torch, NumPy and LAPACK alike; note that ru_maxrss
+  also holds the peak of building A, so an extra below that build overhead reads as about 0);
+* |cos| with the first method's direction (agreement).
+
+Nothing is asserted. The machine is shared with other jobs: the load average is printed.
+
+    python bench/ranld.py [--n 1000 10000] [--d 28224] [--threads 1] [--grads 256]
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+
+DEFAULT_METHODS = {"small": ["gram", "lanczos", "lowrank", "svd"], "large": ["lanczos", "lowrank"]}
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"): return int(line.split()[1]) * 1024
+    return 0
+
+
+def synthetic(n: int, d: int, seed: int = 0):
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    basis = torch.randn(8, d, generator=g) / d ** 0.5
+    A = torch.empty(n, d)
+    for i in range(0, n, 500):            # in place: no (n, d) temporaries, so building A barely raises the peak
+        m = min(500, n - i); rows = A[i:i + m]
+        torch.randn(m, d, generator=g, out=rows); rows.mul_(0.01)
+        rows.addmm_(torch.randn(m, 8, generator=g) * torch.tensor([8.0, 4, 3, 2, 1.5, 1.2, 1.1, 1.0]), basis)
+    return A
+
+
+def one(n: int, d: int, method: str, out: str, threads: int):
+    import torch
+    torch.set_num_threads(threads)
+    from rlexplain.ranld import principal_direction
+    principal_direction(synthetic(50, 40), method=method)   # warm-up: loads BLAS/LAPACK/ARPACK code, not counted
+    A = synthetic(n, d)
+    before = rss_bytes()
+    tracemalloc.start()
+    t = time.perf_counter()
+    z, lam = principal_direction(A, method=method)
+    sec = time.perf_counter() - t
+    _, tm_peak = tracemalloc.get_traced_memory(); tracemalloc.stop()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    np.save(out, z.numpy())
+    print(json.dumps({"n": n, "d": d, "method": method, "seconds": sec, "tracemalloc_peak": tm_peak,
+                      "extra_peak_rss": max(0, peak - before), "A_bytes": A.numel() * 4, "eigenvalue": lam}))
+
+
+def grads_timing(n: int, threads: int):
+    "Seconds for nld_gradients on n random Atari frame stacks through a Nature-CNN Q-network (4 actions)."
+    import torch
+    from torch import nn
+    torch.set_num_threads(threads)
+    from rlexplain.core import Policy
+    from rlexplain.ranld import nld_gradients
+    net = nn.Sequential(nn.Conv2d(4, 32, 8, 4), nn.ReLU(), nn.Conv2d(32, 64, 4, 2), nn.ReLU(), nn.Conv2d(64, 64, 3, 1),
+                        nn.ReLU(), nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, 4))
+    pol = Policy.from_module(net, obs_shape=(4, 84, 84), device="cpu")
+    x = torch.rand(n, 4, 84, 84)
+    t = time.perf_counter(); G = nld_gradients(pol, x, batch_size=128); sec = time.perf_counter() - t
+    return sec, tuple(G.shape)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, nargs="+", default=[1000, 10000], help="numbers of gradient rows")
+    ap.add_argument("--d", type=int, default=4 * 84 * 84, help="features per row (Atari: 28,224)")
+    ap.add_argument("--methods", nargs="+", default=None, help="default: gram lanczos lowrank svd for n <= 2048, "
+                    "lanczos lowrank above (the exact routes cost O(n^2 d))")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--grads", type=int, default=256, help="also time nld_gradients on this many states (0 skips)")
+    ap.add_argument("--one", nargs=3, metavar=("N", "METHOD", "OUT"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        return one(int(a.one[0]), a.d, a.one[1], a.one[2], a.threads)
+
+    env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "OPENBLAS_NUM_THREADS": str(a.threads),
+           "MKL_NUM_THREADS": str(a.threads)}
+    print(f"load average before: {os.getloadavg()[0]:.2f}; threads: {a.threads}; d = {a.d:,}")
+    dense = a.d * a.d * 4
+    print(f"dense route (Algorithm 1): L(S) is d x d = {a.d:,}^2 -> {dense / 2**30:.2f} GiB in float32 "
+          f"({2 * dense / 2**30:.2f} GiB in float64 for eigh), eigh ~ {a.d ** 3 / 1e12:.0f} Tflop; not run.\n")
+    hdr = f"{'n':>7} {'method':>8} {'seconds':>8} {'A (MiB)':>8} {'extra peak RSS (MiB)':>21} {'tracemalloc (MiB)':>18} {'|cos| vs first':>15} {'dense L / extra':>16}"
+    print(hdr); print("-" * len(hdr))
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in a.n:
+            methods = a.methods or DEFAULT_METHODS["small" if n <= 2048 else "large"]
+            ref = None
+            for m in methods:
+                out = os.path.join(tmp, f"{n}_{m}.npy")
+                r = subprocess.run([sys.executable, __file__, "--d", str(a.d), "--threads", str(a.threads), "--one", str(n), m, out],
+                                   capture_output=True, text=True, env=env)
+                if r.returncode != 0:
+                    print(f"{n:>7} {m:>8} failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"); continue
+                res = json.loads(r.stdout.strip().splitlines()[-1])
+                z = np.load(out); ref = z if ref is None else ref
+                extra = res["extra_peak_rss"]
+                print(f"{n:>7} {m:>8} {res['seconds']:>8.2f} {res['A_bytes'] / 2**20:>8.0f} {extra / 2**20:>21.0f} "
+                      f"{res['tracemalloc_peak'] / 2**20:>18.1f} {abs(float(z @ ref)):>15.6f} {dense / max(extra, 1):>15.0f}x")
+    if a.grads:
+        sec, shape = grads_timing(a.grads, a.threads)
+        print(f"\nnld_gradients, Nature-CNN (4 actions), {a.grads} states -> {shape}: {sec:.2f} s "
+              f"({1000 * sec / a.grads:.1f} ms per state)")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

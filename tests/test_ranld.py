@@ -1,0 +1,122 @@
+"Integration tests of rlexplain.ranld: closed-form gradients, the SVD routes, Lambda's bounds, results and the protocol."
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+from torch import nn
+
+from rlexplain.core import Policy, load_result
+from rlexplain.ranld import (PD_METHODS, PrincipalDirection, QuotientTable, RANLDConfig, feature_correlation_quotient,
+                             nld_gradients, principal_direction, ranld, ranld_protocol, rayleigh, top_eigenvalues)
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def lin():
+    torch.manual_seed(0)
+    return Policy.from_module(nn.Linear(8, 4), obs_shape=(8,), device="cpu", name="lin")
+
+
+@pytest.mark.parametrize("T", [0.3, 1.0, 5.0])
+def test_linear_closed_form(lin, T):
+    S = torch.randn(33, 8)
+    g = nld_gradients(lin, S, temperature=T, batch_size=10)
+    with torch.no_grad():
+        q = lin.module(S); p = torch.softmax(q / T, -1)
+        closed = (p - torch.nn.functional.one_hot(q.argmax(-1), 4)) @ lin.module.weight / T
+    assert torch.allclose(g, closed, atol=1e-6)
+
+
+@pytest.mark.parametrize("margin", [5.0, 40.0, 60.0])
+def test_confident_state_exact_gradient(margin):
+    net = nn.Linear(2, 2, bias=False)
+    with torch.no_grad(): net.weight.copy_(torch.tensor([[margin, 0.0], [0.0, 1.0]]))
+    pol = Policy.from_module(net, obs_shape=(2,), device="cpu")
+    g = nld_gradients(pol, torch.tensor([[1.0, 0.0]])).double()   # = pi_1 (w_1 - w_0) = pi_1 (-margin, 1)
+    p1 = 1 / (1 + np.exp(margin))
+    assert torch.allclose(g[0] / p1, torch.tensor([-margin, 1.0], dtype=torch.float64), rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", [m for m in PD_METHODS])
+def test_svd_routes_equal_dense(method):
+    g = torch.Generator().manual_seed(3)
+    A = torch.randn(60, 24, generator=g) + 1.5 * torch.randn(1, 24, generator=g)
+    L = A.double().T @ A.double() / 60
+    w, V = torch.linalg.eigh(L)
+    ref = V[:, -1].float(); ref = ref if float((A @ ref).sum()) >= 0 else -ref
+    z, lam = principal_direction(A, method=method)
+    assert torch.allclose(z, ref, atol=1e-4) and lam == pytest.approx(float(w[-1]), rel=1e-4)
+
+
+def test_large_n_lanczos_and_eigenvalues():
+    g = torch.Generator().manual_seed(0)
+    A = torch.randn(2100, 30, generator=g) + torch.randn(1, 30, generator=g)
+    z_auto, lam = principal_direction(A)                  # n > 2048: lanczos
+    z_gram, lam_g = principal_direction(A, method="gram")
+    assert torch.allclose(z_auto, z_gram, atol=1e-4) and lam == pytest.approx(lam_g, rel=1e-5)
+    w = np.linalg.eigvalsh((A.double().T @ A.double() / 2100).numpy())[::-1][:4]
+    assert np.allclose(top_eigenvalues(A, 4), w, rtol=1e-5)
+
+
+def test_lambda_identity_and_dense_formula(lin):
+    Sa, Sb = torch.randn(40, 8), torch.randn(30, 8) * 2
+    ra, rb = ranld(lin, Sa), ranld(lin, Sb, keep_gradients=False)
+    assert feature_correlation_quotient(ra, ra) == pytest.approx(1.0, abs=1e-6)
+    L = ra.gradients.astype(np.float64).T @ ra.gradients.astype(np.float64) / 40
+    ga, gb = ra.direction.astype(np.float64), rb.direction.astype(np.float64)
+    assert feature_correlation_quotient(rb, ra) == pytest.approx(gb @ L @ gb / (ga @ L @ ga), rel=1e-6)
+    assert ra.quadratic_form(ra.direction) == pytest.approx(ra.eigenvalue, rel=1e-6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 15), st.integers(1, 10), st.integers(0, 2**16), st.floats(1e-3, 1e3))
+def test_lambda_bounds(n, d, seed, scale):
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(n, d, generator=g) * scale
+    lam = feature_correlation_quotient(torch.randn(d, generator=g), A)
+    assert -1e-6 <= lam <= 1 + 1e-5
+    assert feature_correlation_quotient(principal_direction(A)[0], A) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_bad_input(lin):
+    with pytest.raises(ValueError, match="empty"): nld_gradients(lin, torch.zeros(0, 8))
+    with pytest.raises(ValueError, match="empty"): principal_direction(torch.zeros(0, 8))
+    with pytest.raises(ValueError, match="NaN"): nld_gradients(lin, torch.full((2, 8), float("nan")))
+    with pytest.raises(ValueError, match="NaN"): principal_direction(torch.tensor([[0.0, float("nan")]]))
+    with pytest.raises(ValueError, match="shape"): nld_gradients(lin, torch.zeros(3, 7))
+    with pytest.raises(ValueError, match="entries"): feature_correlation_quotient(np.ones(7), torch.randn(4, 8))
+    with pytest.raises(ValueError, match="zero"): principal_direction(torch.zeros(4, 8))
+    with pytest.raises(ValueError, match="method"): principal_direction(torch.ones(4, 8), method="power")
+    with pytest.raises(ValueError, match="temperature"): nld_gradients(lin, torch.zeros(2, 8), temperature=-1)
+    r = ranld(lin, torch.randn(5, 8), keep_gradients=False)
+    with pytest.raises(ValueError, match="kept no gradients"): feature_correlation_quotient(r, r)
+
+
+def test_result_roundtrip_and_plots(tmp_path):
+    torch.manual_seed(1)
+    pol = Policy.from_module(nn.Sequential(nn.Flatten(), nn.Linear(2 * 10 * 10, 3)), obs_shape=(2, 10, 10), device="cpu")
+    res = ranld(pol, torch.rand(12, 2, 10, 10), name="img")
+    assert res.direction.shape == (2, 10, 10) and np.linalg.norm(res.direction) == pytest.approx(1.0, abs=1e-5)
+    res.save(tmp_path / "r"); back = load_result(tmp_path / "r")
+    assert isinstance(back, PrincipalDirection) and np.allclose(back.direction, res.direction)
+    assert res.spectrum().shape == (10, 10) and res.to_frame().shape[0] == 12
+    for f in (res.plot, res.plot_spectrum, res.plot_grad_norms): assert f() is not None
+    plt.close("all")
+
+
+def test_protocol_small(tmp_path):
+    torch.manual_seed(0)
+    tiny = Policy.from_module(nn.Sequential(nn.Conv2d(4, 4, 8, 8), nn.ReLU(), nn.Flatten(), nn.Linear(400, 4)),
+                              obs_shape=(4, 84, 84), device="cpu", name="tiny")
+    qt = ranld_protocol(tiny, "toybox/Breakout", ["fgsm", "rotation"], RANLDConfig(n_runs=2, n_episodes=1, max_steps=20))
+    assert isinstance(qt, QuotientTable) and len(qt.table) == 2 * 3
+    assert qt.table.quotient.between(-1e-6, 1 + 1e-5).all()
+    assert list(qt.summary().condition) == ["unmodified (S-hat)", "fgsm", "rotation"]
+    assert qt.directions.shape == (4, 4, 84, 84)
+    qt.save(tmp_path / "q"); back = load_result(tmp_path / "q")
+    assert back.labels == qt.labels and len(back.table) == len(qt.table)
+    qt.plot(); qt.plot_directions(); plt.close("all")
+    with pytest.raises(ValueError, match="at least one shift"): ranld_protocol(tiny, "toybox/Breakout", {})

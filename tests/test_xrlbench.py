@@ -1,0 +1,186 @@
+"Integration tests of rlexplain.xrlbench on hand-checkable linear agents and the XRL-Bench agents (when present)."
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from rlexplain.core import Policy
+from rlexplain.xrlbench import (AIM, AUM, EXPLAINERS, IMAGE_METHODS, PGI, PGU, RIS, Explanation, FidelityResult,
+                                XRLBenchResult, dataset_arrays, generate_dataset, load_dataset, load_xrlbench_policy,
+                                make_explainer, run_benchmark, sarfa_score, save_dataset)
+
+torch.set_num_threads(1)
+
+
+def linear_policy(W, b=None):
+    W = np.asarray(W, np.float32)
+    lin = nn.Linear(W.shape[1], W.shape[0], bias=b is not None)
+    with torch.no_grad():
+        lin.weight[:] = torch.tensor(W)
+        if b is not None: lin.bias[:] = torch.tensor(b, dtype=torch.float32)
+    return Policy.from_module(lin, (W.shape[1],), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(300, 4)).astype(np.float32), rng
+
+
+@pytest.mark.parametrize("bias", [None, [0.5, -1.0, 2.0]])
+@pytest.mark.parametrize("name", ["DeepSHAP", "GradientSHAP", "IG"])
+def test_exact_linear_attributions(name, bias, data):
+    X, rng = data
+    W = rng.normal(size=(3, 4))
+    pol = linear_policy(W, bias)
+    ref = X[:1]
+    acts = rng.integers(0, 3, 25)
+    e = make_explainer(name, pol, background=ref).explain(X[1:26], acts)
+    np.testing.assert_allclose(e.importance, W[acts] * (X[1:26] - ref), atol=1e-4)
+    # the attributions sum to Q_a(x) - Q_a(x0)
+    q = pol.outputs(X[1:26]).numpy()[np.arange(25), acts] - pol.outputs(ref).numpy()[0, acts]
+    np.testing.assert_allclose(e.importance.sum(1), q, atol=1e-4)
+
+
+def test_ig_averages_over_references_and_all_actions(data):
+    X, rng = data
+    W = rng.normal(size=(2, 4))
+    pol = linear_policy(W, [1.0, 2.0])
+    e = make_explainer("IG", pol, background=X[:50], n_background=10, all_actions=True).explain(X[100:110])
+    refs = X[:50][np.random.RandomState(42).choice(50, 10, replace=False)]       # the benchmark's draw (seed 42)
+    np.testing.assert_allclose(e.per_action, W[None] * (X[100:110] - refs.mean(0))[:, None], atol=1e-4)
+    np.testing.assert_array_equal(e.actions, pol.outputs(X[100:110]).numpy().argmax(1))
+
+
+def test_deepshap_needs_relu_modules(data):
+    X, _ = data
+    torch.manual_seed(0)
+    seq = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+
+    class Functional(nn.Module):
+        def __init__(self):
+            super().__init__(); self.a, self.b = seq[0], seq[2]
+        def forward(self, x): return self.b(torch.relu(self.a(x)))
+
+    good = make_explainer("DeepSHAP", Policy.from_module(seq, (4,), device="cpu"), background=X[:20]).explain(X[20:30])
+    assert good.importance.shape == (10, 4)
+    with pytest.raises(ValueError, match="nn.ReLU"):
+        make_explainer("DeepSHAP", Policy.from_module(Functional(), (4,), device="cpu"), background=X[:20]).explain(X[20:30])
+
+
+def test_perfect_random_and_worst_explanations(data):
+    X, rng = data
+    pol = linear_policy([[1, 0, 0, 0], [-1, 0, 0, 0]])
+    Xn = X.copy(); Xn[:, 0] = -np.abs(Xn[:, 0]) - 0.1          # greedy action 1 everywhere; masking x0 flips it to 0
+    perfect = np.tile([1.0, 0, 0, 0], (len(X), 1))
+    worst = 1 - perfect
+    rand = rng.random(X.shape)
+    for cls, best, bad in [(AIM, 0.0, 1.0), (AUM, 1.0, 0.0)]:
+        assert cls(pol)(Xn, perfect).value == best
+        assert cls(pol)(Xn, worst).value == bad
+        assert min(best, bad) < cls(pol)(Xn, rand).value < max(best, bad)
+    assert PGU(pol)(Xn, perfect).value == 0.0
+    assert PGI(pol)(Xn, perfect).value > PGI(pol)(Xn, rand).value > PGI(pol)(Xn, worst).value == 0.0
+    r = AIM(pol)(Xn, -perfect)                                   # signed: raw ranking puts x0 last
+    assert r.auc == {"abs": 0.0, "raw": 1.0} and r.best_order == "abs"
+    assert AIM.higher_is_better is False and AUM.higher_is_better and "Xiong" in PGI.reference
+
+
+def test_explainers_on_a_one_feature_agent(data):
+    X, _ = data
+    pol = linear_policy([[1, 0, 0, 0], [-1, 0, 0, 0]])
+    big = np.random.default_rng(1).normal(size=(2000, 4)).astype(np.float32)
+    for name in EXPLAINERS:
+        kw = {"num_samples": 500} if name == "TabularLIME" else {}
+        ex = make_explainer(name, pol, background=big, **kw)
+        Xc = X[:30].copy()
+        e = ex.explain(Xc)
+        np.testing.assert_array_equal(Xc, X[:30])               # never modified in place
+        assert isinstance(e, Explanation) and e.importance.shape == (30, 4) and np.isfinite(e.importance).all()
+        share = np.abs(e.importance).mean(0)
+        assert share.argmax() == 0, (name, share)
+    assert make_explainer("TabularSHAP", pol, background=big).agreement > 0.95
+
+
+def test_sarfa_by_hand():
+    p0 = np.e / (np.e + 2)
+    assert sarfa_score([1.0, 0, 0], [0.0, 0, 0], 0) == pytest.approx(2 * (p0 - 1 / 3) / (1 + p0 - 1 / 3))
+    assert sarfa_score([0.0, 0, 0], [1.0, 0, 0], 0) == 0.0
+
+
+def test_images_tiny_cnn():
+    torch.manual_seed(0)
+    cnn = nn.Sequential(nn.Conv2d(2, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 5 * 5, 3))
+    pol = Policy.from_module(cnn, (2, 12, 12), device="cpu")
+    imgs = np.random.default_rng(0).random((6, 2, 12, 12)).astype(np.float32)
+    for name in IMAGE_METHODS:
+        kw = {"stride": 3} if name in ("PS", "SARFA") else {"n_background": 4}
+        e = make_explainer(name, pol, background=imgs, **kw).explain(imgs[:3])
+        assert e.importance.shape == (3, 2, 12, 12)
+    r = AIM(pol)(imgs[:3], e)
+    assert list(r.ks) == list(range(12, 144, 12)) and 0 <= r.value <= 1
+    assert PGI(pol, pixel_step=36)(imgs[:3], e).scores.shape == (2, 3)
+    with pytest.raises(ValueError, match="explains tabular"):
+        make_explainer("TabularLIME", pol, background=imgs)
+
+
+def test_bad_input(data):
+    X, _ = data
+    pol = linear_policy(np.eye(2, 4))
+    with pytest.raises(ValueError, match="unknown explainer 'Shapley'; known: TabularSHAP"):
+        make_explainer("Shapley", pol, background=X)
+    with pytest.raises(ValueError, match="D = 4 features"):
+        make_explainer("PS", pol, background=X).explain(X[:5, :3])
+    with pytest.raises(ValueError, match="NaN"):
+        make_explainer("IG", pol, background=X).explain(np.full((2, 4), np.nan, np.float32))
+    with pytest.raises(ValueError, match=r"k must lie in \[1, 4\]"):
+        AIM(pol).at_k(X[:5], X[:5], k=7)
+    with pytest.raises(ValueError, match="k must lie"):
+        PGU(pol, ks=[0])
+    with pytest.raises(ValueError, match="importance must have"):
+        AUM(pol)(X[:5], X[:4])
+    with pytest.raises(ValueError, match="needs background"):
+        make_explainer("DeepSHAP", pol)
+    with pytest.raises(ValueError, match=r"\[0, 2\)"):
+        make_explainer("SARFA", pol, background=X).explain(X[:2], actions=[0, 5])
+
+
+def test_ris_linear_ig_is_one(data):
+    X, _ = data
+    pol = linear_policy([[0.5, -1.0, 2.0, 0.3]])
+    ig = make_explainer("IG", pol, baseline="zeros")
+    r = RIS(n_neighbors=4)(ig, X[:20] + 4.0)
+    np.testing.assert_allclose(r.per_state, 1.0, rtol=1e-4)
+    assert RIS(variant="original")(ig, X[:20] + 4.0).params["n_neighbors"] == 1
+
+
+def test_benchmark_and_results_roundtrip(tmp_path, data):
+    X, _ = data
+    pol = linear_policy([[1, 0.2, 0, 0], [-1, 0, 0.1, 0]])
+    r = run_benchmark(pol, X, X[:20], methods=("TabularSHAP", "PS", "IG"), n_ris=4, ris_neighbors=2)
+    assert list(r.table.method) == ["TabularSHAP", "PS", "IG"]
+    assert set(r.summary().columns) == {"AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample"}
+    r.save(tmp_path / "bench")
+    back = XRLBenchResult.load(tmp_path / "bench")
+    pd.testing.assert_frame_equal(back.table, r.table)
+    e = make_explainer("SARFA", pol, background=X).explain(X[:5])
+    e.save(tmp_path / "e"); e2 = Explanation.load(tmp_path / "e")
+    np.testing.assert_array_equal(e2.importance, e.importance); assert e2.method == "SARFA"
+    f = AIM(pol)(X[:5], e); f.save(tmp_path / "f")
+    assert FidelityResult.load(tmp_path / "f").value == f.value
+
+
+def test_real_agents_dataset_and_deepshap(shared_agents, tmp_path):
+    path = shared_agents / "xrl-bench" / "LunarLander.pth"
+    if not path.exists(): pytest.skip("XRL-Bench LunarLander model absent")
+    pol = load_xrlbench_policy(path, device="cpu")
+    df = generate_dataset(pol, "LunarLander-v3", n_states=300, seed=0)
+    back = load_dataset(save_dataset(df, tmp_path / "ll"))
+    pd.testing.assert_frame_equal(back, df)
+    X, a = dataset_arrays(back)
+    assert (a == back[[f"q_{i}" for i in range(4)]].to_numpy().argmax(1)).all()
+    e = make_explainer("DeepSHAP", pol, background=back).explain(X[:20])      # additivity checked by shap
+    q = pol.outputs(X[:20]).numpy()[np.arange(20), e.actions]
+    np.testing.assert_allclose(e.importance.sum(1), q - e.base_values[e.actions], atol=1e-2)
+    assert e.feature_names[:2] == ("x", "y")
