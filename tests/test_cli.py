@@ -24,3 +24,16 @@ def test_bad_arguments_exit_2():
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args(["ir", "--mode", "guess"])
     assert e.value.code == 2
+
+
+def test_every_method_has_a_demo_job():
+    from rlexplain.cli import DEMOS, _resolve
+    assert {"ir", "ranld", "saliency", "xrlbench"} <= set(DEMOS)
+    for key, (title, text, spec) in DEMOS.items():
+        assert title and text and callable(_resolve(spec)), key
+
+
+def test_run_demo_rejects_unknown_jobs(tmp_path):
+    from rlexplain.cli import run_demo
+    with pytest.raises(ValueError, match="unknown demo jobs"):
+        run_demo(tmp_path, only=["nope"])

@@ -1,0 +1,51 @@
+"""Speed of the time-series collection (rlexplain.timeseries) next to raw emulator speed.
+
+Prints episodes/s and env steps/s of `performance_series` (control and FGSM-attacked, batched and rollout engines,
+sequential and `run_jobs` with 2 workers) and of bare Toybox / ALE step loops with random actions.
+Run: `.venv/bin/python bench/timeseries.py [--seeds 4 --episodes 3 --max-steps 400]`."""
+import argparse
+import time
+
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+
+from rlexplain.envs import make_env
+from rlexplain.shifts import FGSM
+from rlexplain.timeseries import performance_series, zoo_agent
+
+
+def raw_loop(env_id, n_steps=3000, **kw):
+    env = make_env(env_id, **kw); env.reset(seed=0); rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    for _ in range(n_steps):
+        _, _, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
+        if term or trunc: env.reset()
+    return n_steps / (time.perf_counter() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=4); ap.add_argument("--episodes", type=int, default=3)
+    ap.add_argument("--max-steps", type=int, default=400); ap.add_argument("--algo", default="ppo")
+    a = ap.parse_args()
+    print(f"raw toybox/Breakout step loop (frameskip 4, 84x84 preprocessing): {raw_loop('toybox/Breakout'):,.0f} steps/s")
+    try: print(f"raw ALE/Breakout-v5 step loop (AtariPreprocessing + stack): {raw_loop('ALE/Breakout-v5'):,.0f} steps/s")
+    except Exception as e: print(f"ALE skipped: {e}")
+    pol, card = zoo_agent("toybox/Breakout", a.algo)
+    print(f"agent {card['id']}; {a.seeds} seeds x {a.episodes} episodes, max_steps {a.max_steps}")
+    seeds = list(range(a.seeds))
+    for shift, label in ((None, "control"), (FGSM(eps=1 / 255), "fgsm 1/255 (every step)")):
+        for engine in ("rollout", "batched"):
+            for workers in (1, 2):
+                t0 = time.perf_counter()
+                s = performance_series(pol, "toybox/Breakout", seeds, a.episodes, shift=shift, env_kwargs=card["env_kwargs"],
+                                       max_steps=a.max_steps, engine=engine, max_workers=workers)
+                dt = time.perf_counter() - t0; n = int(s.table.steps.sum())
+                print(f"{label:26s} engine={engine:8s} workers={workers}: {len(s.table) / dt:6.2f} episodes/s, {n / dt:7,.0f} steps/s "
+                      f"({n} steps, {dt:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Integration tests of rlexplain.saliency_bench: hand-checkable insertion and similarity cases, cascading randomisation
+(also of an SB3 model through Policy.from_sb3), HIGHLIGHTS-DIV, tuning, bad input, and a resumable end-to-end run."""
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from rlexplain.core import Policy, load_result
+from rlexplain import saliency_bench as sb
+from rlexplain.saliency_bench import (BENCH_METHODS, PAPER_CALIBRATION, BenchConfig, InsertionResult, SaliencyBenchmark,
+                                      SanityCheck, cascading_randomization, explain, highlights_div, insertion_curves,
+                                      map_similarity, model_layers, paper_grid, paper_insertion_table,
+                                      random_map_calibration, run_benchmark, sanity_check, tune)
+
+torch.set_num_threads(1)
+SHAPE = (4, 32, 32)
+ONES = np.ones((1, *SHAPE), np.float32)
+
+
+class OnePixel(nn.Module):
+    "Q = (I[3, 10, 21], 0.5)."
+    def forward(self, x): return torch.stack([x[:, 3, 10, 21], torch.full_like(x[:, 0, 0, 0], 0.5)], -1)
+
+
+def small_cnn(obs=(4, 32, 32), n_actions=3, seed=0):
+    torch.manual_seed(seed)
+    h = ((obs[1] - 8) // 4 + 1 - 3) // 2 + 1
+    return nn.Sequential(nn.Conv2d(obs[0], 4, 8, 4), nn.ReLU(), nn.Conv2d(4, 4, 3, 2), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(4 * h * h, 8), nn.ReLU(), nn.Linear(8, n_actions))
+
+
+@pytest.fixture(scope="module")
+def px(): return Policy.from_module(OnePixel(), SHAPE, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def cnn(): return Policy.from_module(small_cnn(), SHAPE, device="cpu")
+
+
+def perfect_map():
+    m = np.zeros((1, 32, 32), np.float32); m[0, 10, 21] = 1
+    return m
+
+
+# ---------------------------------------------------------------- insertion
+def test_perfect_map_has_maximal_insertion_auc(px):
+    perfect = insertion_curves(px, ONES, perfect_map())
+    test_k = perfect.fractions
+    assert perfect.q.shape == (1, 2, 14) and test_k[0] == 0 and test_k[-1] == 1
+    np.testing.assert_allclose(perfect.curves("q")[0, 0], [0.0] + [1.0] * 13)          # black start
+    np.testing.assert_allclose(perfect.curves("q")[0, :, 1:], 1.0)                      # both starts: pixel in at step 1
+    np.testing.assert_allclose(perfect.advantage[0, 0], [-0.25] + [0.25] * 13)
+    best = perfect.auc("q", "black")[0]
+    np.testing.assert_allclose(best, 1 - 0.5 * 84 / 1024, rtol=1e-6)     # first step inserts 84 of 1024 pixels
+    rng = np.random.default_rng(1)
+    rand = [insertion_curves(px, ONES, rng.random((1, 32, 32))).auc("q", "black")[0] for _ in range(15)]
+    assert max(rand) <= best + 1e-9 and np.mean(rand) < best - 0.2
+    baseline = explain("random", px, ONES)
+    assert insertion_curves(px, ONES, baseline).auc("advantage", "black")[0] <= perfect.auc("advantage", "black")[0]
+
+
+def test_insertion_batched_equals_unbatched_and_roundtrip(cnn, tmp_path):
+    rng = np.random.default_rng(0)
+    obs, maps = rng.random((3, *SHAPE), dtype=np.float32), rng.random((3, 32, 32))
+    a, b = insertion_curves(cnn, obs, maps, batch_size=4096), insertion_curves(cnn, obs, maps, batch_size=1)
+    np.testing.assert_allclose(a.q, b.q, atol=1e-5); np.testing.assert_allclose(a.advantage, b.advantage, atol=1e-5)
+    np.testing.assert_allclose(a.q[:, :, -1], np.repeat(a.q_orig[:, None], 2, 1), atol=1e-5)   # ends at the original
+    back = InsertionResult.load(a.save(tmp_path / "ins"))
+    np.testing.assert_array_equal(back.q, a.q); assert back.starts == a.starts
+    df = a.to_frame()
+    assert set(df.sub_metric) == {"Q-val rand", "Adv rand", "Q-val black", "Adv black"} and len(df) == 12
+    np.testing.assert_allclose(a.auc("q", "random", kind="mean"), a.curves("q")[:, 1].mean(-1))
+    plt.close(a.plot().figure)
+
+
+# ---------------------------------------------------------------- similarity
+def test_self_similarity_is_one_and_calibration_matches_paper():
+    rng = np.random.default_rng(0)
+    m = rng.random((2, 84, 84))
+    for v in map_similarity(m, m).values(): np.testing.assert_allclose(v, 1.0, atol=1e-9)
+    for v in map_similarity(m, 1 - m).values(): np.testing.assert_allclose(v, 1.0, atol=1e-9)
+    np.testing.assert_allclose(map_similarity(m, m, ssim_flat=True)["ssim"], 1.0, atol=1e-9)
+    cal = random_map_calibration(n_pairs=20)
+    ours = cal[["spearman", "ssim", "hog"]].to_numpy()
+    assert (ours < 0.06).all() and (ours > 0).all()
+    assert (np.abs(ours - PAPER_CALIBRATION.loc[cal.index].to_numpy()) < 0.03).all(), cal
+
+
+# ---------------------------------------------------------------- sanity checks
+def test_cascading_randomization_changes_every_layer_and_keeps_original(cnn):
+    before = {k: v.clone() for k, v in cnn.module.state_dict().items()}
+    names = [n for n, _ in model_layers(cnn)]
+    assert names == ["0", "2", "5", "7"]
+    steps = cascading_randomization(cnn, seed=3)
+    assert [n for n, _ in steps] == names[::-1]
+    for k, (_, p) in enumerate(steps, 1):
+        sd = p.module.state_dict()
+        for i, n in enumerate(names):
+            assert (not torch.equal(sd[f"{n}.weight"], before[f"{n}.weight"])) == (i >= len(names) - k)
+    for k, v in cnn.module.state_dict().items(): assert torch.equal(v, before[k])
+    again = cascading_randomization(cnn, seed=3)     # seeded
+    assert all(torch.equal(a.module.state_dict()["7.weight"], b.module.state_dict()["7.weight"]) for (_, a), (_, b) in zip(steps, again))
+
+
+def test_sanity_check_result(cnn, tmp_path):
+    obs = np.random.default_rng(2).random((2, *SHAPE), dtype=np.float32)
+    sc = sanity_check(cnn, obs, "occlusion", patch=4)
+    assert len(sc.table) == 4 * 2 * 3 and sc.layers == ("7", "5", "2", "0")
+    assert sc.table.value.between(-1, 1).all()
+    s = sc.summary()
+    assert set(s.columns) >= {"method", "metric", "n_randomized", "mean", "ci99"}
+    back = SanityCheck.load(sc.save(tmp_path / "sc"))
+    pd.testing.assert_frame_equal(back.table, sc.table)
+    plt.close(sc.plot()[0].figure)
+
+
+def test_sb3_model_via_from_sb3():
+    gym = pytest.importorskip("gymnasium")
+    DQN = pytest.importorskip("stable_baselines3").DQN
+
+    class ImageEnv(gym.Env):
+        observation_space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+        action_space = gym.spaces.Discrete(4)
+        def reset(self, seed=None, options=None): return self.observation_space.sample(), {}
+        def step(self, a): return self.observation_space.sample(), 0.0, True, False, {}
+
+    model = DQN("CnnPolicy", ImageEnv(), buffer_size=10, learning_starts=0, device="cpu", seed=0,
+                policy_kwargs=dict(net_arch=[16], features_extractor_kwargs=dict(features_dim=32)))
+    pol = Policy.from_sb3(model, device="cpu")
+    layers = [n for n, _ in model_layers(pol)]
+    assert len(layers) == 6 and not any("target" in n for n in layers)         # the target network is never called
+    obs = np.random.default_rng(0).integers(0, 256, (2, 4, 84, 84), dtype=np.uint8)
+    before = {k: v.clone() for k, v in pol.module.state_dict().items()}
+    sc = sanity_check(pol, obs, "occlusion", patch=12)
+    assert sc.table.n_randomized.max() == 6
+    for k, v in pol.module.state_dict().items(): assert torch.equal(v, before[k])
+    ins = insertion_curves(pol, obs, explain("random", pol, obs))
+    assert ins.q.shape == (2, 2, 85)
+    assert len(highlights_div(pol, obs, budget=1).indices) == 1
+
+
+# ---------------------------------------------------------------- HIGHLIGHTS-DIV and tuning
+def test_highlights_div_and_tuning(px, cnn):
+    obs = np.random.default_rng(4).random((30, *SHAPE), dtype=np.float32)
+    hl = highlights_div(cnn, obs, budget=3, context=2, min_gap=2, percentile=10)
+    idx = hl.indices
+    assert 1 <= len(idx) <= 3 and idx[0] == np.argmax(hl.importance)
+    assert all(abs(int(a) - int(b)) > 4 for i, a in enumerate(idx) for b in idx[i + 1:])
+    grid = [dict(patch=1), dict(patch=8, color=1.0)]
+    t = tune(px, ONES, "occlusion", grid=grid)
+    assert t.best == {"patch": 1}
+    np.testing.assert_allclose(t.table[["z_q", "z_adv"]].abs().to_numpy(), 1.0)
+    assert tune(px, ONES, "occlusion", grid=grid, max_seconds=0.0).best == {"patch": 8, "color": 1.0}
+    assert len(paper_grid("occlusion")) == 40 and len(paper_grid("noise_sensitivity")) == 10
+
+
+# ---------------------------------------------------------------- bad input
+def test_bad_input_raises_value_error(px, cnn):
+    perfect = perfect_map()
+    nan_map = perfect.copy(); nan_map[0, 0, 0] = np.nan
+    cases = [
+        (lambda: insertion_curves(px, np.ones((1, 32, 32, 4), np.float32), perfect), "channel-first"),
+        (lambda: insertion_curves(px, ONES, perfect, action=7), "out of range"),
+        (lambda: insertion_curves(px, ONES, nan_map), "NaN"),
+        (lambda: insertion_curves(px, ONES, np.zeros((1, 16, 16))), "(B, H, W)"),
+        (lambda: insertion_curves(px, ONES, np.zeros((2, 32, 32))), "(B, H, W)"),
+        (lambda: sanity_check(cnn, np.ones((1, 32, 32, 4), np.float32)), "channel-first"),
+        (lambda: sanity_check(cnn, ONES, action=3), "out of range"),
+        (lambda: sanity_check(cnn, ONES, reference=nan_map), "NaN"),
+        (lambda: map_similarity(np.zeros((2, 8, 8)), np.zeros((1, 8, 8))), "equal shape"),
+        (lambda: BenchConfig(methods=("gradcam",)), "unknown methods"),
+        (lambda: BenchConfig(auc="simpson"), "auc must be"),
+    ]
+    for fn, msg in cases:
+        with pytest.raises(ValueError) as e: fn()
+        assert msg in str(e.value), (msg, str(e.value))
+
+
+def test_configs_and_paper_tables():
+    d, p = BenchConfig.demo(), BenchConfig.paper()
+    assert d.n_states >= 50 and set(d.methods) >= {"occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic"}
+    assert len(p.games) == 4 and p.stream_steps - p.skip == 1000 and p.n_states is None
+    assert BenchConfig.from_scale("paper") == p
+    t = paper_insertion_table()
+    assert len(t) == 16 * 8 + 16 * 2
+    row = t[(t.paper_game == "Breakout") & (t.sub_metric == "Q-val black") & (t.method == "lime_felzenszwalb")].iloc[0]
+    assert (row["mean"], row["std"]) == (7.48, 9.6)
+    assert all(k in BENCH_METHODS for k in p.methods)
+    pt = sb.paper_tuning_table()
+    assert pt.final.sum() == 5 and json.loads(pt[pt.final & (pt.method == "occlusion")].params.iloc[0])["patch"] == 2
+
+
+# ---------------------------------------------------------------- end to end, resumable
+def test_run_benchmark_end_to_end_resumes(tmp_path, monkeypatch):
+    pytest.importorskip("ctoybox")
+    pol = Policy.from_module(small_cnn((4, 84, 84), 4), (4, 84, 84), device="cpu", name="tiny")
+    cfg = BenchConfig.demo(methods=("occlusion",), n_states=3, n_sanity=1, stream_steps=40, highlights_budget=2)
+    res = run_benchmark(cfg, agents={"toybox/Breakout": pol}, run_dir=tmp_path / "run")
+    assert res.methods == ("occlusion", "random") and res.examples.shape == (1, 2, 84, 84)
+    tab = res.table()
+    assert len(tab) == 4 and "paper: occlusion" in tab.columns
+    assert tab.loc[tab.sub_metric == "Q-val black", "paper: occlusion"].iloc[0] == "3.16 ± 4.20"
+    assert set(res.sanity.method) == {"occlusion"} and res.sanity.n_randomized.max() == 4
+    assert (res.runtime_table().s_per_map > 0).all()
+    assert (tmp_path / "run" / "units" / "bench" / "toybox-breakout" / "occlusion" / "result.json").exists()
+
+    def boom(job): raise AssertionError("a finished job was run again")
+    monkeypatch.setattr(sb, "_run_bench_job", boom)
+    again = run_benchmark(cfg, agents={"toybox/Breakout": pol}, run_dir=tmp_path / "run")
+    pd.testing.assert_frame_equal(again.insertion, res.insertion)
+    back = load_result(res.save(tmp_path / "res"))
+    assert isinstance(back, SaliencyBenchmark) and back.games == res.games
+    for ax in (res.plot_sanity()[0], res.plot_examples()[0][0], res.plot_curves()[0]): plt.close(ax.figure)
