@@ -770,4 +770,5 @@ d = { 'settings': { 'branch': 'main',
                                     'rlexplain.xrlbench.sarfa_score': ('xrlbench.html#sarfa_score', 'rlexplain/xrlbench.py'),
                                     'rlexplain.xrlbench.save_dataset': ('xrlbench.html#save_dataset', 'rlexplain/xrlbench.py'),
                                     'rlexplain.xrlbench.state_columns': ('xrlbench.html#state_columns', 'rlexplain/xrlbench.py'),
+                                    'rlexplain.xrlbench.waterfall_plot': ('xrlbench.html#waterfall_plot', 'rlexplain/xrlbench.py'),
                                     'rlexplain.xrlbench.xrlbench_mlp': ('xrlbench.html#xrlbench_mlp', 'rlexplain/xrlbench.py')}}}

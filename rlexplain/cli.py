@@ -172,6 +172,14 @@ DEMOS: dict[str, tuple[str, str, str]] = {
                  "TabularSHAP, TabularLIME, PS, SARFA, DeepSHAP, GradientSHAP and IG on zoo DQN agents for CartPole and "
                  "LunarLander, scored by AIM, AUM, PGI, PGU and RIS.",
                  "rlexplain.cli:_demo_xrlbench"),
+    "saliency_bench": ("Benchmarking perturbation saliency maps (Huber et al. 2023)",
+                       "Sanity checks (cascading re-initialisation), insertion AUCs against a random-map baseline, "
+                       "HIGHLIGHTS-DIV states, parameter tuning and run-times of the five perturbation methods.",
+                       "rlexplain.saliency_bench:_demo_saliency_bench"),
+    "timeseries": ("Time-series evaluation under distribution shift (Fujimoto et al. 2024)",
+                   "Fixed-seed control and FGSM treatment runs of A2C and PPO agents: difference-in-differences with "
+                   "bootstrap intervals and a placebo, and damped-trend forecasts with 99% prediction intervals.",
+                   "rlexplain.timeseries:demo_section"),
 }
 
 def _resolve(spec: str) -> Callable:

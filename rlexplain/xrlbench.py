@@ -14,10 +14,10 @@ from typing import Any, Sequence
 # %% auto #0
 __all__ = ['FEATURE_NAMES', 'EXPLAINERS', 'TABULAR_METHODS', 'IMAGE_METHODS', 'FIDELITY_METRICS', 'feature_names', 'xrlbench_mlp',
            'load_xrlbench_policy', 'generate_dataset', 'save_dataset', 'load_dataset', 'state_columns',
-           'dataset_arrays', 'Explanation', 'Explainer', 'TabularSHAP', 'TabularLIME', 'sarfa_score', 'gaussian_blur',
-           'PerturbationSaliency', 'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients', 'make_explainer',
-           'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS', 'XRLBenchResult',
-           'run_benchmark', 'XRLBenchConfig', 'paper_results']
+           'dataset_arrays', 'Explanation', 'waterfall_plot', 'Explainer', 'TabularSHAP', 'TabularLIME', 'sarfa_score',
+           'gaussian_blur', 'PerturbationSaliency', 'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients',
+           'make_explainer', 'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS',
+           'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig', 'paper_results']
 
 # %% ../nbs/40_xrlbench.ipynb #4ea68046
 import matplotlib.pyplot as plt
@@ -207,6 +207,27 @@ class Explanation(Result):
         ax.set_xlabel("mean |importance|" if index is None else f"importance (state {index})", fontsize=8)
         ax.set_title(self.method, fontsize=8); ax.tick_params(labelsize=7)
         return ax
+
+# %% ../nbs/40_xrlbench.ipynb #7cda532f
+def waterfall_plot(ex: Explanation,          # a tabular Explanation (SHAP methods give per_action and base_values)
+                   i: int = 0,               # which state (row of ex.states)
+                   action: int | None = None, # None: the explained action; another action needs ex.per_action
+                   max_display: int = 8,     # features shown; the rest are summed into one bar
+                   size: tuple = (6, 3),     # figure size, inches
+                   ):                        # -> matplotlib Figure
+    """shap's waterfall plot of state `i`: how each feature moves the action's output from E[f(x)] to f(x)
+    (XRL-Bench, Fig. 5). Raises `IndexError` for `i` out of range, `ValueError` for image explanations.
+    Works under `nbdev_test`, whose shells may not own pyplot's IPython hook (shap calls `plt.ioff()`)."""
+    import matplotlib.pyplot as plt
+    import shap
+    if not 0 <= int(i) < ex.n: raise IndexError(f"state index i must be in [0, {ex.n}); got {i}.")
+    sx = ex.to_shap(action=action)[int(i)]
+    try: plt.ioff()
+    except ValueError: plt._REPL_DISPLAYHOOK = plt._ReplDisplayHook.NONE  # the hook belongs to a shell that is gone
+    shap.plots.waterfall(sx, show=False, max_display=max_display)
+    fig = plt.gcf(); fig.set_size_inches(*size)
+    return fig
+
 
 # %% ../nbs/40_xrlbench.ipynb #f18552bb
 def _as_states(x: Any, policy, what: str = "states") -> np.ndarray:
