@@ -50,7 +50,9 @@ class Section:
 
     def note(self, text: str): self.items.append(("note", text, ""))
 
-def write_report(out: str | Path, sections: list[Section], title: str = "rlexplain demo run") -> Path:
+def write_report(out: str | Path, sections: list[Section], title: str = "rlexplain demo run",
+                 max_rows: int = 40,  # longer tables show their first rows and link to the full CSV
+                 ) -> Path:
     "Write `out/report.html`: every section's text, tables (HTML) and figures (embedded PNG). Works offline."
     out = Path(out); parts = []
     toc = "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>' for s in sections)
@@ -58,8 +60,10 @@ def write_report(out: str | Path, sections: list[Section], title: str = "rlexpla
         parts.append(f'<h2 id="{s.key}">{html.escape(s.title)}</h2><p>{html.escape(s.text)}</p>')
         for kind, caption, path in s.items:
             if kind == "table":
-                df = pd.read_csv(s.dir / path)
-                parts.append(f"<h4>{html.escape(caption)}</h4>" + df.round(getattr(s, "_round", 3)).to_html(index=False, border=0, classes="tbl", na_rep="–"))
+                df = pd.read_csv(s.dir / path); link = f'<a href="{s.key}/{path}">{html.escape(path)}</a>'
+                more = (f"<p><em>first {max_rows} of {len(df)} rows; the whole table: {link}</em></p>" if len(df) > max_rows else "")
+                parts.append(f"<h4>{html.escape(caption)}</h4>" + df.head(max_rows).round(getattr(s, "_round", 3))
+                             .to_html(index=False, border=0, classes="tbl", na_rep="–") + more)
             elif kind == "figure":
                 b64 = base64.b64encode((s.dir / path).read_bytes()).decode()
                 parts.append(f'<figure><img src="data:image/png;base64,{b64}" alt="{html.escape(caption)}">'
@@ -322,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     zt = zs.add_parser("train", help="train (or resume) agents and evaluate their checkpoints", **par)
     zt.add_argument("--spec", choices=["demo", "custom"], default="custom", help="'demo' trains exactly the shipped demo zoo (other options ignored)")
     zt.add_argument("--env", default="toybox/Breakout", help="environment id (toybox/Breakout, ALE/Pong-v5, ...)")
-    zt.add_argument("--pipelines", type=_csv, default=["ppo", "a2c", "dqn"], help="comma-separated: ppo, a2c, dqn, qrdqn")
+    zt.add_argument("--pipelines", type=_csv, default=["ppo", "dqn", "qrdqn"], help="comma-separated: ppo, a2c, dqn, qrdqn")
     zt.add_argument("--seeds", type=_csv_ints, default=list(range(6)), help="comma-separated seeds")
     zt.add_argument("--checkpoints", type=_csv_ints, default=[50_000, 400_000], help="comma-separated checkpoints in emulator frames (4 per step); the last ends training")
     zt.add_argument("--features", choices=["compact", "nature"], default="compact", help="CNN: compact (demo) or the Nature CNN (paper)")

@@ -231,7 +231,7 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
 class IRConfig:
     "An IR study (Mott et al. 2023, Section 4). Frames are emulator frames (4 per agent step)."
     games: tuple = ("toybox/Breakout",)
-    pipelines: tuple = ("ppo", "a2c", "dqn")
+    pipelines: tuple = ("ppo", "dqn", "qrdqn")
     checkpoints: tuple | None = None     # frames; None: every checkpoint in the zoo
     n_agents: int = 5                    # measured agents G_1..G_n (seeds 1..n); seed 0 samples the states
     p: int = 30                          # states per game (including the start state)
