@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 # %% auto #0
-__all__ = ['SCALES', 'RESULT_TYPES', 'get_scale', 'get_device', 'seed_everything', 'to_obs_tensor', 'PolicyLike', 'Policy',
-           'sb3_algo_of_zip', 'load_sb3', 'sb3_policy', 'atomic_write', 'save_json', 'load_json', 'save_table',
-           'save_arrays', 'load_arrays', 'Result', 'load_result', 'RunDir', 'run_jobs']
+__all__ = ['SCALES', 'RESULT_TYPES', 'get_scale', 'ScaledConfig', 'get_device', 'seed_everything', 'to_obs_tensor', 'PolicyLike',
+           'Policy', 'sb3_algo_of_zip', 'load_sb3', 'sb3_policy', 'atomic_write', 'save_json', 'load_json',
+           'save_table', 'save_arrays', 'load_arrays', 'Result', 'load_result', 'RunDir', 'run_jobs']
 
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
@@ -38,6 +38,15 @@ def get_scale(default: str = "demo", # used when RLEXPLAIN_SCALE is unset
     if scale not in SCALES:
         raise ValueError(f"RLEXPLAIN_SCALE must be one of {SCALES}; got {scale!r}.")
     return scale
+
+class ScaledConfig:
+    """Base of every experiment config (a frozen dataclass with `demo()` and `paper()` classmethods, DESIGN: Scale):
+    `from_scale(scale, **overrides)` picks one by `scale` or `RLEXPLAIN_SCALE`. Raises `ValueError` on other scales."""
+    @classmethod
+    def from_scale(cls, scale: str | None = None, **kw):
+        scale = scale or get_scale()
+        if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}; got {scale!r}.")
+        return (cls.paper if scale == "paper" else cls.demo)(**kw)
 
 def get_device(device: str | torch.device = "auto", # "auto", "cpu", "cuda", "cuda:1", or a torch.device
               ) -> torch.device:

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, seed_everything
+from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, seed_everything, ScaledConfig
 from .envs import ToyboxEnv, collect_rollout, make_env
 
 # %% ../nbs/10_ir.ipynb #c26e005c
@@ -228,7 +228,7 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
 
 # %% ../nbs/10_ir.ipynb #8e051844
 @dataclasses.dataclass(frozen=True)
-class IRConfig:
+class IRConfig(ScaledConfig):
     "An IR study (Mott et al. 2023, Section 4). Frames are emulator frames (4 per agent step)."
     games: tuple = ("toybox/Breakout",)
     pipelines: tuple = ("ppo", "dqn", "qrdqn")
@@ -261,10 +261,6 @@ class IRConfig:
                  checkpoints=(50_000, 3_000_000, 5_000_000, 8_000_000, 10_000_000), n_agents=10, p=30)
         d.update(kw); return cls(**d)
 
-    @classmethod
-    def from_scale(cls, scale: str | None = None, **kw) -> "IRConfig":
-        "`demo()` or `paper()` as chosen by `scale` or `RLEXPLAIN_SCALE`."
-        return (cls.paper if (scale or get_scale()) == "paper" else cls.demo)(**kw)
 
 def _zoo_entries(cfg: IRConfig, game: str, pipeline: str) -> pd.DataFrame:
     from rlexplain.agents import list_zoo, env_slug

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from .core import Policy, Result, get_scale
+from .core import Policy, Result, get_scale, ScaledConfig
 from .envs import make_env
 from .shifts import Identity, Shift, ShiftedRollout, ce_output_grad, collect_shifted_rollout, make_shift
 
@@ -296,7 +296,7 @@ def ranld(policy: Policy,              # any Policy (q-values or logits)
 
 # %% ../nbs/20_ranld.ipynb #281cd612
 @dataclasses.dataclass(frozen=True)
-class RANLDConfig:
+class RANLDConfig(ScaledConfig):
     "Sizes of a RA-NLD protocol run; `.demo()` for a 2-core CPU in seconds, `.paper()` for Korkmaz (2024) Section 4."
     n_runs: int = 3                  # repetitions (mean +- std over them)
     n_episodes: int = 2              # episodes per state set (the paper: 10)
@@ -317,10 +317,6 @@ class RANLDConfig:
     def paper(cls, **kw) -> "RANLDConfig":
         "10 episodes per set (Section 4); the paper does not state its number of repetitions: 10 here."
         return cls(**{"n_runs": 10, "n_episodes": 10, "max_steps": None, **kw})
-    @classmethod
-    def from_scale(cls, scale: str | None = None, **kw) -> "RANLDConfig":
-        "`demo()` or `paper()` by `scale` (default: RLEXPLAIN_SCALE)."
-        return cls.paper(**kw) if (scale or get_scale()) == "paper" else cls.demo(**kw)
 
 @dataclasses.dataclass(frozen=True)
 class QuotientTable(Result):

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs
+from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
 from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap, _resolve_actions
 
 # %% ../nbs/31_saliency_bench.ipynb #0e1ef6fc
@@ -642,7 +642,7 @@ def tune(policy: Policy,                 # the agent
 PAPER_GAMES = ("ALE/MsPacman-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5", "ALE/Frostbite-v5")
 
 @dataclasses.dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(ScaledConfig):
     "A saliency benchmark run (Huber et al. 2023). `demo()`, `paper()`, `from_scale()`."
     games: tuple = ("toybox/Breakout",)
     agents: tuple | None = None          # per game: zoo folder or SB3 zip path; None: the zoo's best last-checkpoint `algo` agent
@@ -688,10 +688,6 @@ class BenchConfig:
                  stream_steps=1004, skip=4, n_states=None, n_sanity=1000, highlights_budget=5)
         d.update(kw); return cls(**d)
 
-    @classmethod
-    def from_scale(cls, scale: str | None = None, **kw) -> "BenchConfig":
-        "`demo()` or `paper()` as chosen by `scale` or `RLEXPLAIN_SCALE`."
-        return (cls.paper if (scale or get_scale()) == "paper" else cls.demo)(**kw)
 
 def zoo_agent_path(game: str, algo: str = "dqn", root: str | None = None) -> str:
     "Folder of the zoo's best-returning last-checkpoint `algo` agent for `game`. Raises `LookupError` if there is none."

@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs
+from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
 from .envs import ToyboxEnv, make_env
 from .shifts import FGSM, Identity, Shift, collect_shifted_rollout, make_shift
 
@@ -530,7 +530,7 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
 
 # %% ../nbs/50_shift_timeseries.ipynb #1e3dd1b8
 @dataclasses.dataclass(frozen=True)
-class TimeSeriesConfig:
+class TimeSeriesConfig(ScaledConfig):
     "A time-series shift study (Fujimoto et al., Section 5). Epsilons in [0, 1] pixel units."
     env_id: str = "toybox/Breakout"
     algos: tuple = ("a2c", "ppo")            # zoo algorithms compared (the paper: A2C and PPO from the RL Zoo)
@@ -565,10 +565,6 @@ class TimeSeriesConfig:
                  obs_eps=2 / 255, attack_prob=0.5, window=25, horizon=100, max_steps=27_000)
         d.update(kw); return cls(**d)
 
-    @classmethod
-    def from_scale(cls, scale: str | None = None, **kw) -> "TimeSeriesConfig":
-        "`demo()` or `paper()` as chosen by `scale` or `RLEXPLAIN_SCALE`."
-        return (cls.paper if (scale or get_scale()) == "paper" else cls.demo)(**kw)
 
 def zoo_agent(env_id: str, algo: str, root: str | Path | None = None) -> tuple[Policy, dict]:
     """The zoo's last-checkpoint agent of `algo` for `env_id` with the best evaluated return (seed 1 when none is

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .core import Policy, Result, get_scale, load_json, save_json, save_table
+from .core import Policy, Result, get_scale, load_json, save_json, save_table, ScaledConfig
 
 # %% ../nbs/40_xrlbench.ipynb #a1c9578a
 FEATURE_NAMES = {
@@ -1035,7 +1035,7 @@ def run_benchmark(policy: Policy,               # the agent
     return XRLBenchResult(env_id, pd.DataFrame(rows), pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(), params)
 
 @dataclasses.dataclass(frozen=True)
-class XRLBenchConfig:
+class XRLBenchConfig(ScaledConfig):
     "Sizes of an XRL-Bench study (Xiong et al. 2024, Sec. 4). `demo()` for a 2-core CPU, `paper()` for the paper's scale."
     envs: tuple = ("CartPole-v1", "LunarLander-v3")
     methods: tuple = TABULAR_METHODS
@@ -1056,10 +1056,6 @@ class XRLBenchConfig:
         d = dict(envs=("CartPole-v1", "LunarLander-v3", "FlappyBird-v0"), n_dataset=200_000, n_explain=2000, n_ris=500, ris_neighbors=10)
         d.update(kw); return cls(**d)
 
-    @classmethod
-    def from_scale(cls, scale: str | None = None, **kw) -> "XRLBenchConfig":
-        "`demo()` or `paper()` as chosen by `scale` or `RLEXPLAIN_SCALE`."
-        return (cls.paper if (scale or get_scale()) == "paper" else cls.demo)(**kw)
 
 def paper_results() -> pd.DataFrame:
     "Xiong et al. (2024), Tables 2 and 4: AIM, AUM, PGI, PGU and RIS of the seven methods on LunarLander and CartPole."

@@ -68,3 +68,23 @@ def test_policy_from_module_errors():
         pol.forward(np.zeros((1, 4), np.float32))
     with pytest.raises(TypeError, match="policy agent"):
         Policy.from_module(net, (3,), kind="logits", device="cpu").q_values(np.zeros((1, 3), np.float32))
+
+
+def test_scaled_config_picks_demo_or_paper(monkeypatch):
+    import dataclasses
+    from rlexplain.core import ScaledConfig
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg(ScaledConfig):
+        n: int = 1
+        @classmethod
+        def demo(cls, **kw): return cls(**kw)
+        @classmethod
+        def paper(cls, **kw): return cls(**{"n": 100, **kw})
+
+    assert Cfg.from_scale("demo").n == 1 and Cfg.from_scale("paper").n == 100
+    assert Cfg.from_scale("paper", n=7).n == 7
+    monkeypatch.setenv("RLEXPLAIN_SCALE", "paper"); assert Cfg.from_scale().n == 100
+    monkeypatch.setenv("RLEXPLAIN_SCALE", "demo"); assert Cfg.from_scale().n == 1
+    with pytest.raises(ValueError, match="scale must be one of"):
+        Cfg.from_scale("huge")
