@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import base64
 import html
 import importlib
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 # %% auto #0
-__all__ = ['DEMOS', 'Section', 'write_report', 'run_demo', 'api_html', 'render_docs', 'render_readme', 'build_parser', 'main']
+__all__ = ['DEMOS', 'Section', 'write_report', 'run_demo', 'api_html', 'math_to_mathml', 'render_docs', 'render_readme',
+           'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
 import matplotlib
@@ -243,6 +245,24 @@ def api_html(module: str) -> str:
         parts.append(mistune.html(md))
     return "<section class='api'><h2>API</h2>" + "".join(parts) + "</section>"
 
+_FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
+_DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
+_INLINE = re.compile(r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<![\s\\])\$(?![\w$])")
+
+def math_to_mathml(md: str) -> str:
+    """Replace `$...$` and `$$...$$` LaTeX in Markdown by MathML (latex2mathml), leaving code spans and fences alone,
+    so that rendered pages show equations offline (no MathJax download). A formula latex2mathml cannot parse stays as
+    its LaTeX source."""
+    from latex2mathml.converter import convert
+    def conv(m, display):
+        try: return convert(m.group(1).strip(), display=display)
+        except Exception: return m.group(0)
+    parts = _FENCE.split(md)
+    for i in range(0, len(parts), 2):  # even parts are outside code
+        t = _DISPLAY.sub(lambda m: "\n\n" + conv(m, "block") + "\n\n", parts[i])
+        parts[i] = _INLINE.sub(lambda m: conv(m, "inline"), t)
+    return "".join(parts)
+
 def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs", execute: bool = True,
                 timeout: int = 1200) -> Path:
     "Render every notebook of `nbs` (not starting with `_`) to `out/<name>.html` with its API docs, plus `out/index.html`."
@@ -256,6 +276,8 @@ def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs", exe
         if execute:
             print(f"[rlexplain docs] executing {nb_path.name} ...", flush=True)
             ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(nbs)}})
+        for c in nb.cells:
+            if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
         body, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
         mod = _module_of(nb_path)
         if mod: body = body.replace("</body>", api_html(mod) + "</body>")
