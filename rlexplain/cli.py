@@ -263,19 +263,29 @@ def math_to_mathml(md: str) -> str:
         parts[i] = _INLINE.sub(lambda m: conv(m, "inline"), t)
     return "".join(parts)
 
+def _execute(nb, path: Path, timeout: int):
+    """Run a notebook in a fresh kernel with cwd `path`. The kernel draws figures inline even when this process runs
+    with `MPLBACKEND=Agg` (as `run.sh` sets): an inherited Agg backend would leave every figure out of the page."""
+    from nbconvert.preprocessors import ExecutePreprocessor
+    old = os.environ.get("MPLBACKEND"); os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    try: ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path)}})
+    finally:
+        if old is None: os.environ.pop("MPLBACKEND", None)
+        else: os.environ["MPLBACKEND"] = old
+    return nb
+
 def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs", execute: bool = True,
                 timeout: int = 1200) -> Path:
     "Render every notebook of `nbs` (not starting with `_`) to `out/<name>.html` with its API docs, plus `out/index.html`."
     import nbformat
     from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import ExecutePreprocessor
     nbs, out = Path(nbs), Path(out); out.mkdir(parents=True, exist_ok=True)
     pages = []
     for nb_path in sorted(p for p in nbs.glob("*.ipynb") if not p.name.startswith("_")):
         nb = nbformat.read(nb_path, as_version=4)
         if execute:
             print(f"[rlexplain docs] executing {nb_path.name} ...", flush=True)
-            ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(nbs)}})
+            _execute(nb, nbs, timeout)
         for c in nb.cells:
             if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
         body, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
@@ -294,9 +304,8 @@ def render_readme(nb: str | Path = "nbs/index.ipynb", out: str | Path = "README.
     "Execute `nb` (cwd: its folder) and write it as Markdown with outputs to `out` (the nbdev convention: README from index)."
     import nbformat
     from nbconvert import MarkdownExporter
-    from nbconvert.preprocessors import ExecutePreprocessor
     nb_path = Path(nb); node = nbformat.read(nb_path, as_version=4)
-    if execute: ExecutePreprocessor(timeout=600, kernel_name="python3").preprocess(node, {"metadata": {"path": str(nb_path.parent)}})
+    if execute: _execute(node, nb_path.parent, 600)
     body, _ = MarkdownExporter().from_notebook_node(node)
     header = "<!-- generated from nbs/index.ipynb by `rlexplain readme`: edit the notebook, not this file -->\n\n"
     return atomic_write(out, header + body)

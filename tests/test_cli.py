@@ -37,3 +37,18 @@ def test_run_demo_rejects_unknown_jobs(tmp_path):
     from rlexplain.cli import run_demo
     with pytest.raises(ValueError, match="unknown demo jobs"):
         run_demo(tmp_path, only=["nope"])
+
+
+def test_render_docs_keeps_figures_and_math_under_agg(tmp_path, monkeypatch):
+    "run.sh exports MPLBACKEND=Agg; the rendered pages must still show the notebooks' figures, and equations as MathML."
+    import nbformat
+    from rlexplain.cli import render_docs
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# t\n\nThe return $G_t = \\sum_k \\gamma^k r_{t+k}$."),
+                                         nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([0, 1]); plt.show()")])
+    nbformat.write(nb, nbs / "t.ipynb")
+    index = render_docs(nbs, tmp_path / "docs")
+    page = (tmp_path / "docs" / "t.html").read_text()
+    assert index.exists() and "<img" in page and "data:image/png" in page
+    assert "<math" in page and "$G_t" not in page
