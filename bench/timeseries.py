@@ -13,7 +13,8 @@ torch.set_num_threads(1)
 
 from rlexplain.envs import make_env
 from rlexplain.shifts import FGSM
-from rlexplain.timeseries import performance_series, zoo_agent
+from rlexplain.agents import load_best_agent
+from rlexplain.timeseries import performance_series
 
 
 def raw_loop(env_id, n_steps=3000, **kw):
@@ -33,7 +34,7 @@ def main():
     print(f"raw toybox/Breakout step loop (frameskip 4, 84x84 preprocessing): {raw_loop('toybox/Breakout'):,.0f} steps/s")
     try: print(f"raw ALE/Breakout-v5 step loop (AtariPreprocessing + stack): {raw_loop('ALE/Breakout-v5'):,.0f} steps/s")
     except Exception as e: print(f"ALE skipped: {e}")
-    pol, card = zoo_agent("toybox/Breakout", a.algo)
+    pol, card = load_best_agent("toybox/Breakout", a.algo, device="cpu")
     print(f"agent {card['id']}; {a.seeds} seeds x {a.episodes} episodes, max_steps {a.max_steps}")
     seeds = list(range(a.seeds))
     for shift, label in ((None, "control"), (FGSM(eps=1 / 255), "fgsm 1/255 (every step)")):

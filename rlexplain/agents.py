@@ -19,7 +19,7 @@ from typing import Any
 __all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'TABULAR_PIPELINES', 'PIPELINES', 'ZOO_DIR', 'DEMO_ZOO', 'EXTRA_ZOO',
            'PAPER_ZOO', 'TABULAR_ZOO', 'CompactCNN', 'Pipeline', 'env_slug', 'entry_dir', 'TrainJob',
            'evaluate_policy_returns', 'train_agent', 'list_zoo', 'load_agent', 'evaluate_entry', 'train_zoo',
-           'train_demo_zoo']
+           'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
 
 # %% ../nbs/02_agents.ipynb #2f3ea5b9
 import gymnasium as gym
@@ -320,3 +320,25 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
             df = train_zoo(env_id, t["pipelines"], t["seeds"], ck, root=root, executor=executor, max_workers=max_workers,
                            eval_episodes=t["eval_episodes"])
     return df
+
+# %% ../nbs/02_agents.ipynb #bc2b2be6
+def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matched case-insensitively)
+                   algo: str | None = None,     # "dqn", "qrdqn", "ppo", "a2c", ...; None: any
+                   root: str | Path | None = None, # zoo folder; default ZOO_DIR
+                   ) -> str:                    # the entry's folder
+    """The folder of the best zoo agent for `env_id` (and `algo`): among each seed's last checkpoint, the highest
+    evaluated mean return (unevaluated entries last; ties: more frames, then lower seed).
+    Raises `LookupError` if the zoo has no such agent."""
+    z = list_zoo(root)
+    z = z[(z.env_id.str.lower() == env_id.lower()) & ((z.algo == algo) if algo else True)] if len(z) else z
+    if z.empty: raise LookupError(f"the zoo has no {algo or ''} agent for {env_id}; train one with `rlexplain zoo train`.")
+    z = z[z.frames == z.groupby("seed").frames.transform("max")]
+    z = z.sort_values(["return_mean", "frames", "seed"], ascending=[False, False, True], na_position="last")
+    return str(z.iloc[0].path)
+
+def load_best_agent(env_id: str, algo: str | None = None, root: str | Path | None = None,
+                    device: str | torch.device = "auto") -> tuple[Policy, dict]:
+    "`(Policy, card)` of `best_zoo_entry(env_id, algo, root)`. Raises `LookupError` if the zoo has no such agent."
+    path = best_zoo_entry(env_id, algo, root)
+    return load_agent(path, device=device), load_json(Path(path) / "card.json")
+

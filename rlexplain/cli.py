@@ -25,6 +25,7 @@ __all__ = ['DEMOS', 'Section', 'write_report', 'run_demo', 'api_html', 'math_to_
 import matplotlib
 import pandas as pd
 
+from .agents import load_best_agent
 from .core import atomic_write, get_scale, load_json, save_json, save_table
 
 # %% ../nbs/90_cli.ipynb #40c95c78
@@ -91,21 +92,12 @@ def _demo_ir(sec: Section, scale: str, executor=None, max_workers: int = 1):
         sec.figure(f"ir_{slug}", study.plot(g, normalized=False), f"Figure 3 analogue ({g}): R per intervention (rows, null first) and state (columns)")
         sec.figure(f"ir_{slug}_normalized", study.plot(g, normalized=True), f"Figure 4 analogue ({g}): R relative to the unintervened state")
 
-def _zoo_agent(env_id: str, algo: str | None = None):
-    "The best-scoring last-checkpoint zoo agent for `env_id` (and `algo`): `(Policy, card)`. Raises `LookupError` if none."
-    from rlexplain.agents import list_zoo, load_agent
-    z = list_zoo()
-    z = z[(z.env_id == env_id) & ((z.algo == algo) if algo else True)]
-    if z.empty: raise LookupError(f"the zoo has no {algo or ''} agent for {env_id}; train one with `rlexplain zoo train`.")
-    z = z[z.frames == z.frames.max()].sort_values("return_mean", ascending=False, na_position="last")
-    return load_agent(z.iloc[0].path, device="auto"), load_json(Path(z.iloc[0].path) / "card.json")
-
 def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1):
     import matplotlib.pyplot as plt
     import numpy as np
     from rlexplain.envs import collect_rollout, make_env
     from rlexplain.saliency import PAPER_PARAMS, paper_saliency
-    agent, card = _zoo_agent("toybox/Breakout", "dqn")
+    agent, card = load_best_agent("toybox/Breakout", "dqn")
     sec.note(f"Agent: {card['id']} (return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} over "
              f"{card['evaluation']['n_episodes']} episodes; random policy {card['evaluation']['random_mean']:.1f}).")
     env = make_env(card["env_id"], **card.get("env_kwargs", {}))
@@ -127,7 +119,7 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
     from rlexplain.xrlbench import XRLBenchConfig, dataset_arrays, generate_dataset, paper_results, run_benchmark
     cfg = XRLBenchConfig.from_scale(scale); paper = paper_results(); tabs, times = [], {}
     for env_id in cfg.envs:
-        try: agent, card = _zoo_agent(env_id, "dqn")
+        try: agent, card = load_best_agent(env_id, "dqn")
         except LookupError as e: sec.note(f"{env_id}: skipped ({e})"); continue
         sec.note(f"{env_id}: agent {card['id']}, return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} "
                  f"over {card['evaluation']['n_episodes']} episodes (random {card['evaluation']['random_mean']:.1f}).")
@@ -148,7 +140,7 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     from rlexplain.envs import collect_rollout, make_env
     from rlexplain.ranld import RANLDConfig, ranld, ranld_protocol
     from rlexplain.shifts import make_shift
-    agent, card = _zoo_agent("toybox/Breakout", "dqn")
+    agent, card = load_best_agent("toybox/Breakout", "dqn")
     env = make_env(card["env_id"], **card.get("env_kwargs", {}))
     sec.note(f"Agent: {card['id']} (return {card['evaluation']['mean']:.1f}; random {card['evaluation']['random_mean']:.1f}).")
     ro = collect_rollout(env, agent, n_episodes=2, seed=0, max_steps=200 if scale == "demo" else None, record_states=False)

@@ -21,7 +21,7 @@ __all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'SIMILARITY_METRICS', 'PAPER_CALIBR
            'random_map_calibration', 'model_layers', 'cascading_randomization', 'SanityCheck', 'sanity_check',
            'insertion_ranks', 'insertion_auc', 'InsertionResult', 'insertion_curves', 'penultimate_features',
            'highlights_importance', 'Highlights', 'highlights_div', 'paper_grid', 'Tuning', 'tune', 'BenchConfig',
-           'zoo_agent_path', 'collect_stream', 'MethodRun', 'paper_insertion_table', 'paper_tuning_table', 'paper_game',
+           'collect_stream', 'MethodRun', 'paper_insertion_table', 'paper_tuning_table', 'paper_game',
            'SaliencyBenchmark', 'run_benchmark']
 
 # %% ../nbs/31_saliency_bench.ipynb #1e3c4645
@@ -32,6 +32,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from .agents import best_zoo_entry
 from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
 from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap, _resolve_actions
 
@@ -689,17 +690,6 @@ class BenchConfig(ScaledConfig):
         d.update(kw); return cls(**d)
 
 
-def zoo_agent_path(game: str, algo: str = "dqn", root: str | None = None) -> str:
-    "Folder of the zoo's best-returning last-checkpoint `algo` agent for `game`. Raises `LookupError` if there is none."
-    from rlexplain.agents import list_zoo
-    z = list_zoo(root)
-    z = z[(z.env_id.str.lower() == game.lower()) & (z.algo == algo)] if len(z) else z
-    if z.empty:
-        raise LookupError(f"the zoo has no {algo} agent for {game}. The paper's games need ALE DQN agents "
-                          f"(`rlexplain zoo train`, best on a GPU) or pass BenchConfig(agents=...) / run_benchmark(agents=...).")
-    z = z[z.frames == z.groupby("seed").frames.transform("max")]
-    return str(z.sort_values(["return_mean", "frames"], ascending=False, na_position="last").iloc[0].path)
-
 def _load_policy(agent: Any, device: str = "auto") -> tuple[Policy, dict, str]:
     "`(policy, env kwargs, name)` for a Policy, a zoo folder or an SB3 zip."
     if isinstance(agent, Policy): return agent, {}, agent.name
@@ -963,7 +953,7 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
     rd = RunDir(run_dir) if run_dir is not None else None
     jobs, names, agent_names, ex_obs = [], [], {}, []
     for gi, game in enumerate(cfg.games):
-        spec = (agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else zoo_agent_path(game, cfg.algo))
+        spec = (agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else best_zoo_entry(game, cfg.algo))
         policy, env_kwargs, aname = _load_policy(spec, cfg.device)
         agent_names[game] = aname
         def _stream():
@@ -1020,7 +1010,7 @@ def _demo_saliency_bench(sec, scale: str, executor=None, max_workers: int = 1):
     sec.table("saliency_bench_runtime", res.runtime_table(), "Appendix D analogue: seconds per map on this machine (paper: GTX Titan X)")
     sec.table("saliency_bench_calibration", random_map_calibration().reset_index(), "Appendix B.1: mean similarity of 100 random map pairs")
     game = cfg.games[0]
-    policy, kw, _ = _load_policy(cfg.agents[0] if cfg.agents else zoo_agent_path(game, cfg.algo), cfg.device)
+    policy, kw, _ = _load_policy(cfg.agents[0] if cfg.agents else best_zoo_entry(game, cfg.algo), cfg.device)
     o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, kw)
     hl = highlights_div(policy, o[cfg.skip:], budget=10 if scale == "paper" else 3, episode=e[cfg.skip:], seed=cfg.seed)
     tabs = [tune(policy, o[cfg.skip:][hl.indices], k, grid=(paper_grid(k) if scale == "paper" else None), game=game).table

@@ -16,8 +16,8 @@ from typing import Any, Callable, Mapping, Sequence
 # %% auto #0
 __all__ = ['AGGREGATES', 'PAPER_FINDINGS', 'episode_seed', 'aggregate', 'PerformanceSeries', 'performance_series',
            'FixedSeedReport', 'check_fixed_seed', 'damped_trend_forecast', 'simulate_damped_trend', 'Forecast',
-           'forecast', 'did_estimates', 'CausalImpact', 'causal_impact', 'TimeSeriesConfig', 'zoo_agent',
-           'TimeSeriesStudy', 'run_study', 'demo_outputs', 'timeseries_demo', 'demo_section']
+           'forecast', 'did_estimates', 'CausalImpact', 'causal_impact', 'TimeSeriesConfig', 'TimeSeriesStudy',
+           'run_study', 'demo_outputs', 'timeseries_demo', 'demo_section']
 
 # %% ../nbs/50_shift_timeseries.ipynb #8206ad46
 import matplotlib.pyplot as plt
@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from .agents import load_best_agent
 from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
 from .envs import ToyboxEnv, make_env
 from .shifts import FGSM, Identity, Shift, collect_shifted_rollout, make_shift
@@ -566,18 +567,6 @@ class TimeSeriesConfig(ScaledConfig):
         d.update(kw); return cls(**d)
 
 
-def zoo_agent(env_id: str, algo: str, root: str | Path | None = None) -> tuple[Policy, dict]:
-    """The zoo's last-checkpoint agent of `algo` for `env_id` with the best evaluated return (seed 1 when none is
-    evaluated): `(Policy, card)`. Raises `LookupError` if the zoo has none."""
-    from rlexplain.agents import list_zoo, load_agent
-    z = list_zoo(root)
-    z = z[(z.env_id == env_id) & (z.algo == algo)] if len(z) else z
-    if z.empty: raise LookupError(f"the zoo has no {algo} agent for {env_id}; train one with `rlexplain zoo train`.")
-    z = z[z.frames == z.frames.max()].copy()
-    z["_pref"] = z.return_mean.fillna(-np.inf); z["_s1"] = z.seed == 1
-    row = z.sort_values(["_pref", "_s1"], ascending=False).iloc[0]
-    return load_agent(row.path, device="cpu"), load_json(Path(row.path) / "card.json")
-
 @dataclasses.dataclass(frozen=True)
 class TimeSeriesStudy(Result):
     "Everything `run_study` measured: `series` (all runs), `impacts` (one row per agent x shift), `forecast_summary`, `config`."
@@ -623,7 +612,7 @@ def run_study(cfg: TimeSeriesConfig | None = None,
     if policies is None:
         policies, env_kwargs_z = {}, {}
         for a in cfg.algos:
-            pol, card = zoo_agent(cfg.env_id, a); policies[a] = pol; env_kwargs_z = card.get("env_kwargs", {})
+            pol, card = load_best_agent(cfg.env_id, a, device="cpu"); policies[a] = pol; env_kwargs_z = card.get("env_kwargs", {})
         env_kwargs = env_kwargs if env_kwargs is not None else env_kwargs_z
     shifts = dict(shifts) if shifts is not None else {f"fgsm eps={e * 255:g}/255": FGSM(eps=e) for e in cfg.eps}
     kw = dict(env_kwargs=env_kwargs or {}, max_steps=cfg.max_steps, executor=executor, max_workers=max_workers, run_dir=run_dir, engine=engine)

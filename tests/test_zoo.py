@@ -44,3 +44,16 @@ def test_last_checkpoint_beats_random(zoo):
         agent = np.concatenate([e["returns"] for e in evs]); rand = np.concatenate([e["random_returns"] for e in evs])
         assert agent.mean() >= 2 * rand.mean(), (pipe, agent.mean(), rand.mean())
         assert mannwhitneyu(agent, rand, alternative="greater").pvalue < 1e-3, (pipe, last.return_mean.tolist())
+
+
+def test_best_zoo_entry_picks_the_best_last_checkpoint(zoo):
+    from rlexplain.agents import best_zoo_entry, load_best_agent
+    z = zoo[(zoo.env_id == DEMO_ZOO["env_id"]) & (zoo.algo == "dqn")]
+    last = z[z.frames == z.groupby("seed").frames.transform("max")]
+    path = best_zoo_entry(DEMO_ZOO["env_id"], "dqn")
+    assert path == last.loc[last.return_mean.idxmax(), "path"]
+    assert best_zoo_entry(DEMO_ZOO["env_id"].upper(), "dqn") == path   # env ids match case-insensitively
+    pol, card = load_best_agent(DEMO_ZOO["env_id"], "dqn", device="cpu")
+    assert card["frames"] == last.frames.max() and pol.n_actions == card["n_actions"]
+    with pytest.raises(LookupError, match="no dqn agent for ALE/Nope-v5"):
+        best_zoo_entry("ALE/Nope-v5", "dqn")
