@@ -9,6 +9,7 @@ import copy
 import dataclasses
 import json
 import math
+import multiprocessing
 import time
 import warnings
 from pathlib import Path
@@ -32,7 +33,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from .agents import best_zoo_entry
+from .agents import best_zoo_entry, env_slug
 from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
 from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap, _resolve_actions
 
@@ -131,8 +132,8 @@ def spearman_similarity(a: Any, b: Any,   # (H, W) or (N, H, W) maps (any scale;
     "Spearman rank correlation of the flattened maps, max over the map and its inverse (Huber et al. 2023, Sec. 3)."
     from scipy.stats import rankdata
     a, b = _pairs(a, b)
-    ra, rb, rinv = (rankdata(m.reshape(len(m), -1), axis=1) for m in (a, b, 1.0 - b))
-    return np.fmax(_rowwise_pearson(ra, rb), _rowwise_pearson(ra, rinv))
+    ra, rb = (rankdata(m.reshape(len(m), -1), axis=1) for m in (a, b))
+    return np.abs(_rowwise_pearson(ra, rb))   # ranks of 1 - b are n + 1 - ranks of b: rho(a, 1 - b) = -rho(a, b)
 
 def ssim_similarity(a: Any, b: Any,       # (H, W) or (N, H, W) maps (min-max normalised here)
                     win_size: int = 7,    # SSIM window (paper, App. B.1: 7)
@@ -753,7 +754,7 @@ class _BenchJob:
     example: np.ndarray   # (1, C, H, W) uint8 HIGHLIGHTS-DIV state
 
 def _run_bench_job(job: _BenchJob) -> MethodRun:
-    if not isinstance(job.agent, Policy): torch.set_num_threads(1)   # a worker process: one thread each
+    if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
     policy, _, _ = _load_policy(job.agent, job.cfg.device)
     cfg = job.cfg
     t0 = time.perf_counter(); maps = explain(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
@@ -770,7 +771,6 @@ def _run_bench_job(job: _BenchJob) -> MethodRun:
     return MethodRun(job.game, job.method, ins.q, ins.advantage, ins.q_orig, ins.actions, ins.fractions, ins.starts,
                      sanity, example, float(sec), params)
 
-def _slug(game: str) -> str: return game.replace("/", "-").lower()
 
 # %% ../nbs/31_saliency_bench.ipynb #91c643b8
 _T1 = """Pac-Man|Q-val rand|0.54 1.3|0.75 0.7|0.76 1.2|1.1 2.0|0.46 0.7|0.67 1.1|0.62 1.1|0.85 1.5
@@ -959,7 +959,7 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
         def _stream():
             o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, env_kwargs)
             return {"obs": o, "episode": e}
-        st = rd.unit(f"stream/{_slug(game)}", _stream) if rd else _stream()
+        st = rd.unit(f"stream/{env_slug(game)}", _stream) if rd else _stream()
         obs, ep = st["obs"][cfg.skip:], st["episode"][cfg.skip:]
         hl = highlights_div(policy, obs, budget=cfg.highlights_budget, context=cfg.highlights_context, min_gap=cfg.highlights_min_gap,
                             percentile=cfg.highlights_percentile, episode=ep, seed=cfg.seed)
@@ -967,7 +967,7 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
         example = obs[hl.indices[:1]]; ex_obs.append(example[0])
         for meth in list(cfg.methods) + (["random"] if cfg.baseline else []):
             jobs.append(_BenchJob(cfg, game, meth, spec if not isinstance(spec, Policy) else policy, obs[idx], example))
-            names.append(f"bench/{_slug(game)}/{meth}")
+            names.append(f"bench/{env_slug(game)}/{meth}")
     runs = run_jobs(_run_bench_job, jobs, executor=executor, max_workers=max_workers, names=names if rd else None,
                     run_dir=rd, desc="saliency benchmark")
     ins, curves, sanity, rt = [], [], [], []
