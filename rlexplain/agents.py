@@ -321,7 +321,7 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
                            eval_episodes=t["eval_episodes"])
     return df
 
-# %% ../nbs/02_agents.ipynb #bc2b2be6
+# %% ../nbs/02_agents.ipynb #8de0d3d7
 def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matched case-insensitively)
                    algo: str | None = None,     # "dqn", "qrdqn", "ppo", "a2c", ...; None: any
                    root: str | Path | None = None, # zoo folder; default ZOO_DIR

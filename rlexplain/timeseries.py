@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 __all__ = ['AGGREGATES', 'PAPER_FINDINGS', 'episode_seed', 'aggregate', 'PerformanceSeries', 'performance_series',
            'FixedSeedReport', 'check_fixed_seed', 'damped_trend_forecast', 'simulate_damped_trend', 'Forecast',
            'forecast', 'did_estimates', 'CausalImpact', 'causal_impact', 'TimeSeriesConfig', 'TimeSeriesStudy',
-           'run_study', 'demo_outputs', 'timeseries_demo', 'demo_section']
+           'run_study', 'demo_outputs', 'demo_section']
 
 # %% ../nbs/50_shift_timeseries.ipynb #8206ad46
 import matplotlib.pyplot as plt
@@ -556,8 +556,8 @@ class TimeSeriesConfig(ScaledConfig):
 
     @classmethod
     def demo(cls, **kw) -> "TimeSeriesConfig":
-        "Toybox Breakout, the demo zoo's A2C and PPO agents, 3 seeds x 12 episodes, T=6, two small FGSM budgets (~1-2 min on 2 busy cores)."
-        return cls(**kw)
+        "Toybox Breakout, the zoo's A2C and PPO agents, 3 seeds x 10 episodes (<= 1000 steps each), FGSM from episode T=5 (~1-2 min on 2 cores)."
+        return cls(**{"n_episodes": 10, "T": 5, "max_steps": 1000, **kw})
 
     @classmethod
     def paper(cls, **kw) -> "TimeSeriesConfig":
@@ -579,16 +579,20 @@ class TimeSeriesStudy(Result):
 
     def to_frame(self) -> pd.DataFrame: return self.impacts.copy()
     @property
+    def cfg(self) -> TimeSeriesConfig:
+        "The study's `TimeSeriesConfig` (JSON lists of a reloaded study back to tuples)."
+        return TimeSeriesConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.config.items()})
+    @property
     def performance(self) -> PerformanceSeries: return PerformanceSeries(self.series, self.env_id)
     def impact(self, agent: str, condition: str, **kw) -> CausalImpact:
         "Recompute the `CausalImpact` of one treatment condition against the agent's control."
-        c = TimeSeriesConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.config.items()})
+        c = self.cfg
         p = self.performance
         return causal_impact(p, p, c.T, agg=c.agg, n_boot=c.n_boot, level=c.ci_level, agent=agent, treatment_condition=condition,
                              control_condition="control", label=f"{agent}: {condition}", **kw)
     def forecast(self, condition_prefix: str = "fgsm") -> Forecast:
         "The observational forecasts (conditions whose label has 'p=')."
-        c = TimeSeriesConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.config.items()})
+        c = self.cfg
         p = self.performance; obs = p.table[p.table.condition.str.contains("p=", regex=False)]
         return forecast(PerformanceSeries(obs, self.env_id), c.horizon, c.level, c.window, c.agg)
     def plot(self, ax=None): return self.forecast().plot(ax)
@@ -648,13 +652,10 @@ PAPER_FINDINGS = {
     "breakout_overlap": ("Fig. 5 (Breakout): A2C and PPO prediction intervals overlap", "99% intervals at the horizon overlap"),
 }
 
-def _demo_cfg(scale: str) -> TimeSeriesConfig:
-    if scale == "paper": return TimeSeriesConfig.paper()
-    return TimeSeriesConfig.demo(n_episodes=10, T=5, max_steps=1000)
 
 def demo_outputs(study: TimeSeriesStudy) -> tuple[list, dict, str]:
     """Figures, tables and a markdown summary of a study: `([(name, fig, caption)], {name: (DataFrame, caption)}, text)`."""
-    c = TimeSeriesConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in study.config.items()})
+    c = study.cfg
     imp = study.impacts; figs, tabs = [], {}
     fc = study.forecast()
     ax = fc.plot(plt.subplots(figsize=(6, 2.6))[1])
@@ -674,7 +675,7 @@ def demo_outputs(study: TimeSeriesStudy) -> tuple[list, dict, str]:
                     alpha=0.6, label=f"{agent}: placebo (fake T={int(d.placebo_T.iloc[0])})", capsize=3)
     ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=7); ax.axhline(0, color="gray", lw=0.5)
     ax.set_ylabel("DiD (return)"); ax.legend(fontsize=6); fig.tight_layout()
-    figs.append(("ts_did", fig, "DiD (Eq. 4) with 95% bootstrap intervals per agent and FGSM budget, and the in-time placebo"))
+    figs.append(("ts_did", fig, "DiD (Eq. 4) with {c.ci_level:.0%} bootstrap intervals per agent and FGSM budget, and the in-time placebo"))
     tabs["ts_impacts"] = (imp.round(4), "DiD per agent and shift: Eq. 4 (did), Eq. 5-6 (did_post), bootstrap interval, pre-period gap, placebo")
     tabs["ts_forecast"] = (fc.summary.round(4), f"damped-trend forecasts at horizon {c.horizon} ({c.level:.0%} prediction intervals)")
     tabs["ts_overlap"] = (fc.overlap(), "pairwise overlap of the prediction intervals at the horizon (no overlap = significant difference)")
@@ -695,31 +696,16 @@ def demo_outputs(study: TimeSeriesStudy) -> tuple[list, dict, str]:
                                    "the paper's qualitative findings (Atari, RL-Zoo agents) beside this run (Toybox Breakout, demo zoo)")
     lines = [f"**Time-series shift study** on {study.env_id}: {len(c.seeds)} seeds x {c.n_episodes} episodes, FGSM from episode T={c.T}."]
     for _, r in imp.iterrows():
-        lines.append(f"- {r.agent}, {r['shift']}: DiD {r.did:+.2f} (95% bootstrap [{r.ci_low:+.2f}, {r.ci_high:+.2f}]); placebo {r.placebo:+.2f}.")
+        lines.append(f"- {r.agent}, {r['shift']}: DiD {r.did:+.2f} ({c.ci_level:.0%} bootstrap [{r.ci_low:+.2f}, {r.ci_high:+.2f}]); placebo {r.placebo:+.2f}.")
     for _, r in fc.summary.iterrows():
         lines.append(f"- forecast {r.label} at +{c.horizon}: {r.forecast:.2f} ({c.level:.0%} PI [{r.lower:.2f}, {r.upper:.2f}]).")
     return figs, tabs, "\n".join(lines)
 
-def timeseries_demo(out_dir: str | Path,   # folder for PNG figures and CSV tables (created)
-                    scale: str | None = None, # "demo" or "paper"; default RLEXPLAIN_SCALE
-                    executor=None, max_workers: int = 1,
-                    ) -> dict:             # {"figures": [paths], "tables": {name: DataFrame}, "text": markdown}
-    """Run the demo-scale (or paper-scale) study on the zoo's A2C and PPO agents and save its figures (PNG) and tables
-    (CSV) into `out_dir`. Runs resume from `out_dir/run`. Raises `LookupError` if the zoo lacks the agents."""
-    import matplotlib
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    scale = scale or get_scale(); cfg = _demo_cfg(scale)
-    study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=out / "run", share_pre=True)
-    figs, tabs, text = demo_outputs(study); paths = []
-    for name, fig, _ in figs:
-        p = out / f"{name}.png"; fig.savefig(p, dpi=110, bbox_inches="tight"); plt.close(fig); paths.append(p)
-    for name, (df, _) in tabs.items(): df.to_csv(out / f"{name}.csv", index=False)
-    return {"figures": paths, "tables": {k: v[0] for k, v in tabs.items()}, "text": text}
-
 def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
     "The same demo for `rlexplain.cli`'s report: the signature and return type of `rlexplain.cli._demo_ir` (writes into a `Section`)."
-    cfg = _demo_cfg(scale)
-    study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=sec.dir / "run", share_pre=True)
+    cfg = TimeSeriesConfig.from_scale(scale)
+    # full treatment runs (no share_pre): the pre-period gap and the placebo then test the fixed-seed assumption
+    study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=sec.dir / "run")
     figs, tabs, text = demo_outputs(study)
     sec.note(text.split("\n")[0].replace("**", ""))
     for name, (df, cap) in tabs.items(): sec.table(name, df, cap)
