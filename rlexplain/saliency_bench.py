@@ -273,7 +273,7 @@ def _plot_sanity(df: pd.DataFrame, axes=None, metrics: Sequence[str] | None = No
 class SanityCheck(Result):
     """Similarities of original and cascadingly randomised saliency maps (Huber et al. 2023, Fig. 3).
 
-    `table`: one row per (game, method, n_randomized, layer, state, metric) with `value` in [-1, 1] (NaN for
+    `table`: one row per (game, method, n_randomized, layer, state, metric) with `value` in [0, 1] for Spearman (|rho|) and [-1, 1] for SSIM and HOG (NaN for
     constant maps); `layers`: the randomised layer names, output layer first; `params`: settings.
     `summary()` mean/std/99% CI per method, metric and step; `plot(axes)` Fig. 3 curves; `concat(results)`."""
     table: pd.DataFrame

@@ -532,7 +532,9 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
 # %% ../nbs/50_shift_timeseries.ipynb #1e3dd1b8
 @dataclasses.dataclass(frozen=True)
 class TimeSeriesConfig(ScaledConfig):
-    "A time-series shift study (Fujimoto et al., Section 5). Epsilons in [0, 1] pixel units."
+    """A time-series shift study (Fujimoto et al., Section 5). Units: `n_episodes`, `T`, `window` and `horizon` count
+    episodes; `max_steps` is agent steps per episode; epsilons are in [0, 1] pixel units; `level` and `ci_level` are
+    probabilities. Raises `ValueError` for fewer than 2 seeds, T outside [1, n_episodes - 1] or an unknown `agg`."""
     env_id: str = "toybox/Breakout"
     algos: tuple = ("a2c", "ppo")            # zoo algorithms compared (the paper: A2C and PPO from the RL Zoo)
     seeds: tuple = (0, 1, 2)                  # the fixed seed set S
@@ -611,7 +613,9 @@ def run_study(cfg: TimeSeriesConfig | None = None,
     and damped-trend forecasts of the observational series (Fujimoto et al., Section 5, Figures 3 and 5).
     With `share_pre`, the fixed-seed assumption is first checked on each agent (2 seeds x 1 episode, `RuntimeError` if
     it fails) and the treatment runs only play episodes t >= T, copying t < T from the control (identical by Eq. 2):
-    this saves T/N of every treatment run but makes `pre_gap` and the placebo 0 by construction."""
+    this saves T/N of every treatment run but makes `pre_gap` and the placebo 0 by construction.
+    Raises `LookupError` when `policies` is None and the zoo lacks an agent of `cfg.algos`, and `RuntimeError` when the
+    `share_pre` check finds that a seeded episode does not repeat."""
     cfg = cfg or TimeSeriesConfig.from_scale()
     if policies is None:
         policies, env_kwargs_z = {}, {}
