@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 # %% auto #0
-__all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'TABULAR_PIPELINES', 'PIPELINES', 'ZOO_DIR', 'DEMO_ZOO', 'EXTRA_ZOO',
-           'PAPER_ZOO', 'TABULAR_ZOO', 'CompactCNN', 'Pipeline', 'env_slug', 'entry_dir', 'TrainJob',
-           'evaluate_policy_returns', 'train_agent', 'list_zoo', 'load_agent', 'evaluate_entry', 'train_zoo',
-           'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
+__all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'TABULAR_PIPELINES', 'MULTIAGENT_PIPELINES', 'PIPELINES', 'ZOO_DIR',
+           'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'MPE_ZOO', 'CompactCNN', 'Pipeline',
+           'env_slug', 'entry_dir', 'TrainJob', 'evaluate_policy_returns', 'train_agent', 'list_zoo', 'load_agent',
+           'untrained_agent', 'evaluate_entry', 'train_zoo', 'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
 
 # %% ../nbs/02_agents.ipynb #2f3ea5b9
 import gymnasium as gym
@@ -30,7 +30,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .core import Policy, _SB3Head, _sb3_class, atomic_write, get_device, load_json, run_jobs, save_json
-from .envs import collect_rollout, make_env
+from .envs import collect_rollout, is_multiagent, make_env, make_parallel_env, team_returns
 
 # %% ../nbs/02_agents.ipynb #1a760056
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
@@ -82,7 +82,14 @@ TABULAR_PIPELINES = {
                                                exploration_fraction=0.12, exploration_final_eps=0.1, gamma=0.99,
                                                policy_kwargs=dict(net_arch=[64, 64, 64])), value_based=True),
 }
-PIPELINES = {**ATARI_PIPELINES, **TABULAR_PIPELINES}
+# Cooperative multi-agent games (mpe2/simple_spread_v3, notebook 51): one PPO policy shared by all agents of a team
+# (parameter sharing; supersuit turns the N agents x n_envs games into one SB3 vector env). Steps are agent-steps.
+MULTIAGENT_PIPELINES = {
+    "ppo-mpe": Pipeline("ppo-mpe", "ppo", dict(n_steps=128, n_epochs=10, batch_size=768, learning_rate=7e-4, clip_range=0.2,
+                                               ent_coef=0.01, vf_coef=0.5, gamma=0.95, gae_lambda=0.95,
+                                               policy_kwargs=dict(net_arch=[64, 64])), n_envs=8),
+}
+PIPELINES = {**ATARI_PIPELINES, **TABULAR_PIPELINES, **MULTIAGENT_PIPELINES}
 
 # %% ../nbs/02_agents.ipynb #3a481cda
 ZOO_DIR = Path(os.environ.get("RLEXPLAIN_ZOO", Path(__file__).parent / "zoo" if "__file__" in globals() else "zoo"))
@@ -132,6 +139,12 @@ class TrainJob:
 def _make_vec_env(job: TrainJob, n_envs: int):
     from stable_baselines3.common.env_util import make_vec_env
     kw = dict(job.env_kwargs)
+    if is_multiagent(job.env_id):   # N agents x n_envs games as one SB3 vector env (supersuit), seeded once
+        import supersuit as ss
+        venv = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(make_parallel_env(job.env_id, **kw)), n_envs,
+                                     num_cpus=0, base_class="stable_baselines3")
+        venv.venv.reset(seed=job.seed)    # later resets continue the seeded generators
+        return venv
     return make_vec_env(lambda: make_env(job.env_id, **kw), n_envs=n_envs, seed=job.seed)
 
 def _build_model(job: TrainJob, env):
@@ -141,11 +154,19 @@ def _build_model(job: TrainJob, env):
     image = len(env.observation_space.shape) == 3
     if image: pk.update(features_extractor_class=FEATURE_EXTRACTORS[job.features])
     policy = "CnnPolicy" if image else "MlpPolicy"
+    if is_multiagent(job.env_id):   # supersuit's vector env cannot be re-seeded by SB3: seed torch/numpy here instead
+        from stable_baselines3.common.utils import set_random_seed
+        set_random_seed(job.seed)
+        return _sb3_class(pipe.algo)(policy, env, verbose=0, device="cpu", policy_kwargs=pk, **hp)
     return _sb3_class(pipe.algo)(policy, env, seed=job.seed, verbose=0, device="cpu", policy_kwargs=pk, **hp)
 
 def evaluate_policy_returns(policy: Policy | None, env_id: str, n_episodes: int = 10, seed: int = 10_000,
                             env_kwargs: dict | None = None, max_steps: int | None = None) -> np.ndarray:
-    "Undiscounted returns `(n_episodes,)` of `policy` (None: uniformly random) on seeded episodes `seed..seed+n-1`."
+    """Undiscounted returns `(n_episodes,)` of `policy` (None: uniformly random) on seeded episodes `seed..seed+n-1`.
+    Multi-agent games (`mpe2/...`): the policy plays every agent slot and the return is the team's (sum over agents)."""
+    if is_multiagent(env_id):
+        n_slots = len(make_parallel_env(env_id, **(env_kwargs or {})).possible_agents)
+        return team_returns(env_id, [policy] * n_slots, np.arange(seed, seed + n_episodes), env_kwargs).sum(1)
     env = make_env(env_id, **(env_kwargs or {}))
     return collect_rollout(env, policy, n_episodes=n_episodes, seed=seed, record_obs=False, record_states=False,
                            max_steps=max_steps).returns()
@@ -191,7 +212,7 @@ def train_agent(job: TrainJob) -> list[str]:
             for s, f in zip(ckpt_steps, job.checkpoints):
                 if n >= s and not (entry_dir(root, job.env_id, job.pipeline, job.seed, f) / "card.json").exists():
                     write_entry(int(f))
-            if n % job.save_every < pipe.n_envs:
+            if n % job.save_every < self.model.n_envs:
                 self.model._rlx_wall = wall0 + time.time() - t0
                 atomic_write(snap, lambda p: self.model.save(p))
             return True
@@ -237,22 +258,39 @@ def load_agent(path: str | Path, device: str | torch.device = "auto") -> Policy:
     for f in ("card.json", "weights.safetensors"):
         if not (path / f).exists(): raise FileNotFoundError(f"{path} is not a zoo entry: {f} is missing.")
     card = load_json(path / "card.json")
-    obs_space = gym.spaces.Box(0, 255, tuple(card["observation_shape"]), np.uint8) if len(card["observation_shape"]) == 3 \
-        else gym.spaces.Box(-np.inf, np.inf, tuple(card["observation_shape"]), np.float32)
-    act_space = gym.spaces.Discrete(card["n_actions"])
-    algo = card["algo"]; cls = _sb3_class(algo)
-    hp = PIPELINES[card["pipeline"]].hyperparams if card["pipeline"] in PIPELINES else {}
-    pk = dict(hp.get("policy_kwargs", {}))
-    if len(card["observation_shape"]) == 3: pk.update(features_extractor_class=FEATURE_EXTRACTORS[card.get("features", "compact")])
-    policy_cls = cls.policy_aliases["CnnPolicy" if len(card["observation_shape"]) == 3 else "MlpPolicy"]
-    pol = policy_cls(obs_space, act_space, lambda _: 0.0, **pk)
+    pol = _card_network(card)
     sd = {k: v.float() for k, v in load_file(str(path / "weights.safetensors")).items()}
     missing, unexpected = pol.load_state_dict(sd, strict=False)
     bad = [k for k in missing if "_target" not in k and not k.startswith(("pi_features_extractor.", "vf_features_extractor."))]
-    if bad or unexpected: raise ValueError(f"weights of {path} do not fit {algo}: missing {bad}, unexpected {unexpected}.")
-    mode = {"dqn": "dqn", "qrdqn": "qrdqn"}.get(algo, "ac")
-    return Policy(_SB3Head(pol.eval(), mode, 255.0 if len(card["observation_shape"]) == 3 else 1.0), card["n_actions"],
-                  tuple(card["observation_shape"]), kind="q" if mode != "ac" else "logits", device=device, name=card["id"])
+    if bad or unexpected: raise ValueError(f"weights of {path} do not fit {card['algo']}: missing {bad}, unexpected {unexpected}.")
+    return _card_policy(card, pol, device, card["id"])
+
+def _card_network(card: dict):
+    "The SB3 policy network of a zoo card's algorithm, pipeline and observation shape, freshly initialised."
+    shape = tuple(card["observation_shape"])
+    obs_space = gym.spaces.Box(0, 255, shape, np.uint8) if len(shape) == 3 else gym.spaces.Box(-np.inf, np.inf, shape, np.float32)
+    hp = PIPELINES[card["pipeline"]].hyperparams if card["pipeline"] in PIPELINES else {}
+    pk = dict(hp.get("policy_kwargs", {}))
+    if len(shape) == 3: pk.update(features_extractor_class=FEATURE_EXTRACTORS[card.get("features", "compact")])
+    policy_cls = _sb3_class(card["algo"]).policy_aliases["CnnPolicy" if len(shape) == 3 else "MlpPolicy"]
+    return policy_cls(obs_space, gym.spaces.Discrete(card["n_actions"]), lambda _: 0.0, **pk)
+
+def _card_policy(card: dict, net, device, name: str) -> Policy:
+    mode = {"dqn": "dqn", "qrdqn": "qrdqn"}.get(card["algo"], "ac")
+    return Policy(_SB3Head(net.eval(), mode, 255.0 if len(card["observation_shape"]) == 3 else 1.0), card["n_actions"],
+                  tuple(card["observation_shape"]), kind="q" if mode != "ac" else "logits", device=device, name=name)
+
+def untrained_agent(path: str | Path,        # a zoo entry folder: its card gives the architecture
+                    seed: int = 0,           # torch seed of the fresh weights
+                    device: str | torch.device = "auto") -> Policy:
+    """The architecture of a zoo entry with freshly initialised weights (SB3's own initialisers, `torch.manual_seed(seed)`):
+    the "untrained agent" of ad hoc switching (notebook 51) and a baseline anywhere. Raises `FileNotFoundError` without a card."""
+    path = Path(path)
+    if not (path / "card.json").exists(): raise FileNotFoundError(f"{path} is not a zoo entry: card.json is missing.")
+    card = load_json(path / "card.json")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed)); net = _card_network(card)
+    return _card_policy(card, net, device, f"untrained {card['pipeline']} (seed {seed})")
 
 _RANDOM_CACHE: dict = {}
 
@@ -308,12 +346,30 @@ PAPER_ZOO = dict(env_ids=["toybox/Breakout", "toybox/Amidar", "toybox/SpaceInvad
 TABULAR_ZOO = dict(pipelines=["dqn-mlp"], seeds=[0], eval_episodes=100,
                    checkpoints={"CartPole-v1": [60_000], "LunarLander-v3": [250_000]})
 
+# ALE agents for the saliency benchmark (notebook 31): one DQN per game, the paper's Breakout and Pac-Man, with sticky
+# actions off (deterministic emulator, seeded no-op starts). 1.2M frames = 300k steps each, about 50 min on one CPU core.
+ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5"], pipelines=["dqn"], seeds=[0],
+               checkpoints={"dqn": [400_000, 1_200_000]})
+
+# PPO teams for the ad hoc switching study (notebook 51): three independently trained teams (seeds) of simple_spread.
+MPE_ZOO = dict(env_id="mpe2/simple_spread_v3", pipelines=["ppo-mpe"], seeds=[0, 1, 2], checkpoints={"ppo-mpe": [600_000]},
+               eval_episodes=50)
+
 def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: int = 2,
-                   tabular: bool = True) -> pd.DataFrame:
-    "Train (or resume) the demo zoo `DEMO_ZOO` (and, with `tabular`, `TABULAR_ZOO`) into `root` and evaluate it."
+                   tabular: bool = True, ale: bool = True, multiagent: bool = True) -> pd.DataFrame:
+    """Train (or resume) the demo zoo into `root` and evaluate it: `DEMO_ZOO`, with `ale` also `ALE_ZOO`, with
+    `tabular` also `TABULAR_ZOO` and with `multiagent` also `MPE_ZOO`. Finished entries are skipped, so a rerun only trains what is missing."""
     z = DEMO_ZOO
     df = train_zoo(z["env_id"], z["pipelines"], z["seeds"], z["checkpoints"], root=root, executor=executor,
                    max_workers=max_workers, env_kwargs=z["env_kwargs"])
+    if ale:
+        for env_id in ALE_ZOO["env_ids"]:
+            df = train_zoo(env_id, ALE_ZOO["pipelines"], ALE_ZOO["seeds"], ALE_ZOO["checkpoints"], root=root,
+                           executor=executor, max_workers=max_workers)
+    if multiagent:
+        m = MPE_ZOO
+        df = train_zoo(m["env_id"], m["pipelines"], m["seeds"], m["checkpoints"], root=root, executor=executor,
+                       max_workers=max_workers, eval_episodes=m["eval_episodes"])
     if tabular:
         t = TABULAR_ZOO
         for env_id, ck in t["checkpoints"].items():

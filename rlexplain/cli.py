@@ -178,6 +178,10 @@ DEMOS: dict[str, tuple[str, str, str]] = {
                    "Fixed-seed control and FGSM treatment runs of A2C and PPO agents: difference-in-differences with "
                    "bootstrap intervals and a placebo, and damped-trend forecasts with 99% prediction intervals.",
                    "rlexplain.timeseries:demo_section"),
+    "switching": ("Ad hoc agent switching as a distribution shift (Fujimoto et al. 2024, Fig. 4)",
+                  "A PPO team of simple_spread deployed with fixed seeds; from episode T some agents are replaced by another "
+                  "team's or by untrained agents: difference-in-differences per switch, with bootstrap intervals and a placebo.",
+                  "rlexplain.switching:demo_section"),
 }
 
 def _resolve(spec: str) -> Callable:

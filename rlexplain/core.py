@@ -136,6 +136,10 @@ class Policy:
         self.device = get_device(device)
         self.module, self.n_actions, self.obs_shape = module.to(self.device).eval(), int(n_actions), tuple(obs_shape)
         self.kind, self.name = kind, name
+        # image networks run in channels-last memory order: oneDNN's convolutions are ~1.4x faster on CPU that way
+        # (bench/saliency.py); values are unchanged, and gradients reach `obs` in the caller's own layout
+        self.channels_last = len(self.obs_shape) == 3
+        if self.channels_last: self.module.to(memory_format=torch.channels_last)
         self.stochastic = (kind == "logits") if stochastic is None else bool(stochastic)
 
     def __repr__(self): return f"Policy({self.name!r}, kind={self.kind!r}, obs_shape={self.obs_shape}, n_actions={self.n_actions})"
@@ -147,7 +151,9 @@ class Policy:
     def forward(self, obs: Any) -> Tensor:
         "Raw network output `(B, n_actions)`: q-values or logits. Differentiable when `obs` is a float tensor."
         x = obs if isinstance(obs, Tensor) and obs.dtype == torch.float32 and tuple(obs.shape[1:]) == self.obs_shape else self.obs(obs)
-        out = self.module(x.to(self.device))
+        x = x.to(self.device)
+        if self.channels_last and x.ndim == 4: x = x.contiguous(memory_format=torch.channels_last)
+        out = self.module(x)
         if out.ndim != 2 or out.shape[1] != self.n_actions:
             raise ValueError(f"{self.name}: module returned shape {tuple(out.shape)}; expected (B, {self.n_actions}).")
         return out

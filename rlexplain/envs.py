@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 # %% auto #0
 __all__ = ['TOYBOX_GAMES', 'ALE_ACTION_NAMES', 'ToyboxEnv', 'ChannelFirst', 'make_env', 'action_names', 'Rollout',
-           'collect_rollout']
+           'collect_rollout', 'is_multiagent', 'make_parallel_env', 'team_returns']
 
 # %% ../nbs/01_envs.ipynb #553f860d
 import cv2
@@ -263,3 +263,71 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
     return Rollout(np.stack(obs_l) if obs_l else np.zeros((0, *space.shape), space.dtype),
                    np.asarray(act_l, np.int64), np.asarray(rew_l, np.float64), np.asarray(ep_l, np.int64), st_l,
                    env.spec.id if env.spec is not None else f"toybox/{getattr(base, 'game', '?')}")
+
+# %% ../nbs/01_envs.ipynb #c08559a6
+def is_multiagent(env_id: str) -> bool:
+    "True for PettingZoo parallel games (`mpe2/...`), which `make_parallel_env` builds instead of `make_env`."
+    return str(env_id).startswith("mpe2/")
+
+def make_parallel_env(env_id: str = "mpe2/simple_spread_v3", # "mpe2/<module>", e.g. simple_spread_v3, simple_reference_v3
+                      **kwargs,                             # the game's options, e.g. N=3, local_ratio=0.5, max_cycles=25
+                      ):
+    "A PettingZoo parallel environment from the `mpe2` package, with discrete actions. Raises `ValueError` for other ids."
+    import importlib
+    if not is_multiagent(env_id):
+        raise ValueError(f"make_parallel_env builds 'mpe2/<game>' ids (e.g. 'mpe2/simple_spread_v3'); got {env_id!r}.")
+    try: mod = importlib.import_module(f"mpe2.{env_id.split('/', 1)[1]}")
+    except ModuleNotFoundError as e: raise ValueError(f"unknown multi-agent environment {env_id!r}: {e}") from e
+    kwargs.setdefault("continuous_actions", False)
+    return mod.parallel_env(**kwargs)
+
+def team_returns(env_id: str,                 # an `mpe2/...` id for make_parallel_env
+                 policies: Any,               # one Policy (or None: uniformly random) per agent slot, in env.possible_agents order
+                 seeds: Any,                  # (E,) reset seeds: one episode each, played in lockstep
+                 env_kwargs: dict | None = None,
+                 deterministic: bool = True,  # greedy actions (argmax of q-values / logits); False: sample from each policy
+                 ) -> np.ndarray:             # (E, N) undiscounted return of every agent in every episode
+    """Play one seeded episode per entry of `seeds` with `policies[j]` acting for agent slot j (parameter sharing:
+    the same Policy may fill several slots). Every distinct policy gets one batched forward pass per step over all
+    slots and episodes it plays. Sampled and random actions use generators seeded by (episode seed, slot), so a
+    run repeats exactly. Raises `ValueError` when the number of policies differs from the number of agents, a
+    policy's observation or action shape does not fit, or `seeds` is empty."""
+    seeds = [int(s) for s in np.atleast_1d(np.asarray(seeds))]
+    if not seeds: raise ValueError("team_returns needs at least one episode seed; got none.")
+    envs = [make_parallel_env(env_id, **(env_kwargs or {})) for _ in seeds]
+    slots = list(envs[0].possible_agents)
+    policies = list(policies) if isinstance(policies, (list, tuple)) else [policies] * len(slots)
+    if len(policies) != len(slots):
+        raise ValueError(f"{env_id} has {len(slots)} agents {slots}; got {len(policies)} policies (one per slot expected).")
+    for j, pol in enumerate(policies):
+        if pol is None: continue
+        o, a = envs[0].observation_space(slots[j]), envs[0].action_space(slots[j])
+        if tuple(pol.obs_shape) != tuple(o.shape) or pol.n_actions != a.n:
+            raise ValueError(f"policy {pol.name!r} for slot {slots[j]} expects obs {pol.obs_shape} and {pol.n_actions} actions; "
+                             f"the slot has obs {tuple(o.shape)} and {a.n} actions.")
+    obs = [e.reset(seed=s)[0] for e, s in zip(envs, seeds)]
+    rngs = [[np.random.default_rng([s, j]) for j in range(len(slots))] for s in seeds]
+    gens = {(e, j): torch.Generator().manual_seed(int(np.random.SeedSequence([s, j, 1]).generate_state(1)[0])) for e, s in enumerate(seeds) for j in range(len(slots))}
+    ret = np.zeros((len(seeds), len(slots)))
+    groups: dict = {}
+    for j, pol in enumerate(policies): groups.setdefault(id(pol), (pol, []))[1].append(j)
+    while any(e.agents for e in envs):
+        acts = [dict() for _ in envs]
+        for pol, js in groups.values():
+            live = [(e, j) for e in range(len(envs)) for j in js if slots[j] in envs[e].agents]
+            if not live: continue
+            if pol is None:
+                for e, j in live: acts[e][slots[j]] = int(rngs[e][j].integers(envs[e].action_space(slots[j]).n))
+                continue
+            x = np.stack([obs[e][slots[j]] for e, j in live])
+            if deterministic: a = pol.act(x, deterministic=True).cpu().numpy()
+            else:
+                p = pol.action_probs(x).cpu()
+                a = [int(torch.multinomial(p[i], 1, generator=gens[ej]).item()) for i, ej in enumerate(live)]
+            for (e, j), ai in zip(live, a): acts[e][slots[j]] = int(ai)
+        for e, env in enumerate(envs):
+            if not env.agents: continue
+            obs[e], r, term, trunc, _ = env.step(acts[e])
+            for j, s in enumerate(slots): ret[e, j] += float(r.get(s, 0.0))
+    for e in envs: e.close()
+    return ret

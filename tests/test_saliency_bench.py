@@ -182,6 +182,7 @@ def test_bad_input_raises_value_error(px, cnn):
 
 def test_configs_and_paper_tables():
     d, p = BenchConfig.demo(), BenchConfig.paper()
+    assert len(d.games) >= 2 and all(g.startswith("ALE/") for g in d.games) and set(d.games) <= set(p.games)
     assert d.n_states >= 50 and set(d.methods) >= {"occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic"}
     assert len(p.games) == 4 and p.stream_steps - p.skip == 1000 and p.n_states is None
     assert BenchConfig.from_scale("paper") == p
@@ -198,7 +199,8 @@ def test_configs_and_paper_tables():
 def test_run_benchmark_end_to_end_resumes(tmp_path, monkeypatch):
     pytest.importorskip("ctoybox")
     pol = Policy.from_module(small_cnn((4, 84, 84), 4), (4, 84, 84), device="cpu", name="tiny")
-    cfg = BenchConfig.demo(methods=("occlusion",), n_states=3, n_sanity=1, stream_steps=40, highlights_budget=2)
+    cfg = BenchConfig.demo(games=("toybox/Breakout",), methods=("occlusion",), n_states=3, n_sanity=1, stream_steps=40,
+                           highlights_budget=2)
     res = run_benchmark(cfg, agents={"toybox/Breakout": pol}, run_dir=tmp_path / "run")
     assert res.methods == ("occlusion", "random") and res.examples.shape == (1, 2, 84, 84)
     tab = res.table()
@@ -215,3 +217,15 @@ def test_run_benchmark_end_to_end_resumes(tmp_path, monkeypatch):
     back = load_result(res.save(tmp_path / "res"))
     assert isinstance(back, SaliencyBenchmark) and back.games == res.games
     for ax in (res.plot_sanity()[0], res.plot_examples()[0][0], res.plot_curves()[0]): plt.close(ax.figure)
+
+
+def test_demo_runs_on_the_zoo_ale_agents(tmp_path):
+    "The demo's games have DQN agents in the shipped zoo, and the benchmark runs on them by default."
+    from rlexplain.agents import best_zoo_entry
+    cfg = BenchConfig.demo(methods=("rise",), n_states=2, n_sanity=0, stream_steps=30, highlights_budget=1)
+    for g in cfg.games:
+        assert "/dqn/" in best_zoo_entry(g, "dqn")
+    res = run_benchmark(cfg, run_dir=tmp_path / "run")
+    assert res.games == cfg.games and set(res.insertion.game) == set(cfg.games)
+    assert all(a.startswith("ale-") for a in res.agents.values()), res.agents
+    assert np.isfinite(res.insertion.auc).all()

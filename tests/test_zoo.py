@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rlexplain.agents import DEMO_ZOO, list_zoo, load_agent
+from rlexplain.agents import ALE_ZOO, DEMO_ZOO, MPE_ZOO, list_zoo, load_agent
 from rlexplain.core import load_json
 
 
@@ -30,20 +30,37 @@ def test_entries_load_and_act(zoo):
         assert pol.act(obs).shape == (2,)
 
 
-def test_last_checkpoint_beats_random(zoo):
-    """Per pipeline, the last checkpoint's agents (all seeds, >= 10 seeded episodes each) against the uniformly random
-    policy on the same episode seeds: mean return at least twice the random policy's, and the difference significant
-    (one-sided Mann-Whitney U on the pooled episode returns, p < 0.001)."""
+def _assert_beats_random(last, label):
+    """`last`: zoo rows of one pipeline's last checkpoint (all seeds, >= 10 seeded episodes each), against the uniformly
+    random policy on the same episode seeds: mean return at least twice the random policy's (when random play scores
+    <= 0, as in simple_spread: at least one random-play standard deviation above it), and the difference significant (one-sided Mann-Whitney U on the pooled
+    episode returns, p < 0.001)."""
     from scipy.stats import mannwhitneyu
+    assert len(last), f"{label}: no entries"
+    assert last.return_mean.notna().all(), f"{label}: unevaluated entries"
+    evs = [load_json(f"{p}/card.json")["evaluation"] for p in last.path]
+    assert min(e["n_episodes"] for e in evs) >= 10
+    agent = np.concatenate([e["returns"] for e in evs]); rand = np.concatenate([e["random_returns"] for e in evs])
+    bar = 2 * rand.mean() if rand.mean() > 0 else rand.mean() + rand.std()
+    assert agent.mean() >= bar, (label, agent.mean(), rand.mean(), rand.std())
+    assert mannwhitneyu(agent, rand, alternative="greater").pvalue < 1e-3, (label, last.return_mean.tolist())
+
+
+def test_last_checkpoint_beats_random(zoo):
+    "Per pipeline of the IR study, the last checkpoint's six agents beat random play (pooled)."
     z = zoo[zoo.env_id == DEMO_ZOO["env_id"]]
     for pipe in DEMO_ZOO["pipelines"]:
-        last = z[(z.pipeline == pipe) & (z.frames == max(DEMO_ZOO["checkpoints"][pipe]))]
-        assert last.return_mean.notna().all(), f"{pipe}: unevaluated entries"
-        evs = [load_json(f"{p}/card.json")["evaluation"] for p in last.path]
-        assert min(e["n_episodes"] for e in evs) >= 10
-        agent = np.concatenate([e["returns"] for e in evs]); rand = np.concatenate([e["random_returns"] for e in evs])
-        assert agent.mean() >= 2 * rand.mean(), (pipe, agent.mean(), rand.mean())
-        assert mannwhitneyu(agent, rand, alternative="greater").pvalue < 1e-3, (pipe, last.return_mean.tolist())
+        _assert_beats_random(z[(z.pipeline == pipe) & (z.frames == max(DEMO_ZOO["checkpoints"][pipe]))], pipe)
+
+
+@pytest.mark.parametrize("env_id", ALE_ZOO["env_ids"])
+def test_ale_zoo_is_complete_and_beats_random(zoo, env_id):
+    "The saliency benchmark's ALE DQN agents: every checkpoint present, the last one beats random play."
+    z = zoo[zoo.env_id == env_id]
+    for pipe in ALE_ZOO["pipelines"]:
+        for frames in ALE_ZOO["checkpoints"][pipe]:
+            assert sorted(z[(z.pipeline == pipe) & (z.frames == frames)].seed) == ALE_ZOO["seeds"], (env_id, pipe, frames)
+        _assert_beats_random(z[(z.pipeline == pipe) & (z.frames == max(ALE_ZOO["checkpoints"][pipe]))], f"{env_id} {pipe}")
 
 
 def test_best_zoo_entry_picks_the_best_last_checkpoint(zoo):
@@ -57,3 +74,13 @@ def test_best_zoo_entry_picks_the_best_last_checkpoint(zoo):
     assert card["frames"] == last.frames.max() and pol.n_actions == card["n_actions"]
     with pytest.raises(LookupError, match="no dqn agent for ALE/Nope-v5"):
         best_zoo_entry("ALE/Nope-v5", "dqn")
+
+
+def test_mpe_teams_are_complete_and_beat_random(zoo):
+    "The switching study's simple_spread PPO teams: every seed present, each team beats random play on its own."
+    z = zoo[zoo.env_id == MPE_ZOO["env_id"]]
+    for pipe in MPE_ZOO["pipelines"]:
+        last = z[(z.pipeline == pipe) & (z.frames == max(MPE_ZOO["checkpoints"][pipe]))]
+        assert sorted(last.seed) == MPE_ZOO["seeds"], (pipe, sorted(last.seed))
+        for _, row in last.iterrows():
+            _assert_beats_random(last[last.seed == row.seed], f"{pipe} team {row.seed}")
