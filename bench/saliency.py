@@ -7,6 +7,7 @@ The network (conv 32@8x8/4, 64@4x4/2, 64@3x3/1, dense 256 as in the benchmark's 
 machine vary with what else runs; the load average is printed before and after.
 
     python bench/saliency.py [--threads 2] [--repeats 3] [--hidden 256] [--device cpu] [--skip-fine]
+    python bench/saliency.py --zoo ALE/Breakout-v5     # the zoo's own DQN agent (compact CNN) on a real ALE state
 """
 import argparse
 import os
@@ -38,6 +39,17 @@ def breakout_state(steps: int = 60, seed: int = 0) -> np.ndarray:
     return obs[None]
 
 
+def game_state(env_id: str, env_kwargs: dict, steps: int = 60, seed: int = 0) -> np.ndarray:
+    "A real (1, 4, 84, 84) uint8 frame stack of any make_env game after `steps` random steps."
+    from rlexplain.envs import make_env
+    env = make_env(env_id, **env_kwargs); obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        obs, _, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
+        if term or trunc: obs, _ = env.reset()
+    return np.asarray(obs)[None]
+
+
 def seconds(fn, repeats: int) -> float:
     fn()                                              # warm-up (allocator, oneDNN kernels, lru caches)
     ts = []
@@ -54,13 +66,20 @@ def main():
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     ap.add_argument("--batch-size", type=int, default=512, help="perturbed images per forward pass")
     ap.add_argument("--skip-fine", action="store_true", help="skip the slow patch/radius 1 cases")
+    ap.add_argument("--zoo", metavar="ENV_ID", help="time the zoo's best DQN agent for ENV_ID (e.g. ALE/Breakout-v5) instead")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    pol = Policy.from_module(nature_cnn(a.hidden), (4, 84, 84), device=a.device)
-    obs = breakout_state()
+    if a.zoo:
+        from rlexplain.agents import load_best_agent
+        pol, card = load_best_agent(a.zoo, "dqn", device=a.device)
+        obs = game_state(a.zoo, card.get("env_kwargs", {}))
+        net = f"zoo agent {card['id']} ({card.get('features', 'compact')} CNN)"
+    else:
+        pol = Policy.from_module(nature_cnn(a.hidden), (4, 84, 84), device=a.device)
+        obs, net = breakout_state(), f"Nature-CNN-sized, dense {a.hidden}"
     bs = a.batch_size
-    print(f"torch {torch.__version__}, {a.threads} threads, device {pol.device}, dense {a.hidden}, batch {bs}; "
+    print(f"torch {torch.__version__}, {a.threads} threads, device {pol.device}, {net}, batch {bs}; "
           f"load average before: {os.getloadavg()[0]:.2f} (CPU shared with other jobs)")
 
     x = torch.rand(bs, 4, 84, 84, device=pol.device)
