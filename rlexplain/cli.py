@@ -134,6 +134,17 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
     if tabs:
         sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), RIS, next to the paper's values")
         sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state")
+    from rlexplain.xrlbench import run_image_benchmark
+    for env_id in cfg.image_envs:
+        try: agent, card = load_best_agent(env_id, "dqn")
+        except LookupError as e: sec.note(f"{env_id} (image): skipped ({e})"); continue
+        r = run_image_benchmark(agent, env_id, cfg, card.get("env_kwargs", {}))
+        game = env_id.split("/")[-1].split("-")[0]
+        t = r.summary().join(paper[paper.env == game].set_index("method").drop(columns="env").add_prefix("paper_"))
+        sec.table(f"xrl_image_{game.lower()}", t.reset_index(),
+                  f"Table 3 and Table 4 (image columns) analogue on {env_id}: agent {card['id']} (return {card['evaluation']['mean']:.1f}, "
+                  f"random {card['evaluation']['random_mean']:.1f}); {cfg.n_image_explain} states, k over whole pixel rows")
+        sec.figure(f"xrl_image_{game.lower()}_aim", r.plot("AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
 
 def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     import matplotlib.pyplot as plt
@@ -168,7 +179,7 @@ DEMOS: dict[str, tuple[str, str, str]] = {
                  "rlexplain.cli:_demo_saliency"),
     "xrlbench": ("XRL-Bench: fidelity and stability of state explanations (Xiong et al. 2024)",
                  "TabularSHAP, TabularLIME, PS, SARFA, DeepSHAP, GradientSHAP and IG on zoo DQN agents for CartPole and "
-                 "LunarLander, scored by AIM, AUM, PGI, PGU and RIS.",
+                 "LunarLander, and the five image methods on the zoo's ALE Breakout DQN, scored by AIM, AUM, PGI, PGU and RIS.",
                  "rlexplain.cli:_demo_xrlbench"),
     "saliency_bench": ("Benchmarking perturbation saliency maps (Huber et al. 2023)",
                        "Sanity checks (cascading re-initialisation), insertion AUCs against a random-map baseline, "

@@ -17,7 +17,7 @@ __all__ = ['FEATURE_NAMES', 'EXPLAINERS', 'TABULAR_METHODS', 'IMAGE_METHODS', 'F
            'dataset_arrays', 'Explanation', 'waterfall_plot', 'Explainer', 'TabularSHAP', 'TabularLIME', 'sarfa_score',
            'gaussian_blur', 'PerturbationSaliency', 'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients',
            'make_explainer', 'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS',
-           'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig', 'paper_results']
+           'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig', 'paper_results', 'image_states', 'run_image_benchmark']
 
 # %% ../nbs/40_xrlbench.ipynb #4ea68046
 import matplotlib.pyplot as plt
@@ -1043,22 +1043,31 @@ class XRLBenchConfig(ScaledConfig):
     n_explain: int = 300        # states explained and scored
     n_ris: int = 30             # states for RIS
     ris_neighbors: int = 5
+    image_envs: tuple = ("ALE/Breakout-v5",)  # image games (the paper: Breakout and Pong); agents: the zoo's best DQN
+    image_methods: tuple = IMAGE_METHODS
+    n_image_background: int = 100  # background states of DeepSHAP/GradientSHAP and the pixel stds (the paper's code: 100)
+    n_image_explain: int = 16      # image states explained and scored
+    n_image_ris: int = 4           # image states for RIS
+    image_ris_neighbors: int = 3
     seed: int = 0
 
     @classmethod
     def demo(cls, **kw) -> "XRLBenchConfig":
-        "CartPole and LunarLander, 5,000 dataset states, 300 explained, RIS on 30 states x 5 neighbours."
+        """CartPole and LunarLander, 5,000 dataset states, 300 explained, RIS on 30 states x 5 neighbours; ALE Breakout,
+        100 background states, 16 explained, RIS on 4 x 3."""
         return cls(**kw)
 
     @classmethod
     def paper(cls, **kw) -> "XRLBenchConfig":
         "The paper's dataset sizes (Table 1: ~125k CartPole, ~219k LunarLander states); 2,000 explained, RIS on 500 x 10."
-        d = dict(envs=("CartPole-v1", "LunarLander-v3", "FlappyBird-v0"), n_dataset=200_000, n_explain=2000, n_ris=500, ris_neighbors=10)
+        d = dict(envs=("CartPole-v1", "LunarLander-v3", "FlappyBird-v0"), n_dataset=200_000, n_explain=2000, n_ris=500, ris_neighbors=10,
+                 image_envs=("ALE/Breakout-v5", "ALE/Pong-v5"), n_image_explain=500, n_image_ris=100, image_ris_neighbors=10)
         d.update(kw); return cls(**d)
 
 
 def paper_results() -> pd.DataFrame:
-    "Xiong et al. (2024), Tables 2 and 4: AIM, AUM, PGI, PGU and RIS of the seven methods on LunarLander and CartPole."
+    """Xiong et al. (2024), Tables 2-4: AIM, AUM, PGI, PGU and RIS of the seven methods on LunarLander and CartPole,
+    and of the five image methods on Breakout and Pong."""
     t2 = {"LunarLander": {"TabularSHAP": (0.116, 0.693, 5.258, 4.895, 2.646), "DeepSHAP": (0.188, 0.663, 5.988, 4.321, 2.623),
                           "GradientSHAP": (0.203, 0.614, 5.963, 4.317, 3.134), "IG": (0.203, 0.618, 5.930, 4.375, 2.800),
                           "SARFA": (0.388, 0.363, 4.953, 5.169, 6.408), "PS": (0.382, 0.353, 4.847, 5.528, 4.878),
@@ -1067,5 +1076,38 @@ def paper_results() -> pd.DataFrame:
                        "GradientSHAP": (0.268, 0.827, 0.655, 0.312, 18.520), "IG": (0.260, 0.837, 0.654, 0.311, 13.713),
                        "SARFA": (0.602, 0.558, 0.503, 0.569, 54.193), "PS": (0.556, 0.574, 0.411, 0.569, 54.694),
                        "TabularLIME": (0.613, 0.564, 0.646, 0.329, 34.063)}}
+    t3 = {"Breakout": {"DeepSHAP": (0.162, 0.630, 1.748, 0.347, 0.375), "GradientSHAP": (0.260, 0.655, 1.755, 0.384, 0.659),
+                       "IG": (0.292, 0.652, 1.812, 0.364, 0.109), "SARFA": (0.253, 0.270, 1.225, 0.991, 0.653),
+                       "PS": (0.258, 0.387, 1.370, 0.621, 0.649)},
+          "Pong": {"DeepSHAP": (0.111, 0.160, 2.271, 0.699, 0.044), "GradientSHAP": (0.114, 0.153, 2.453, 1.164, 5.490),
+                   "IG": (0.128, 0.169, 2.213, 0.770, 0.758), "SARFA": (0.147, 0.148, 2.375, 1.500, 2.291),
+                   "PS": (0.148, 0.150, 2.346, 1.077, 3.570)}}   # Table 3 (fidelity, AUC over k mod 10) and Table 4 (RIS)
     return pd.DataFrame([{"env": env, "method": m, **dict(zip(("AIM", "AUM", "PGI", "PGU", "RIS"), v))}
-                         for env, d in t2.items() for m, v in d.items()])
+                         for t in (t2, t3) for env, d in t.items() for m, v in d.items()])
+
+def image_states(policy: Policy,      # an image agent (C, H, W)
+                 env_id: str,         # its game, e.g. "ALE/Breakout-v5"
+                 n_states: int,       # states to return, n >= 1
+                 seed: int = 0,
+                 env_kwargs: dict | None = None,
+                 stream_steps: int | None = None, # greedy steps recorded (default 4 n + 20)
+                 ) -> np.ndarray:     # (n_states, C, H, W) uint8, evenly spaced over the agent's own play
+    """States of an image agent's own greedy play (a seeded stream of episodes, the first 20 steps of the first
+    episode dropped), evenly spaced: XRL-Bench's image datasets. Raises `ValueError` for n_states < 1."""
+    from rlexplain.saliency_bench import collect_stream
+    if int(n_states) < 1: raise ValueError(f"n_states must be >= 1; got {n_states}.")
+    steps = int(stream_steps or 4 * n_states + 20)
+    obs, _ = collect_stream(policy, env_id, steps, seed, env_kwargs)
+    obs = obs[min(20, len(obs) - 1):]
+    return obs[np.linspace(0, len(obs) - 1, min(int(n_states), len(obs))).round().astype(int)]
+
+def run_image_benchmark(policy: Policy, env_id: str, cfg: XRLBenchConfig | None = None,
+                        env_kwargs: dict | None = None) -> XRLBenchResult:
+    """XRL-Bench on image states (Table 3 and Table 4's image columns): background and explained states from the
+    agent's own play, `cfg.image_methods`, AIM/AUM/PGI/PGU over a pixel k grid, RIS on `cfg.n_image_ris` states."""
+    cfg = cfg or XRLBenchConfig.from_scale()
+    if len(policy.obs_shape) != 3: raise ValueError(f"run_image_benchmark needs an image policy (C, H, W); got obs shape {policy.obs_shape}.")
+    bg = image_states(policy, env_id, cfg.n_image_background, cfg.seed, env_kwargs)
+    xs = image_states(policy, env_id, cfg.n_image_explain, cfg.seed + 1, env_kwargs)
+    return run_benchmark(policy, bg, xs, methods=cfg.image_methods, n_ris=cfg.n_image_ris, ris_neighbors=cfg.image_ris_neighbors,
+                         env_id=env_id, seed=cfg.seed)
