@@ -97,7 +97,7 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
     import numpy as np
     from rlexplain.envs import collect_rollout, make_env
     from rlexplain.saliency import PAPER_PARAMS, paper_saliency
-    agent, card = load_best_agent("toybox/Breakout", "dqn")
+    agent, card = load_best_agent("ALE/Breakout-v5", "dqn")
     sec.note(f"Agent: {card['id']} (return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} over "
              f"{card['evaluation']['n_episodes']} episodes; random policy {card['evaluation']['random_mean']:.1f}).")
     env = make_env(card["env_id"], **card.get("env_kwargs", {}))

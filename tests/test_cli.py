@@ -28,7 +28,7 @@ def test_bad_arguments_exit_2():
 
 def test_every_method_has_a_demo_job():
     from rlexplain.cli import DEMOS, _resolve
-    assert {"ir", "ranld", "saliency", "saliency_bench", "xrlbench", "timeseries"} <= set(DEMOS)
+    assert {"ir", "ranld", "saliency", "saliency_bench", "xrlbench", "timeseries", "switching"} <= set(DEMOS)
     for key, (title, text, spec) in DEMOS.items():
         assert title and text and callable(_resolve(spec)), key
 
