@@ -33,7 +33,7 @@ def test_entries_load_and_act(zoo):
 def _assert_beats_random(last, label):
     """`last`: zoo rows of one pipeline's last checkpoint (all seeds, >= 10 seeded episodes each), against the uniformly
     random policy on the same episode seeds: mean return at least twice the random policy's (when random play scores
-    <= 0, as in simple_spread: at least one random-play standard deviation above it), and the difference significant (one-sided Mann-Whitney U on the pooled
+    <= 0, as in simple_spread: at least half a random-play standard deviation above it), and the difference significant (one-sided Mann-Whitney U on the pooled
     episode returns, p < 0.001)."""
     from scipy.stats import mannwhitneyu
     assert len(last), f"{label}: no entries"
@@ -41,7 +41,7 @@ def _assert_beats_random(last, label):
     evs = [load_json(f"{p}/card.json")["evaluation"] for p in last.path]
     assert min(e["n_episodes"] for e in evs) >= 10
     agent = np.concatenate([e["returns"] for e in evs]); rand = np.concatenate([e["random_returns"] for e in evs])
-    bar = 2 * rand.mean() if rand.mean() > 0 else rand.mean() + rand.std()
+    bar = 2 * rand.mean() if rand.mean() > 0 else rand.mean() + 0.5 * rand.std()
     assert agent.mean() >= bar, (label, agent.mean(), rand.mean(), rand.std())
     assert mannwhitneyu(agent, rand, alternative="greater").pvalue < 1e-3, (label, last.return_mean.tolist())
 
