@@ -88,3 +88,21 @@ def test_scaled_config_picks_demo_or_paper(monkeypatch):
     monkeypatch.setenv("RLEXPLAIN_SCALE", "demo"); assert Cfg.from_scale().n == 1
     with pytest.raises(ValueError, match="scale must be one of"):
         Cfg.from_scale("huge")
+
+
+def test_policy_runs_conv_nets_channels_last_with_unchanged_values():
+    "Policy switches conv nets to channels-last memory order for speed: outputs and input gradients stay the same."
+    import copy
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 8, 4), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 20 * 20, 3))
+    ref = copy.deepcopy(net)
+    pol = Policy.from_module(net, (4, 84, 84), device="cpu")
+    assert pol.channels_last and pol.module[0].weight.is_contiguous(memory_format=torch.channels_last)
+    x = torch.rand(5, 4, 84, 84, requires_grad=True)
+    torch.testing.assert_close(pol.forward(x), ref(x), rtol=1e-5, atol=1e-5)
+    g, = torch.autograd.grad(pol.forward(x)[:, 1].sum(), x)
+    g_ref, = torch.autograd.grad(ref(x)[:, 1].sum(), x)
+    torch.testing.assert_close(g, g_ref, rtol=1e-5, atol=1e-6)
+    assert g.shape == x.shape and g.view(5, -1).shape == (5, 4 * 84 * 84)
+    mlp = Policy.from_module(torch.nn.Linear(4, 2), (4,), device="cpu")
+    assert not mlp.channels_last
