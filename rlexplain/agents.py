@@ -161,7 +161,7 @@ def _build_model(job: TrainJob, env):
     return _sb3_class(pipe.algo)(policy, env, seed=job.seed, verbose=0, device="cpu", policy_kwargs=pk, **hp)
 
 def evaluate_policy_returns(policy: Policy | None, env_id: str, n_episodes: int = 10, seed: int = 10_000,
-                            env_kwargs: dict | None = None, max_steps: int | None = None) -> np.ndarray:
+                            env_kwargs: dict | None = None, max_steps: int | None = None, epsilon: float = 0.0) -> np.ndarray:
     """Undiscounted returns `(n_episodes,)` of `policy` (None: uniformly random) on seeded episodes `seed..seed+n-1`.
     Multi-agent games (`mpe2/...`): the policy plays every agent slot and the return is the team's (sum over agents)."""
     if is_multiagent(env_id):
@@ -169,7 +169,7 @@ def evaluate_policy_returns(policy: Policy | None, env_id: str, n_episodes: int 
         return team_returns(env_id, [policy] * n_slots, np.arange(seed, seed + n_episodes), env_kwargs).sum(1)
     env = make_env(env_id, **(env_kwargs or {}))
     return collect_rollout(env, policy, n_episodes=n_episodes, seed=seed, record_obs=False, record_states=False,
-                           max_steps=max_steps).returns()
+                           max_steps=max_steps, epsilon=epsilon).returns()
 
 def train_agent(job: TrainJob) -> list[str]:
     "Train one agent (resuming if a snapshot exists) and write its zoo entries; returns their folders."
@@ -295,18 +295,22 @@ def untrained_agent(path: str | Path,        # a zoo entry folder: its card give
 _RANDOM_CACHE: dict = {}
 
 def evaluate_entry(path: str | Path, n_episodes: int = 10, seed: int = 10_000, force: bool = False,
-                   max_steps: int | None = 5_000) -> dict:
+                   max_steps: int | None = 5_000,
+                   epsilon: float = 0.0,   # epsilon-greedy evaluation (ALE DQN agents: 0.05, Mnih et al. 2015)
+                   ) -> dict:
     """Evaluate a zoo entry over `n_episodes` seeded episodes next to a uniformly random policy on the same seeds,
-    store the result in its card, and return it (`mean`, `std`, `random_mean`, `random_std`, `returns`)."""
+    store the result in its card, and return it (`mean`, `std`, `random_mean`, `random_std`, `returns`, `epsilon`).
+    An evaluation with other settings (episodes, epsilon) than the stored one is redone."""
     path = Path(path); card = load_json(path / "card.json")
-    if card.get("evaluation") and not force and card["evaluation"].get("n_episodes", 0) >= n_episodes: return card["evaluation"]
+    old = card.get("evaluation") or {}
+    if old and not force and old.get("n_episodes", 0) >= n_episodes and old.get("epsilon", 0.0) == epsilon: return old
     torch.set_num_threads(1)
     kw = card.get("env_kwargs", {})
-    ret = evaluate_policy_returns(load_agent(path, device="cpu"), card["env_id"], n_episodes, seed, kw, max_steps)
+    ret = evaluate_policy_returns(load_agent(path, device="cpu"), card["env_id"], n_episodes, seed, kw, max_steps, epsilon)
     key = (card["env_id"], json.dumps(kw, sort_keys=True), n_episodes, seed, max_steps)
     if key not in _RANDOM_CACHE: _RANDOM_CACHE[key] = evaluate_policy_returns(None, card["env_id"], n_episodes, seed, kw, max_steps)
     rnd = _RANDOM_CACHE[key]
-    ev = {"n_episodes": n_episodes, "seed": seed, "max_steps": max_steps, "mean": float(ret.mean()), "std": float(ret.std()),
+    ev = {"n_episodes": n_episodes, "seed": seed, "max_steps": max_steps, "epsilon": float(epsilon), "mean": float(ret.mean()), "std": float(ret.std()),
           "random_mean": float(rnd.mean()), "random_std": float(rnd.std()), "returns": ret.tolist(), "random_returns": rnd.tolist()}
     card["evaluation"] = ev; save_json(path / "card.json", card)
     return ev
@@ -314,7 +318,8 @@ def evaluate_entry(path: str | Path, n_episodes: int = 10, seed: int = 10_000, f
 def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
               checkpoints: list[int] | dict,   # frames; or {pipeline: frames}
               root: str | Path | None = None, executor=None, max_workers: int = 1, features: str = "compact",
-              eval_episodes: int = 10, env_kwargs: dict | None = None) -> pd.DataFrame:
+              eval_episodes: int = 10, env_kwargs: dict | None = None,
+              eval_epsilon: float = 0.0) -> pd.DataFrame:   # epsilon-greedy evaluation (see evaluate_entry)
     """Train pipelines x seeds (in parallel on `executor`, seed-major order so that an interrupted run has
     every pipeline's first seeds), evaluate every checkpoint, and return `list_zoo(root)`. Resumable."""
     root = str(root or ZOO_DIR)
@@ -324,10 +329,10 @@ def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
     jobs = [TrainJob(p, env_id, int(s), tuple(int(c) for c in ck[p]), root, features, eval_episodes,
                      env_kwargs=tuple(sorted((env_kwargs or {}).items()))) for s in seeds for p in pipelines]
     entries = run_jobs(train_agent, jobs, executor=executor, max_workers=max_workers, desc="train")
-    run_jobs(_eval_job, [(e, eval_episodes) for es in entries for e in es], executor=executor, max_workers=max_workers, desc="evaluate")
+    run_jobs(_eval_job, [(e, eval_episodes, eval_epsilon) for es in entries for e in es], executor=executor, max_workers=max_workers, desc="evaluate")
     return list_zoo(root)
 
-def _eval_job(args): return evaluate_entry(args[0], n_episodes=args[1])
+def _eval_job(args): return evaluate_entry(args[0], n_episodes=args[1], epsilon=args[2] if len(args) > 2 else 0.0)
 
 # The demo zoo: what `rlexplain zoo train --spec demo` trains (and what ships in `rlexplain/zoo`).
 # Frames: one step = 4 frames. The early checkpoint is the IR paper's first (5e4 frames).
@@ -348,8 +353,10 @@ TABULAR_ZOO = dict(pipelines=["dqn-mlp"], seeds=[0], eval_episodes=100,
 
 # ALE agents for the saliency benchmark (notebook 31): one DQN per game, the paper's Breakout and Pac-Man, with sticky
 # actions off (deterministic emulator, seeded no-op starts). 1.2M frames = 300k steps each, about 50 min on one CPU core.
+# Evaluated epsilon-greedy with 0.05 (Mnih et al. 2015): in the deterministic emulator a purely greedy DQN can loop
+# (Breakout: never serve again after a lost life).
 ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5"], pipelines=["dqn"], seeds=[0],
-               checkpoints={"dqn": [400_000, 1_200_000]})
+               checkpoints={"dqn": [400_000, 1_200_000]}, eval_epsilon=0.05)
 
 # PPO teams for the ad hoc switching study (notebook 51): three independently trained teams (seeds) of simple_spread.
 MPE_ZOO = dict(env_id="mpe2/simple_spread_v3", pipelines=["ppo-mpe"], seeds=[0, 1, 2], checkpoints={"ppo-mpe": [600_000]},
@@ -365,7 +372,7 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
     if ale:
         for env_id in ALE_ZOO["env_ids"]:
             df = train_zoo(env_id, ALE_ZOO["pipelines"], ALE_ZOO["seeds"], ALE_ZOO["checkpoints"], root=root,
-                           executor=executor, max_workers=max_workers)
+                           executor=executor, max_workers=max_workers, eval_epsilon=ALE_ZOO["eval_epsilon"])
     if multiagent:
         m = MPE_ZOO
         df = train_zoo(m["env_id"], m["pipelines"], m["seeds"], m["checkpoints"], root=root, executor=executor,

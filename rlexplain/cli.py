@@ -101,7 +101,8 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
     sec.note(f"Agent: {card['id']} (return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} over "
              f"{card['evaluation']['n_episodes']} episodes; random policy {card['evaluation']['random_mean']:.1f}).")
     env = make_env(card["env_id"], **card.get("env_kwargs", {}))
-    ro = collect_rollout(env, agent, n_episodes=1, seed=3, max_steps=300 if scale == "demo" else 2000, record_states=False)
+    ro = collect_rollout(env, agent, n_episodes=1, seed=3, max_steps=300 if scale == "demo" else 2000, record_states=False,
+                         epsilon=0.05)   # epsilon-greedy, DQN's evaluation protocol: a greedy DQN can stop serving in ALE Breakout
     n = 8 if scale == "demo" else 64
     idx = np.linspace(20, len(ro.obs) - 1, n).astype(int); states = ro.obs[idx]
     keys = ["occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic"]
@@ -371,11 +372,13 @@ def build_parser() -> argparse.ArgumentParser:
     zt.add_argument("--episodes", type=int, default=10, help="evaluation episodes per checkpoint")
     zt.add_argument("--root", default=None, help="zoo folder to write into")
     zt.add_argument("--fire-on-life-loss", action="store_true", help="press FIRE after a lost life (Toybox Breakout; the demo zoo does)")
+    zt.add_argument("--eval-epsilon", type=float, default=0.0, help="epsilon-greedy evaluation of the checkpoints (0.05 for ALE DQN agents)")
     common(zt)
     ze = zs.add_parser("eval", help="evaluate zoo entries against a uniformly random policy (stored in their cards)", **par)
     ze.add_argument("--root", default=None, help="zoo folder")
     ze.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
     ze.add_argument("--force", action="store_true", help="re-evaluate entries that have an evaluation")
+    ze.add_argument("--epsilon", type=float, default=0.0, help="epsilon-greedy evaluation (0.05 for ALE DQN agents, Mnih et al. 2015)")
 
     i = sub.add_parser("ir", help="interventional robustness study on zoo agents (Mott et al. 2023)", **par)
     i.add_argument("--out", default="runs/ir", help="run directory (a rerun resumes)")
@@ -414,11 +417,11 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 kw = {"fire_on_life_loss": True} if args.fire_on_life_loss else {}
                 df = agents.train_zoo(args.env, args.pipelines, args.seeds, args.checkpoints, args.root, _executor(args),
-                                      args.workers, args.features, args.episodes, kw)
+                                      args.workers, args.features, args.episodes, kw, eval_epsilon=args.eval_epsilon)
             print(df.drop(columns=["path"]).round(2).to_string(index=False))
         else:
             df = agents.list_zoo(args.root)
-            for path in df.path: agents.evaluate_entry(path, args.episodes, force=args.force)
+            for path in df.path: agents.evaluate_entry(path, args.episodes, force=args.force, epsilon=args.epsilon)
             print(agents.list_zoo(args.root).drop(columns=["path"]).round(2).to_string(index=False))
     elif args.cmd == "ir":
         from rlexplain.ir import IRConfig, run_ir

@@ -238,14 +238,21 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
                     record_obs: bool = True,
                     record_states: bool | None = None, # Toybox JSON states; default: True for Toybox envs
                     max_steps: int | None = None,    # stop an episode after this many steps
-                    progress: bool = False) -> Rollout:
-    "Run `n_episodes` episodes and record them. Raises `ValueError` if the policy's action count differs from the env's."
+                    progress: bool = False,
+                    epsilon: float = 0.0,    # epsilon-greedy: each step a uniformly random action with this probability
+                    ) -> Rollout:
+    """Run `n_episodes` episodes and record them. `epsilon` > 0 plays epsilon-greedy, the standard way to evaluate
+    DQN agents (Mnih et al. 2015: 0.05): in a deterministic emulator a purely greedy agent can loop forever (e.g. never
+    serve in Breakout). The random actions and coins are seeded by `seed`. Raises `ValueError` if the policy's action
+    count differs from the env's or `epsilon` is outside [0, 1]."""
     env = make_env(env) if isinstance(env, str) else env
     base = env.unwrapped
     if policy is not None and policy.n_actions != env.action_space.n:
         raise ValueError(f"policy has {policy.n_actions} actions but the environment has {env.action_space.n}.")
     record_states = isinstance(base, ToyboxEnv) if record_states is None else record_states
+    if not 0.0 <= float(epsilon) <= 1.0: raise ValueError(f"epsilon must be in [0, 1]; got {epsilon}.")
     gen = torch.Generator().manual_seed(int(seed))
+    coin = np.random.default_rng([int(seed), 7]) if epsilon > 0 else None
     env.action_space.seed(int(seed))
     obs_l, act_l, rew_l, ep_l, st_l = [], [], [], [], []
     for ep in tqdm(range(n_episodes), desc="episodes", disable=not progress):
@@ -253,7 +260,8 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
         done, t = False, 0
         while not done:
             if record_states: st_l.append(base.state_json())
-            a = int(env.action_space.sample()) if policy is None else int(policy.act(obs[None], deterministic=deterministic, generator=gen)[0])
+            if policy is None or (coin is not None and coin.random() < epsilon): a = int(env.action_space.sample())
+            else: a = int(policy.act(obs[None], deterministic=deterministic, generator=gen)[0])
             if record_obs: obs_l.append(np.asarray(obs))
             nxt, r, term, trunc, _ = env.step(a)
             act_l.append(a); rew_l.append(float(r)); ep_l.append(ep)

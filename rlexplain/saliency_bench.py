@@ -651,7 +651,8 @@ class BenchConfig(ScaledConfig):
     algo: str = "dqn"                    # zoo algorithm when agents is None (the paper: DQN)
     methods: tuple = ("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic")
     baseline: bool = True                # add the random-map baseline ("random")
-    stream_steps: int = 300              # greedy steps recorded per game (paper: 1001 in the code)
+    stream_steps: int = 300              # steps recorded per game (paper: 1001 in the code)
+    stream_epsilon: float = 0.05         # epsilon-greedy stream (DQN's evaluation protocol): a greedy DQN can loop in ALE
     skip: int = 4                        # first states dropped (the code used states 4..1000)
     n_states: int | None = 50            # insertion states per game, evenly spaced; None: all (paper: 997 / "1000")
     n_sanity: int = 8                    # states (the first insertion states) for the sanity checks (paper: 1000)
@@ -707,13 +708,15 @@ def collect_stream(policy: Policy,     # the agent that plays (its own action co
                    n_steps: int = 1001, # states to record (episodes are chained until there are this many)
                    seed: int = 42,
                    env_kwargs: dict | None = None,
+                   epsilon: float = 0.0, # epsilon-greedy play (0.05: DQN's evaluation protocol; greedy DQNs can loop in ALE)
                    ) -> tuple[np.ndarray, np.ndarray]: # obs (N, C, H, W) uint8, episode ids (N,)
-    "Record a stream of states played by the agent (Huber et al. 2023: 1001 steps per game)."
+    "Record a stream of states played by the agent (Huber et al. 2023: 1001 steps per game). Raises `ValueError` for epsilon outside [0, 1]."
     from rlexplain.envs import collect_rollout, make_env
     env = make_env(game, **(env_kwargs or {}))
     obs, eps, ep = [], [], 0
     while sum(len(o) for o in obs) < n_steps:
-        ro = collect_rollout(env, policy, n_episodes=1, seed=seed + ep, max_steps=n_steps - sum(len(o) for o in obs), record_states=False)
+        ro = collect_rollout(env, policy, n_episodes=1, seed=seed + ep, max_steps=n_steps - sum(len(o) for o in obs), record_states=False,
+                             epsilon=epsilon)
         if len(ro.obs) == 0: break
         obs.append(ro.obs); eps.append(np.full(len(ro.obs), ep)); ep += 1
     return np.concatenate(obs), np.concatenate(eps)
@@ -957,7 +960,7 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
         policy, env_kwargs, aname = _load_policy(spec, cfg.device)
         agent_names[game] = aname
         def _stream():
-            o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, env_kwargs)
+            o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, env_kwargs, cfg.stream_epsilon)
             return {"obs": o, "episode": e}
         st = rd.unit(f"stream/{env_slug(game)}", _stream) if rd else _stream()
         obs, ep = st["obs"][cfg.skip:], st["episode"][cfg.skip:]
@@ -1012,7 +1015,7 @@ def _demo_saliency_bench(sec, scale: str, executor=None, max_workers: int = 1):
     sec.table("saliency_bench_calibration", random_map_calibration().reset_index(), "Appendix B.1: mean similarity of 100 random map pairs")
     game = cfg.games[0]
     policy, kw, _ = _load_policy(cfg.agents[0] if cfg.agents else best_zoo_entry(game, cfg.algo), cfg.device)
-    o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, kw)
+    o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, kw, cfg.stream_epsilon)
     hl = highlights_div(policy, o[cfg.skip:], budget=10 if scale == "paper" else 3, episode=e[cfg.skip:], seed=cfg.seed)
     tabs = [tune(policy, o[cfg.skip:][hl.indices], k, grid=(paper_grid(k) if scale == "paper" else None), game=game).table
             for k in (["occlusion", "noise_sensitivity", "sarfa"] if scale != "paper" else list(DEMO_GRIDS))]

@@ -1090,14 +1090,15 @@ def image_states(policy: Policy,      # an image agent (C, H, W)
                  n_states: int,       # states to return, n >= 1
                  seed: int = 0,
                  env_kwargs: dict | None = None,
-                 stream_steps: int | None = None, # greedy steps recorded (default 4 n + 20)
+                 stream_steps: int | None = None, # steps recorded (default 4 n + 20)
+                 epsilon: float = 0.05, # epsilon-greedy play (DQN's evaluation protocol: a greedy DQN can loop in ALE)
                  ) -> np.ndarray:     # (n_states, C, H, W) uint8, evenly spaced over the agent's own play
-    """States of an image agent's own greedy play (a seeded stream of episodes, the first 20 steps of the first
-    episode dropped), evenly spaced: XRL-Bench's image datasets. Raises `ValueError` for n_states < 1."""
+    """States of an image agent's own play (a seeded stream of episodes, the first 20 steps of the first episode
+    dropped), evenly spaced: XRL-Bench's image datasets. Raises `ValueError` for n_states < 1."""
     from rlexplain.saliency_bench import collect_stream
     if int(n_states) < 1: raise ValueError(f"n_states must be >= 1; got {n_states}.")
     steps = int(stream_steps or 4 * n_states + 20)
-    obs, _ = collect_stream(policy, env_id, steps, seed, env_kwargs)
+    obs, _ = collect_stream(policy, env_id, steps, seed, env_kwargs, epsilon)
     obs = obs[min(20, len(obs) - 1):]
     return obs[np.linspace(0, len(obs) - 1, min(int(n_states), len(obs))).round().astype(int)]
 
