@@ -55,6 +55,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--image-n", type=int, default=4, help="image states explained")
     ap.add_argument("--image-methods", nargs="*", default=["DeepSHAP"])
+    ap.add_argument("--image-zoo", action="store_true", help="time the zoo's ALE Breakout DQN (compact CNN) instead of a Nature CNN")
     ap.add_argument("--envs", nargs="*", default=["CartPole-v1", "LunarLander-v3"], help="tabular environments (none: skip)")
     ap.add_argument("--methods", nargs="*", default=list(TABULAR_METHODS), help="tabular methods")
     args = ap.parse_args()
@@ -70,7 +71,11 @@ def main():
         for m in args.methods:
             rows.append({"env": env_id, "policy": pol.name, **time_method(m, pol, df, states)})
     torch.manual_seed(0)
-    img = Policy.from_module(nature_cnn(), (4, 84, 84), device="cpu", name="nature-cnn")
+    if args.image_zoo:
+        from rlexplain.agents import load_best_agent
+        img = load_best_agent("ALE/Breakout-v5", "dqn", device="cpu")[0]
+    else:
+        img = Policy.from_module(nature_cnn(), (4, 84, 84), device="cpu", name="nature-cnn")
     rng = np.random.default_rng(0)
     bg = rng.random((100, 4, 84, 84), dtype=np.float32)
     xs = rng.random((args.image_n, 4, 84, 84), dtype=np.float32)
@@ -81,7 +86,7 @@ def main():
     t["meets_goal"] = [None if pd.isna(g) else bool(v <= g) for v, g in zip(t.ms_per_state, t.goal_ms)]
     pd.set_option("display.width", 160)
     import os
-    print(f"torch threads: {args.threads} (LightGBM's TreeSHAP uses OpenMP's default, {os.cpu_count()} here); tabular states: {args.n}; image states: {args.image_n}; "
+    print(f"torch threads: {args.threads} (TabularSHAP's TreeSHAP: LightGBM on {os.cpu_count()} OpenMP threads, its explain_jobs default); tabular states: {args.n}; image states: {args.image_n}; "
           f"device: {img.device}; agents: {'XRL-Bench' if AGENTS.exists() else 'random MLPs'}")
     print(t.round(3).to_string(index=False))
 

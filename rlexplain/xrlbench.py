@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import warnings
 from pathlib import Path
@@ -346,7 +347,8 @@ class TabularSHAP(Explainer):
                  n_estimators: int = 1000,        # at most this many boosting rounds
                  test_size: float = 0.1,          # held-out fraction for early stopping and `agreement`
                  early_stopping_rounds: int = 10,
-                 n_jobs: int = 1,                 # LightGBM threads
+                 n_jobs: int = 1,                 # LightGBM threads for fitting the student (1: reproducible)
+                 explain_jobs: int | None = None, # OpenMP threads of LightGBM's TreeSHAP when explaining; None: every core
                  **kw):
         super().__init__(policy, background, **kw)
         import lightgbm, shap
@@ -358,6 +360,7 @@ class TabularSHAP(Explainer):
         Xtr, Xva, ytr, yva = train_test_split(X, y, test_size=test_size, random_state=self.seed)
         self.hparams = dict(num_leaves=int(num_leaves), learning_rate=float(learning_rate), n_estimators=int(n_estimators),
                             test_size=float(test_size), early_stopping_rounds=int(early_stopping_rounds))
+        self.explain_jobs = int(explain_jobs or os.cpu_count() or 1)
         t0 = time.perf_counter()
         self.student = lightgbm.LGBMClassifier(num_leaves=num_leaves, learning_rate=learning_rate, n_estimators=n_estimators,
                                                random_state=self.seed, n_jobs=n_jobs, verbose=-1)
@@ -372,11 +375,14 @@ class TabularSHAP(Explainer):
 
     def params(self) -> dict:
         return {**super().params(), **self.hparams, "agreement": self.agreement, "train_agreement": self.train_agreement,
-                "n_trees": self.n_trees, "fit_seconds": self.fit_seconds}
+                "n_trees": self.n_trees, "fit_seconds": self.fit_seconds, "explain_jobs": self.explain_jobs}
 
     def _explain(self, x, a):
         N, D = x.shape; A = self.policy.n_actions
-        with warnings.catch_warnings():
+        from threadpoolctl import threadpool_limits
+        # shap hands LightGBM models to LightGBM's own TreeSHAP (pred_contrib), which runs on OpenMP threads; torch's
+        # set_num_threads(1) also lowers OpenMP's default, so set the count for this call explicitly
+        with warnings.catch_warnings(), threadpool_limits(self.explain_jobs, user_api="openmp"):
             warnings.filterwarnings("ignore", message=".*binary classifier.*")   # shap's notice about its binary output format
             sv = self._tree.shap_values(x)
         ev = np.atleast_1d(np.asarray(self._tree.expected_value, np.float64))

@@ -201,3 +201,15 @@ def test_image_benchmark_on_the_zoo_breakout_agent():
     xs = image_states(agent, "ALE/Breakout-v5", 5, seed=3)
     assert xs.shape == (5, 4, 84, 84) and xs.dtype == np.uint8
     with pytest.raises(ValueError, match="n_states must be >= 1"): image_states(agent, "ALE/Breakout-v5", 0)
+
+
+def test_tabularshap_thread_count_does_not_change_values():
+    "TabularSHAP's explain_jobs only sets LightGBM's TreeSHAP threads: one or two threads give the same values."
+    from rlexplain.xrlbench import TabularSHAP
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 5)).astype(np.float32)
+    pol = Policy.from_module(nn.Linear(5, 3), (5,), device="cpu")
+    one = TabularSHAP(pol, X, explain_jobs=1).explain(X[:50])
+    two = TabularSHAP(pol, X, explain_jobs=2).explain(X[:50])
+    np.testing.assert_array_equal(one.importance, two.importance)
+    assert TabularSHAP(pol, X).explain_jobs >= 1
