@@ -154,19 +154,19 @@ def _build_model(job: TrainJob, env):
     image = len(env.observation_space.shape) == 3
     if image: pk.update(features_extractor_class=FEATURE_EXTRACTORS[job.features])
     policy = "CnnPolicy" if image else "MlpPolicy"
+    seed = job.seed
     if is_multiagent(job.env_id):   # supersuit's vector env cannot be re-seeded by SB3: seed torch/numpy here instead
         from stable_baselines3.common.utils import set_random_seed
-        set_random_seed(job.seed)
-        return _sb3_class(pipe.algo)(policy, env, verbose=0, device="cpu", policy_kwargs=pk, **hp)
-    return _sb3_class(pipe.algo)(policy, env, seed=job.seed, verbose=0, device="cpu", policy_kwargs=pk, **hp)
+        set_random_seed(job.seed); seed = None
+    return _sb3_class(pipe.algo)(policy, env, seed=seed, verbose=0, device="cpu", policy_kwargs=pk, **hp)
 
 def evaluate_policy_returns(policy: Policy | None, env_id: str, n_episodes: int = 10, seed: int = 10_000,
                             env_kwargs: dict | None = None, max_steps: int | None = None, epsilon: float = 0.0) -> np.ndarray:
     """Undiscounted returns `(n_episodes,)` of `policy` (None: uniformly random) on seeded episodes `seed..seed+n-1`.
-    Multi-agent games (`mpe2/...`): the policy plays every agent slot and the return is the team's (sum over agents)."""
-    if is_multiagent(env_id):
-        n_slots = len(make_parallel_env(env_id, **(env_kwargs or {})).possible_agents)
-        return team_returns(env_id, [policy] * n_slots, np.arange(seed, seed + n_episodes), env_kwargs).sum(1)
+    Multi-agent games (`mpe2/...`): the policy plays every agent slot greedily and the return is the team's (sum over
+    agents); `max_steps` and `epsilon` apply to single-agent games only."""
+    if is_multiagent(env_id):   # one policy (or None) fills every slot; episodes end after the game's max_cycles
+        return team_returns(env_id, policy, np.arange(seed, seed + n_episodes), env_kwargs).sum(1)
     env = make_env(env_id, **(env_kwargs or {}))
     return collect_rollout(env, policy, n_episodes=n_episodes, seed=seed, record_obs=False, record_states=False,
                            max_steps=max_steps, epsilon=epsilon).returns()
@@ -332,7 +332,7 @@ def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
     run_jobs(_eval_job, [(e, eval_episodes, eval_epsilon) for es in entries for e in es], executor=executor, max_workers=max_workers, desc="evaluate")
     return list_zoo(root)
 
-def _eval_job(args): return evaluate_entry(args[0], n_episodes=args[1], epsilon=args[2] if len(args) > 2 else 0.0)
+def _eval_job(args): return evaluate_entry(args[0], n_episodes=args[1], epsilon=args[2])
 
 # The demo zoo: what `rlexplain zoo train --spec demo` trains (and what ships in `rlexplain/zoo`).
 # Frames: one step = 4 frames. The early checkpoint is the IR paper's first (5e4 frames).
@@ -388,13 +388,19 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
 def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matched case-insensitively)
                    algo: str | None = None,     # "dqn", "qrdqn", "ppo", "a2c", ...; None: any
                    root: str | Path | None = None, # zoo folder; default ZOO_DIR
+                   pipeline: str | None = None, # e.g. "ppo-mpe"; None: any
+                   seed: int | None = None,     # one training seed only (its last checkpoint); None: any
                    ) -> str:                    # the entry's folder
     """The folder of the best zoo agent for `env_id` (and `algo`): among each seed's last checkpoint, the highest
     evaluated mean return (unevaluated entries last; ties: more frames, then lower seed).
     Raises `LookupError` if the zoo has no such agent."""
     z = list_zoo(root)
-    z = z[(z.env_id.str.lower() == env_id.lower()) & ((z.algo == algo) if algo else True)] if len(z) else z
-    if z.empty: raise LookupError(f"the zoo has no {algo or ''} agent for {env_id}; train one with `rlexplain zoo train`.")
+    if len(z):
+        z = z[(z.env_id.str.lower() == env_id.lower()) & ((z.algo == algo) if algo else True)
+              & ((z.pipeline == pipeline) if pipeline else True) & ((z.seed == seed) if seed is not None else True)]
+    if z.empty:
+        what = " ".join(w for w in (algo, pipeline, f"seed {seed}" if seed is not None else None) if w)
+        raise LookupError(f"the zoo has no {what + ' ' if what else ''}agent for {env_id}; train one with `rlexplain zoo train`.")
     z = z[z.frames == z.groupby("seed").frames.transform("max")]
     z = z.sort_values(["return_mean", "frames", "seed"], ascending=[False, False, True], na_position="last")
     return str(z.iloc[0].path)

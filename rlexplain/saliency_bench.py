@@ -944,6 +944,14 @@ class SaliencyBenchmark(Result):
         if paper: t["paper_s_per_map"] = t.method.map(PAPER_RUNTIMES)
         return t
 
+def _game_stream(policy: Policy, game: str, cfg: BenchConfig, env_kwargs: dict, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
+    "A game's recorded stream `(obs, episode)` without its first `cfg.skip` states; saved in (and reloaded from) `rd`."
+    def _stream():
+        o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, env_kwargs, cfg.stream_epsilon)
+        return {"obs": o, "episode": e}
+    st = rd.unit(f"stream/{env_slug(game)}", _stream) if rd else _stream()
+    return st["obs"][cfg.skip:], st["episode"][cfg.skip:]
+
 def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scale()
                   agents: dict | None = None,        # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
                   run_dir: str | Path | None = None, # save streams and jobs as they finish; a rerun resumes
@@ -959,11 +967,7 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
         spec = (agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else best_zoo_entry(game, cfg.algo))
         policy, env_kwargs, aname = _load_policy(spec, cfg.device)
         agent_names[game] = aname
-        def _stream():
-            o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, env_kwargs, cfg.stream_epsilon)
-            return {"obs": o, "episode": e}
-        st = rd.unit(f"stream/{env_slug(game)}", _stream) if rd else _stream()
-        obs, ep = st["obs"][cfg.skip:], st["episode"][cfg.skip:]
+        obs, ep = _game_stream(policy, game, cfg, env_kwargs, rd)
         hl = highlights_div(policy, obs, budget=cfg.highlights_budget, context=cfg.highlights_context, min_gap=cfg.highlights_min_gap,
                             percentile=cfg.highlights_percentile, episode=ep, seed=cfg.seed)
         idx = np.arange(len(obs)) if cfg.n_states is None or cfg.n_states >= len(obs) else np.linspace(0, len(obs) - 1, cfg.n_states).round().astype(int)
@@ -1015,9 +1019,9 @@ def _demo_saliency_bench(sec, scale: str, executor=None, max_workers: int = 1):
     sec.table("saliency_bench_calibration", random_map_calibration().reset_index(), "Appendix B.1: mean similarity of 100 random map pairs")
     game = cfg.games[0]
     policy, kw, _ = _load_policy(cfg.agents[0] if cfg.agents else best_zoo_entry(game, cfg.algo), cfg.device)
-    o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, kw, cfg.stream_epsilon)
-    hl = highlights_div(policy, o[cfg.skip:], budget=10 if scale == "paper" else 3, episode=e[cfg.skip:], seed=cfg.seed)
-    tabs = [tune(policy, o[cfg.skip:][hl.indices], k, grid=(paper_grid(k) if scale == "paper" else None), game=game).table
+    o, e = _game_stream(policy, game, cfg, kw, RunDir(sec.dir / "run"))   # the stream run_benchmark recorded, reloaded
+    hl = highlights_div(policy, o, budget=10 if scale == "paper" else 3, episode=e, seed=cfg.seed)
+    tabs = [tune(policy, o[hl.indices], k, grid=(paper_grid(k) if scale == "paper" else None), game=game).table
             for k in (["occlusion", "noise_sensitivity", "sarfa"] if scale != "paper" else list(DEMO_GRIDS))]
     sec.table("saliency_bench_tuning", pd.concat(tabs, ignore_index=True),
               f"Appendix C.2 analogue: parameter sets on {len(hl.indices)} HIGHLIGHTS-DIV states of {game}, z(q AUC) + z(adv AUC), seconds per map")

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .agents import list_zoo, load_agent, untrained_agent
+from .agents import best_zoo_entry, load_agent, untrained_agent
 from .core import Policy, Result, ScaledConfig
 from .envs import make_parallel_env, team_returns
 from .timeseries import CausalImpact, PerformanceSeries, causal_impact, episode_seed, forecast
@@ -95,11 +95,8 @@ class SwitchingConfig(ScaledConfig):
         return cls(**{**dict(seeds=tuple(range(10)), n_episodes=100, T=50, window=25, horizon=50), **kw})
 
 def team_entry(env_id: str, pipeline: str, seed: int, root: str | Path | None = None) -> str:
-    "The zoo folder of team `seed`'s last checkpoint. Raises `LookupError` when the zoo has none."
-    z = list_zoo(root)
-    z = z[(z.env_id == env_id) & (z.pipeline == pipeline) & (z.seed == seed)] if len(z) else z
-    if not len(z): raise LookupError(f"no {pipeline} team with seed {seed} for {env_id} in the zoo; train it with `rlexplain zoo train --env {env_id} --pipelines {pipeline} --seeds {seed}`.")
-    return str(z.sort_values("frames").path.iloc[-1])
+    "The zoo folder of team `seed`'s last checkpoint (`agents.best_zoo_entry`). Raises `LookupError` when the zoo has none."
+    return best_zoo_entry(env_id, root=root, pipeline=pipeline, seed=seed)
 
 # %% ../nbs/51_switching.ipynb #154943bc
 @dataclasses.dataclass(frozen=True)
@@ -167,11 +164,10 @@ def run_switching_study(cfg: SwitchingConfig | None = None, # None: SwitchingCon
     parts += [switching_series(teams["team"], teams["donor"], k, condition=f"{k} from team {cfg.donor}", **kw) for k in cfg.ks]
     parts += [switching_series(teams["team"], teams["untrained"], k, condition=f"{k} untrained", **kw) for k in cfg.untrained_ks]
     perf = PerformanceSeries.concat(parts)
-    rows = []
-    for cond in perf.conditions[1:]:
-        s = causal_impact(perf, perf, cfg.T, agg=cfg.agg, n_boot=cfg.n_boot, level=cfg.ci_level, treatment_condition=cond,
-                          control_condition="control", label=cond).summary()
-        rows.append({**s, "control_post_mean": float(perf.matrix(None, "control").to_numpy()[:, cfg.T:].mean())})
+    post = float(perf.matrix(None, "control").to_numpy()[:, cfg.T:].mean())
+    rows = [{**causal_impact(perf, perf, cfg.T, agg=cfg.agg, n_boot=cfg.n_boot, level=cfg.ci_level, treatment_condition=cond,
+                             control_condition="control", label=cond).summary(), "control_post_mean": post}
+            for cond in perf.conditions[1:]]
     fc = forecast(perf, cfg.horizon, cfg.level, cfg.window, cfg.agg)
     return SwitchingStudy(perf.table, pd.DataFrame(rows), fc.summary, dataclasses.asdict(cfg),
                           {k: v.name for k, v in teams.items()})
