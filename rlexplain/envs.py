@@ -280,7 +280,8 @@ def is_multiagent(env_id: str) -> bool:
 def make_parallel_env(env_id: str = "mpe2/simple_spread_v3", # "mpe2/<module>", e.g. simple_spread_v3, simple_reference_v3
                       **kwargs,                             # the game's options, e.g. N=3, local_ratio=0.5, max_cycles=25
                       ):
-    "A PettingZoo parallel environment from the `mpe2` package, with discrete actions. Raises `ValueError` for other ids."
+    """A PettingZoo parallel environment from the `mpe2` package (the multi-particle environments of Lowe et al. 2017),
+    with discrete actions. Raises `ValueError` for ids outside `mpe2/` or an unknown game."""
     import importlib
     if not is_multiagent(env_id):
         raise ValueError(f"make_parallel_env builds 'mpe2/<game>' ids (e.g. 'mpe2/simple_spread_v3'); got {env_id!r}.")

@@ -61,7 +61,8 @@ def switching_series(team: Policy,               # the deployed team's policy (p
 @dataclasses.dataclass(frozen=True)
 class SwitchingConfig(ScaledConfig):
     """An ad hoc switching study (Fujimoto et al. 2024, Figure 4). Units: `n_episodes`, `T`, `window`, `horizon` in
-    episodes; `seeds` are the M fixed seeds; teams are zoo training seeds of `pipeline` on `env_id`."""
+    episodes; `seeds` are the M fixed seeds; teams are zoo training seeds of `pipeline` on `env_id`. Raises
+    `ValueError` for fewer than 2 seeds, T outside [1, n_episodes - 1] or team == donor."""
     env_id: str = "mpe2/simple_spread_v3"
     pipeline: str = "ppo-mpe"
     team: int = 0                 # zoo seed of the deployed team

@@ -1100,7 +1100,8 @@ def image_states(policy: Policy,      # an image agent (C, H, W)
                  epsilon: float = 0.05, # epsilon-greedy play (DQN's evaluation protocol: a greedy DQN can loop in ALE)
                  ) -> np.ndarray:     # (n_states, C, H, W) uint8, evenly spaced over the agent's own play
     """States of an image agent's own play (a seeded stream of episodes, the first 20 steps of the first episode
-    dropped), evenly spaced: XRL-Bench's image datasets. Raises `ValueError` for n_states < 1."""
+    dropped), evenly spaced: XRL-Bench's image datasets (Xiong et al. 2024, Table 1: agent-generated states).
+    Raises `ValueError` for n_states < 1 or epsilon outside [0, 1]."""
     from rlexplain.saliency_bench import collect_stream
     if int(n_states) < 1: raise ValueError(f"n_states must be >= 1; got {n_states}.")
     steps = int(stream_steps or 4 * n_states + 20)
@@ -1111,7 +1112,8 @@ def image_states(policy: Policy,      # an image agent (C, H, W)
 def run_image_benchmark(policy: Policy, env_id: str, cfg: XRLBenchConfig | None = None,
                         env_kwargs: dict | None = None) -> XRLBenchResult:
     """XRL-Bench on image states (Table 3 and Table 4's image columns): background and explained states from the
-    agent's own play, `cfg.image_methods`, AIM/AUM/PGI/PGU over a pixel k grid, RIS on `cfg.n_image_ris` states."""
+    agent's own play, `cfg.image_methods`, AIM/AUM/PGI/PGU over a pixel k grid, RIS on `cfg.n_image_ris` states.
+    `policy` takes `(B, C, H, W)` images in [0, 1]. Raises `ValueError` for a non-image policy (and as `run_benchmark`)."""
     cfg = cfg or XRLBenchConfig.from_scale()
     if len(policy.obs_shape) != 3: raise ValueError(f"run_image_benchmark needs an image policy (C, H, W); got obs shape {policy.obs_shape}.")
     bg = image_states(policy, env_id, cfg.n_image_background, cfg.seed, env_kwargs)
