@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 # %% auto #0
-__all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'TABULAR_PIPELINES', 'MULTIAGENT_PIPELINES', 'PIPELINES', 'ZOO_DIR',
-           'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'MPE_ZOO', 'CompactCNN', 'Pipeline',
-           'env_slug', 'entry_dir', 'TrainJob', 'evaluate_policy_returns', 'train_agent', 'list_zoo', 'load_agent',
-           'untrained_agent', 'evaluate_entry', 'train_zoo', 'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
+__all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'SA_START', 'TABULAR_PIPELINES', 'MULTIAGENT_PIPELINES', 'PIPELINES',
+           'ZOO_DIR', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'MPE_ZOO',
+           'CompactCNN', 'NatureConv', 'DuelingHead', 'DuelingQNetwork', 'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN',
+           'sa_margin', 'sa_regulariser', 'SADDQN', 'Pipeline', 'env_slug', 'entry_dir', 'TrainJob',
+           'evaluate_policy_returns', 'train_agent', 'list_zoo', 'load_agent', 'untrained_agent', 'evaluate_entry',
+           'train_zoo', 'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
 
 # %% ../nbs/02_agents.ipynb #2f3ea5b9
 import gymnasium as gym
@@ -48,6 +50,152 @@ class CompactCNN(BaseFeaturesExtractor):
 
 FEATURE_EXTRACTORS = {"compact": CompactCNN, "nature": NatureCNN}
 
+# %% ../nbs/02_agents.ipynb #702482a9
+import torch.nn.functional as F
+from stable_baselines3 import DQN
+from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
+
+class NatureConv(BaseFeaturesExtractor):
+    """The Nature-CNN torso without its dense layer, as dueling networks use it (Wang et al. 2016; SA-DQN's model):
+    `(B, C, 84, 84)` float -> `(B, 3136)`; conv 32@8/4, 64@4/2, 64@3/1, no padding, flatten."""
+    def __init__(self, observation_space: gym.spaces.Box, features_dim: int = 3136):
+        c = observation_space.shape[0]
+        cnn = nn.Sequential(nn.Conv2d(c, 32, 8, 4), nn.ReLU(), nn.Conv2d(32, 64, 4, 2), nn.ReLU(),
+                            nn.Conv2d(64, 64, 3, 1), nn.ReLU(), nn.Flatten())
+        with torch.no_grad(): n = cnn(torch.zeros(1, *observation_space.shape)).shape[1]
+        super().__init__(observation_space, n)
+        self.cnn = cnn
+    def forward(self, x: torch.Tensor) -> torch.Tensor: return self.cnn(x)
+
+FEATURE_EXTRACTORS["nature-conv"] = NatureConv
+
+class DuelingHead(nn.Module):
+    """Dueling streams (Wang et al. 2016, Eq. 9): `(B, F)` features -> `(B, A)` q-values
+    `Q = V + A - mean_a A`, value and advantage streams with one hidden layer of `hidden` ReLU units each."""
+    def __init__(self, features_dim: int, n_actions: int, hidden: int = 512):
+        super().__init__()
+        self.value = nn.Sequential(nn.Linear(features_dim, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.advantage = nn.Sequential(nn.Linear(features_dim, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        a = self.advantage(z)
+        return self.value(z) + a - a.mean(dim=1, keepdim=True)
+
+class DuelingQNetwork(QNetwork):
+    "SB3's `QNetwork` whose `q_net` is a `DuelingHead` (`forward`: `(B, *obs)` -> `(B, A)` q-values)."
+    def __init__(self, *args, dueling_hidden: int = 512, **kw):
+        kw["net_arch"] = []
+        super().__init__(*args, **kw)
+        self.dueling_hidden = dueling_hidden
+        self.q_net = DuelingHead(self.features_dim, int(self.action_space.n), dueling_hidden)
+
+class DuelingDQNPolicy(DQNPolicy):
+    "A `DQNPolicy` whose online and target networks are `DuelingQNetwork`s (`dueling_hidden` units per stream)."
+    def __init__(self, *args, dueling_hidden: int = 512, **kw):
+        self.dueling_hidden = dueling_hidden
+        super().__init__(*args, **kw)
+    def make_q_net(self) -> QNetwork:
+        net_args = self._update_features_extractor(self.net_args, features_extractor=None)
+        return DuelingQNetwork(**net_args, dueling_hidden=self.dueling_hidden).to(self.device)
+    def _get_constructor_parameters(self) -> dict:
+        return {**super()._get_constructor_parameters(), "dueling_hidden": self.dueling_hidden}
+
+class DuelingCnnPolicy(DuelingDQNPolicy):
+    "`DuelingDQNPolicy` for image observations (default extractor `NatureConv`)."
+    def __init__(self, *args, features_extractor_class=NatureConv, **kw):
+        super().__init__(*args, features_extractor_class=features_extractor_class, **kw)
+
+class DDQN(DQN):
+    """Double DQN (van Hasselt et al. 2016) with dueling networks (Wang et al. 2016): SB3's `DQN` whose TD target
+    evaluates the *online* network's greedy next action with the target network,
+    `y = r + gamma (1 - done) Q_target(s', argmax_a Q_online(s', a))`, and whose policies are dueling.
+    `train` adds `self._regulariser(obs)` (0 here) to the Huber TD loss, the hook SA-DDQN fills."""
+    policy_aliases = {"MlpPolicy": DuelingDQNPolicy, "CnnPolicy": DuelingCnnPolicy}
+
+    def _regulariser(self, obs: torch.Tensor) -> torch.Tensor | None: return None
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        losses, regs = [], []
+        for _ in range(gradient_steps):
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            with torch.no_grad():
+                a_next = self.q_net(data.next_observations).argmax(dim=1, keepdim=True)     # online network chooses
+                q_next = self.q_net_target(data.next_observations).gather(1, a_next)         # target network evaluates
+                target = data.rewards + (1 - data.dones) * discounts * q_next
+            q = self.q_net(data.observations).gather(1, data.actions.long())
+            loss = F.smooth_l1_loss(q, target); losses.append(loss.item())
+            reg = self._regulariser(data.observations)
+            if reg is not None: loss = loss + reg; regs.append(reg.item())
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self.policy.optimizer.step()
+        self._n_updates += gradient_steps
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/loss", np.mean(losses))
+        if regs: self.logger.record("train/sa_regulariser", np.mean(regs))
+
+def sa_margin(q_net: nn.Module,   # maps (B, C, H, W) [0, 1] images to (B, A) q-values
+              x: torch.Tensor,     # (B, C, H, W) float in [0, 1]
+              a_star: torch.Tensor # (B,) long: the greedy action at the unperturbed state
+              ) -> torch.Tensor:
+    "`(B,)` margin `max_{a != a*} Q(x, a) - Q(x, a*)` (SA-DQN's regulariser before the maximisation over the ball)."
+    q = q_net(x)
+    q_star = q.gather(1, a_star[:, None])[:, 0]
+    others = q.scatter(1, a_star[:, None], float("-inf"))
+    return others.max(dim=1).values - q_star
+
+def sa_regulariser(q_net: nn.Module, x: torch.Tensor, eps: float, steps: int = 5, step_size: float | None = None,
+                   hinge: float = 1.0, clip: tuple | None = (0.0, 1.0), generator: torch.Generator | None = None) -> torch.Tensor:
+    """SA-DQN's state-adversarial regulariser with its PGD inner maximisation (Zhang et al. 2020, Eq. 9 and the
+    PGD variant of its code; Korkmaz 2024, Section 4.2): `mean_s max(max_{s' in B_eps(s)} margin(s'), -hinge)` with
+    `margin = max_{a != a*(s)} Q(s', a) - Q(s', a*(s))`, where the ball is the L-inf ball of radius `eps` in [0, 1] pixel
+    units intersected with the box `clip` (None for feature vectors). PGD: a uniform random start, `steps` signed-gradient steps of `step_size`
+    (default `2.5 eps / steps`, Madry et al. 2018). `x`: `(B, C, H, W)` float in [0, 1]. Returns a scalar tensor
+    differentiable in the network's parameters (the PGD point itself is treated as a constant).
+    Raises `ValueError` for eps < 0 or steps < 1."""
+    if eps < 0: raise ValueError(f"eps must be >= 0; got {eps}.")
+    if steps < 1: raise ValueError(f"steps must be >= 1; got {steps}.")
+    with torch.no_grad(): a_star = q_net(x).argmax(dim=1)
+    if eps > 0:
+        alpha = step_size if step_size is not None else 2.5 * eps / steps
+        noise = torch.rand(x.shape, generator=generator, device="cpu").to(x.device, x.dtype)
+        box = (lambda t: t.clamp(*clip)) if clip is not None else (lambda t: t)
+        xa = box(x + (2 * noise - 1) * eps)
+        for _ in range(steps):
+            xa.requires_grad_(True)
+            g, = torch.autograd.grad(sa_margin(q_net, xa, a_star).sum(), xa)
+            xa = box(torch.min(torch.max(xa.detach() + alpha * g.sign(), x - eps), x + eps))
+        x = xa.detach()
+    return sa_margin(q_net, x, a_star).clamp(min=-hinge).mean()
+
+class SADDQN(DDQN):
+    """SA-DDQN: `DDQN` plus `kappa` times SA-DQN's PGD regulariser on each replay batch (Zhang et al. 2020; the
+    adversarially trained agents of Korkmaz 2024, Section 4.2). The budget ramps linearly from 0 to `sa_eps` over
+    `sa_ramp` env steps counted from `sa_start` (SA-DQN's schedule: natural training first, then the robust term).
+    Defaults from SA-DQN's PGD configs: eps 1/255, 5 PGD steps, hinge 1, kappa 0.01 (RoadRunner)."""
+    def __init__(self, *args, sa_kappa: float = 0.01, sa_eps: float = 1 / 255, sa_steps: int = 5, sa_hinge: float = 1.0,
+                 sa_start: int = 0, sa_ramp: int = 50_000, **kw):
+        self.sa_kappa, self.sa_eps, self.sa_steps, self.sa_hinge, self.sa_start, self.sa_ramp = sa_kappa, sa_eps, sa_steps, sa_hinge, sa_start, sa_ramp
+        super().__init__(*args, **kw)
+
+    def sa_budget(self) -> float:
+        "The current PGD budget (pixel units in [0, 1]) from the env-step schedule."
+        t = self.num_timesteps - self.sa_start
+        return 0.0 if t <= 0 else float(self.sa_eps * min(1.0, t / max(1, self.sa_ramp)))
+
+    def _regulariser(self, obs: torch.Tensor) -> torch.Tensor | None:
+        eps = self.sa_budget()
+        if eps <= 0 or self.sa_kappa <= 0: return None
+        net = self.q_net
+        f = lambda x: net.q_net(net.features_extractor(x))     # [0, 1] images straight to the network
+        from stable_baselines3.common.preprocessing import is_image_space
+        image = is_image_space(self.observation_space) and net.normalize_images
+        x = obs.float() / 255.0 if image else obs.float()
+        return self.sa_kappa * sa_regulariser(f, x, eps, self.sa_steps, hinge=self.sa_hinge, clip=(0.0, 1.0) if image else None)
+
 # %% ../nbs/02_agents.ipynb #9de8ec4a
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
@@ -57,6 +205,8 @@ class Pipeline:
     hyperparams: dict
     n_envs: int = 1
     value_based: bool = False
+    features: str | None = None      # image feature extractor this pipeline always uses (None: the job's choice)
+    warm_start: str | None = None    # pipeline whose zoo entry at `hyperparams["sa_start"]` steps initialises the weights
 
 ATARI_PIPELINES = {
     "ppo": Pipeline("ppo", "ppo", dict(n_steps=128, n_epochs=4, batch_size=256, learning_rate=2.5e-4, clip_range=0.1,
@@ -73,6 +223,19 @@ ATARI_PIPELINES = {
                                              exploration_fraction=0.2, exploration_final_eps=0.02, gamma=0.99,
                                              policy_kwargs=dict(n_quantiles=50)), value_based=True),
 }
+# RA-NLD's agents (notebook 20; Korkmaz 2024, Section 4): Double DQN with dueling Nature-CNN heads (conv 32/64/64 -> value
+# and advantage streams of 512), Adam with eps 1.5e-4 as in Dopamine/SA-DQN, shortened to a CPU budget. SA-DDQN continues the
+# DDQN run of the same game and seed from `sa_start` steps with SA-DQN's PGD regulariser (its schedule: natural training
+# first, then the robust term with a budget ramped from 0 to 1/255), at constant exploration 0.01.
+_DDQN = dict(buffer_size=50_000, learning_rate=1e-4, batch_size=32, learning_starts=10_000, target_update_interval=2_000,
+             train_freq=4, gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01, gamma=0.99, max_grad_norm=10,
+             optimize_memory_usage=False, policy_kwargs=dict(optimizer_kwargs=dict(eps=1.5e-4)))
+SA_START = 250_000   # env steps (1M frames) of natural training before the SA regulariser
+ATARI_PIPELINES["ddqn"] = Pipeline("ddqn", "ddqn", _DDQN, value_based=True, features="nature-conv")
+ATARI_PIPELINES["sa-ddqn"] = Pipeline("sa-ddqn", "sa-ddqn", {**_DDQN, "learning_starts": SA_START + 10_000, "exploration_initial_eps": 0.01,
+                                                             "sa_kappa": 0.01, "sa_eps": 1 / 255, "sa_steps": 5, "sa_hinge": 1.0,
+                                                             "sa_start": SA_START, "sa_ramp": 50_000},
+                                      value_based=True, features="nature-conv", warm_start="ddqn")
 
 # Feature-vector environments (CartPole, LunarLander, FlappyBird): XRL-Bench's DQN architecture (3 hidden layers of
 # 64) with RL-Zoo-style DQN hyperparameters for LunarLander.
@@ -147,12 +310,31 @@ def _make_vec_env(job: TrainJob, n_envs: int):
         return venv
     return make_vec_env(lambda: make_env(job.env_id, **kw), n_envs=n_envs, seed=job.seed)
 
+def _features(job: TrainJob) -> str:
+    "The image feature extractor of a job: its pipeline's own (`Pipeline.features`) or the job's choice."
+    return PIPELINES[job.pipeline].features or job.features
+
+def _warm_start(job: TrainJob, model) -> None:
+    """Initialise `model` from the zoo entry of `PIPELINES[job.pipeline].warm_start` (same game and seed) at
+    `hyperparams["sa_start"]` steps, and continue its step count. Raises `FileNotFoundError` if that entry is missing."""
+    pipe = PIPELINES[job.pipeline]; start = int(pipe.hyperparams["sa_start"])
+    src = entry_dir(job.root, job.env_id, pipe.warm_start, job.seed, start * _frames_per_step(job.env_id))
+    if not (src / "weights.safetensors").exists():
+        raise FileNotFoundError(f"{job.pipeline} starts from the {pipe.warm_start} agent at {start:,} steps, which is missing: {src}. "
+                                f"Train it first: rlexplain zoo train --env {job.env_id} --pipelines {pipe.warm_start} --seeds {job.seed} "
+                                f"--checkpoints {start * _frames_per_step(job.env_id)}")
+    from safetensors.torch import load_file
+    sd = {k: v.float() for k, v in load_file(str(src / "weights.safetensors")).items()}
+    model.policy.load_state_dict({**model.policy.state_dict(), **sd})
+    model.q_net_target.load_state_dict(model.q_net.state_dict())
+    model.num_timesteps = start
+
 def _build_model(job: TrainJob, env):
     pipe = PIPELINES[job.pipeline]
     hp = {k: v for k, v in pipe.hyperparams.items()}
     pk = dict(hp.pop("policy_kwargs", {}))
     image = len(env.observation_space.shape) == 3
-    if image: pk.update(features_extractor_class=FEATURE_EXTRACTORS[job.features])
+    if image: pk.update(features_extractor_class=FEATURE_EXTRACTORS[_features(job)])
     policy = "CnnPolicy" if image else "MlpPolicy"
     seed = job.seed
     if is_multiagent(job.env_id):   # supersuit's vector env cannot be re-seeded by SB3: seed torch/numpy here instead
@@ -185,6 +367,7 @@ def train_agent(job: TrainJob) -> list[str]:
         model = _sb3_class(pipe.algo).load(snap, env=env, device="cpu")
     else:
         model = _build_model(job, env)
+        if pipe.warm_start: _warm_start(job, model)
     t0, written = time.time(), []
     wall0 = float(getattr(model, "_rlx_wall", 0.0))
 
@@ -196,7 +379,7 @@ def train_agent(job: TrainJob) -> list[str]:
         card = {"id": f"{env_slug(job.env_id)}/{job.pipeline}/seed{job.seed}/{frames}", "algo": pipe.algo,
                 "pipeline": job.pipeline, "env_id": job.env_id, "env_kwargs": dict(job.env_kwargs),
                 "preprocessing": _preprocessing(job.env_id, dict(job.env_kwargs)), "seed": job.seed,
-                "env_steps": int(model.num_timesteps), "frames": int(frames), "features": job.features,
+                "env_steps": int(model.num_timesteps), "frames": int(frames), "features": _features(job),
                 "hyperparams": {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in pipe.hyperparams.items()},
                 "n_envs": pipe.n_envs, "observation_shape": list(env.observation_space.shape),
                 "n_actions": int(env.action_space.n), "versions": _versions(),
@@ -276,7 +459,7 @@ def _card_network(card: dict):
     return policy_cls(obs_space, gym.spaces.Discrete(card["n_actions"]), lambda _: 0.0, **pk)
 
 def _card_policy(card: dict, net, device, name: str) -> Policy:
-    mode = {"dqn": "dqn", "qrdqn": "qrdqn"}.get(card["algo"], "ac")
+    mode = {"dqn": "dqn", "ddqn": "dqn", "sa-ddqn": "dqn", "qrdqn": "qrdqn"}.get(card["algo"], "ac")
     return Policy(_SB3Head(net.eval(), mode, 255.0 if len(card["observation_shape"]) == 3 else 1.0), card["n_actions"],
                   tuple(card["observation_shape"]), kind="q" if mode != "ac" else "logits", device=device, name=name)
 
@@ -358,13 +541,20 @@ TABULAR_ZOO = dict(pipelines=["dqn-mlp"], seeds=[0], eval_episodes=100,
 ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5"], pipelines=["dqn"], seeds=[0],
                checkpoints={"dqn": [400_000, 1_200_000]}, eval_epsilon=0.05)
 
+# A2C and PPO agents for the time-series study (notebook 50; Fujimoto et al. used RL-Zoo's A2C and PPO on Pong and Breakout):
+# one seed per game and algorithm, RL-Zoo's Atari hyperparameters, sticky actions off. Frames: PPO Pong 4M (1M steps, about
+# 80 min on one CPU core), PPO Breakout 2.4M, A2C 4M on both. Evaluated with epsilon 0.05, as the ALE DQN agents.
+ALE_AC_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/Pong-v5"], pipelines=["a2c", "ppo"], seeds=[0],
+                  checkpoints={"ALE/Breakout-v5": {"a2c": [2_000_000, 4_000_000], "ppo": [1_200_000, 2_400_000]},
+                               "ALE/Pong-v5": {"a2c": [2_000_000, 4_000_000], "ppo": [2_000_000, 4_000_000]}}, eval_epsilon=0.05)
+
 # PPO teams for the ad hoc switching study (notebook 51): three independently trained teams (seeds) of simple_spread.
 MPE_ZOO = dict(env_id="mpe2/simple_spread_v3", pipelines=["ppo-mpe"], seeds=[0, 1, 2], checkpoints={"ppo-mpe": [600_000]},
                eval_episodes=50)
 
 def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: int = 2,
                    tabular: bool = True, ale: bool = True, multiagent: bool = True) -> pd.DataFrame:
-    """Train (or resume) the demo zoo into `root` and evaluate it: `DEMO_ZOO`, with `ale` also `ALE_ZOO`, with
+    """Train (or resume) the demo zoo into `root` and evaluate it: `DEMO_ZOO`, with `ale` also `ALE_ZOO` and `ALE_AC_ZOO`, with
     `tabular` also `TABULAR_ZOO` and with `multiagent` also `MPE_ZOO`. Finished entries are skipped, so a rerun only trains what is missing."""
     z = DEMO_ZOO
     df = train_zoo(z["env_id"], z["pipelines"], z["seeds"], z["checkpoints"], root=root, executor=executor,
@@ -373,6 +563,9 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
         for env_id in ALE_ZOO["env_ids"]:
             df = train_zoo(env_id, ALE_ZOO["pipelines"], ALE_ZOO["seeds"], ALE_ZOO["checkpoints"], root=root,
                            executor=executor, max_workers=max_workers, eval_epsilon=ALE_ZOO["eval_epsilon"])
+        for env_id, ck in ALE_AC_ZOO["checkpoints"].items():
+            df = train_zoo(env_id, ALE_AC_ZOO["pipelines"], ALE_AC_ZOO["seeds"], ck, root=root, executor=executor,
+                           max_workers=max_workers, eval_epsilon=ALE_AC_ZOO["eval_epsilon"])
     if multiagent:
         m = MPE_ZOO
         df = train_zoo(m["env_id"], m["pipelines"], m["seeds"], m["checkpoints"], root=root, executor=executor,

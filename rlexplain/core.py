@@ -213,7 +213,8 @@ class Policy:
 
 # %% ../nbs/00_core.ipynb #21edcaf4
 _SB3_ALGOS = {"dqn": ("stable_baselines3", "DQN"), "qrdqn": ("sb3_contrib", "QRDQN"),
-              "ppo": ("stable_baselines3", "PPO"), "a2c": ("stable_baselines3", "A2C")}
+              "ppo": ("stable_baselines3", "PPO"), "a2c": ("stable_baselines3", "A2C"),
+              "ddqn": ("rlexplain.agents", "DDQN"), "sa-ddqn": ("rlexplain.agents", "SADDQN")}  # dueling double DQN (notebook 02)
 
 def _sb3_class(algo: str):
     import importlib
@@ -282,7 +283,8 @@ def sb3_policy(model: Any, device: str | torch.device = "auto", name: str | None
     if not isinstance(model.action_space, gym.spaces.Discrete):
         raise TypeError(f"rlexplain explains discrete-action agents; got action space {model.action_space}.")
     cls = type(model).__name__.lower()
-    mode = "qrdqn" if cls == "qrdqn" else "dqn" if cls == "dqn" else "ac"
+    from stable_baselines3 import DQN
+    mode = "qrdqn" if cls == "qrdqn" else "dqn" if isinstance(model, DQN) else "ac"   # DQN subclasses: rlexplain's DDQN
     space = model.observation_space
     scale = 255.0 if (is_image_space(space) and getattr(model.policy, "normalize_images", True)) else 1.0
     kind = "logits" if mode == "ac" else "q"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 # %% auto #0
-__all__ = ['AGGREGATES', 'PAPER_FINDINGS', 'episode_seed', 'aggregate', 'PerformanceSeries', 'performance_series',
+__all__ = ['AGGREGATES', 'STUDY_GAMES', 'PAPER_FINDINGS', 'episode_seed', 'aggregate', 'PerformanceSeries', 'performance_series',
            'FixedSeedReport', 'check_fixed_seed', 'damped_trend_forecast', 'simulate_damped_trend', 'Forecast',
            'forecast', 'did_estimates', 'CausalImpact', 'causal_impact', 'TimeSeriesConfig', 'TimeSeriesStudy',
            'run_study', 'demo_outputs', 'demo_section']
@@ -535,7 +535,7 @@ class TimeSeriesConfig(ScaledConfig):
     """A time-series shift study (Fujimoto et al., Section 5). Units: `n_episodes`, `T`, `window` and `horizon` count
     episodes; `max_steps` is agent steps per episode; epsilons are in [0, 1] pixel units; `level` and `ci_level` are
     probabilities. Raises `ValueError` for fewer than 2 seeds, T outside [1, n_episodes - 1] or an unknown `agg`."""
-    env_id: str = "toybox/Breakout"
+    env_id: str = "ALE/Breakout-v5"          # the game (any make_env id; the zoo must hold agents of `algos` for it)
     algos: tuple = ("a2c", "ppo")            # zoo algorithms compared (the paper: A2C and PPO from the RL Zoo)
     seeds: tuple = (0, 1, 2)                  # the fixed seed set S
     n_episodes: int = 12                      # N
@@ -558,15 +558,20 @@ class TimeSeriesConfig(ScaledConfig):
 
     @classmethod
     def demo(cls, **kw) -> "TimeSeriesConfig":
-        "Toybox Breakout, the zoo's A2C and PPO agents, 3 seeds x 10 episodes (<= 1000 steps each), FGSM from episode T=5 (~1-2 min on 2 cores)."
-        return cls(**{"n_episodes": 10, "T": 5, "max_steps": 1000, **kw})
+        """ALE Breakout (pass env_id='ALE/Pong-v5' for Pong), the zoo's A2C and PPO agents, 3 seeds x 8 episodes of at most
+        500 steps, FGSM from episode T=4, rolling window 3, horizon 8 (about 1 min per game on 2 cores)."""
+        return cls(**{"n_episodes": 8, "T": 4, "max_steps": 500, "window": 3, "horizon": 8, **kw})
 
     @classmethod
     def paper(cls, **kw) -> "TimeSeriesConfig":
-        "The paper's sizes: ALE Breakout (use env_id='ALE/Pong-v5' for Pong), 10 seeds, 200 episodes, T=100, window 25, horizon 100, 99% PIs."
+        "The paper's sizes: ALE Breakout (env_id='ALE/Pong-v5' for Pong), 10 seeds, 200 full episodes, T=100, window 25, horizon 100, 99% PIs."
         d = dict(env_id="ALE/Breakout-v5", seeds=tuple(range(10)), n_episodes=200, T=100, eps=(1 / 255, 2 / 255, 4 / 255, 8 / 255),
                  obs_eps=2 / 255, attack_prob=0.5, window=25, horizon=100, max_steps=27_000)
         d.update(kw); return cls(**d)
+
+
+# The games of the demo and paper runs (`demo_section`): the two of the paper's Figures 3 and 5.
+STUDY_GAMES = ("ALE/Breakout-v5", "ALE/Pong-v5")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -654,22 +659,41 @@ PAPER_FINDINGS = {
     "eps_monotone": ("Fig. 3: performance drops more as epsilon grows", "DiD at the larger epsilon is lower, per agent"),
     "negative_effect": ("Fig. 3: FGSM lowers returns (negative pointwise and cumulative impact)", "DiD bootstrap interval below 0"),
     "breakout_overlap": ("Fig. 5 (Breakout): A2C and PPO prediction intervals overlap", "99% intervals at the horizon overlap"),
+    "pong_ppo_better": ("Fig. 5 (Pong): PPO forecasts significantly better than A2C", "PPO's 99% interval above A2C's at the horizon"),
 }
+# which forecast finding of Figure 5 belongs to which game
+_GAME_FINDINGS = {"breakout": "breakout_overlap", "pong": "pong_ppo_better"}
+
+def _game(env_id: str) -> str:
+    "`ALE/Pong-v5` -> `pong`, `toybox/Breakout` -> `breakout`."
+    return env_id.split("/")[-1].split("-")[0].lower()
+
+def _forecast_finding(key: str, fc: Forecast) -> tuple:
+    ov = fc.overlap()
+    if key == "breakout_overlap":
+        return (bool(ov.overlap.all()) if len(ov) else None,
+                "; ".join(f"{r.a} vs {r.b}: {'overlap' if r.overlap else 'separate'}" for _, r in ov.iterrows()))
+    s = fc.summary.set_index("label")
+    if not {"ppo", "a2c"} <= set(s.index): return None, "needs agents labelled ppo and a2c"
+    return (bool(s.loc["ppo", "lower"] > s.loc["a2c", "upper"]),
+            f"ppo {s.loc['ppo', 'forecast']:.2f} [{s.loc['ppo', 'lower']:.2f}, {s.loc['ppo', 'upper']:.2f}] vs "
+            f"a2c {s.loc['a2c', 'forecast']:.2f} [{s.loc['a2c', 'lower']:.2f}, {s.loc['a2c', 'upper']:.2f}]")
 
 
 def demo_outputs(study: TimeSeriesStudy) -> tuple[list, dict, str]:
-    """Figures, tables and a markdown summary of a study: `([(name, fig, caption)], {name: (DataFrame, caption)}, text)`."""
-    c = study.cfg
+    """Figures, tables and a markdown summary of a study: `([(name, fig, caption)], {name: (DataFrame, caption)}, text)`.
+    Names start with `ts_<game>_` (e.g. `ts_pong_forecast`), so the studies of several games can share one report."""
+    c = study.cfg; g = _game(study.env_id); G = study.env_id
     imp = study.impacts; figs, tabs = [], {}
     fc = study.forecast()
     ax = fc.plot(plt.subplots(figsize=(6, 2.6))[1])
-    figs.append(("ts_forecast", ax.figure, f"Fig. 5 analogue: rolling mean (window {c.window}) of X(t) under FGSM eps={c.obs_eps * 255:g}/255 "
+    figs.append((f"ts_{g}_forecast", ax.figure, f"Fig. 5 analogue ({G}): rolling mean (window {c.window}) of X(t) under FGSM eps={c.obs_eps * 255:g}/255 "
                  f"with attack probability {c.attack_prob:g}, damped-trend forecast and {c.level:.0%} prediction intervals"))
     for agent in imp.agent.unique():
         row = imp[imp.agent == agent].iloc[-1]
         ci = study.impact(agent, f"{row['shift']} from t={c.T}")
         axes = ci.plot(plt.subplots(1, 3, figsize=(8, 2.4))[1])
-        figs.append((f"ts_impact_{agent}", axes[0].figure, f"Fig. 3 analogue ({agent}, {row['shift']}): original, pointwise and cumulative "
+        figs.append((f"ts_{g}_impact_{agent}", axes[0].figure, f"Fig. 3 analogue ({G}, {agent}, {row['shift']}): original, pointwise and cumulative "
                      f"impact; DiD {ci.did:+.2f} [{ci.ci_low:+.2f}, {ci.ci_high:+.2f}] ({ci.level:.0%} bootstrap over {len(ci.per_seed)} seeds)"))
     fig, ax = plt.subplots(figsize=(6, 2.4))
     for k, agent in enumerate(imp.agent.unique()):
@@ -679,25 +703,27 @@ def demo_outputs(study: TimeSeriesStudy) -> tuple[list, dict, str]:
                     alpha=0.6, label=f"{agent}: placebo (fake T={int(d.placebo_T.iloc[0])})", capsize=3)
     ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=7); ax.axhline(0, color="gray", lw=0.5)
     ax.set_ylabel("DiD (return)"); ax.legend(fontsize=6); fig.tight_layout()
-    figs.append(("ts_did", fig, "DiD (Eq. 4) with {c.ci_level:.0%} bootstrap intervals per agent and FGSM budget, and the in-time placebo"))
-    tabs["ts_impacts"] = (imp.round(4), "DiD per agent and shift: Eq. 4 (did), Eq. 5-6 (did_post), bootstrap interval, pre-period gap, placebo")
-    tabs["ts_forecast"] = (fc.summary.round(4), f"damped-trend forecasts at horizon {c.horizon} ({c.level:.0%} prediction intervals)")
-    tabs["ts_overlap"] = (fc.overlap(), "pairwise overlap of the prediction intervals at the horizon (no overlap = significant difference)")
+    figs.append((f"ts_{g}_did", fig, f"{G}: DiD (Eq. 4) with {c.ci_level:.0%} bootstrap intervals per agent and FGSM budget, and the in-time placebo"))
+    tabs[f"ts_{g}_impacts"] = (imp.round(4), f"{G}: DiD per agent and shift: Eq. 4 (did), Eq. 5-6 (did_post), bootstrap interval, pre-period gap, placebo")
+    tabs[f"ts_{g}_forecast"] = (fc.summary.round(4), f"{G}: damped-trend forecasts at horizon {c.horizon} ({c.level:.0%} prediction intervals)")
+    tabs[f"ts_{g}_overlap"] = (fc.overlap(), f"{G}: pairwise overlap of the prediction intervals at the horizon (no overlap = significant difference)")
     means = study.series.groupby(["agent", "condition"], sort=False).agg(mean_return=("return", "mean"), mean_steps=("steps", "mean"),
                                                                           attacked=("attacked", "mean")).reset_index()
-    tabs["ts_returns"] = (means.round(3), "mean return, episode length and attacked fraction per agent and condition")
+    tabs[f"ts_{g}_returns"] = (means.round(3), f"{G}: mean return, episode length and attacked fraction per agent and condition")
     # the paper's qualitative findings next to ours
     ok_pre = bool((imp.pre_gap.abs() < 1e-12).all() and (imp.placebo.abs() < 1e-12).all())
     mono = all(d.sort_values("shift", key=lambda s: s.str.extract(r"eps=([0-9.]+)")[0].astype(float)).did.is_monotonic_decreasing
                for _, d in imp.groupby("agent"))
-    neg = bool((imp.ci_high < 0).all()); ov = fc.overlap()
+    neg = bool((imp.ci_high < 0).all())
     ours = {"pre_identical": (ok_pre, f"max |pre gap| {imp.pre_gap.abs().max():.3g}, max |placebo| {imp.placebo.abs().max():.3g}"),
             "eps_monotone": (mono, "; ".join(f"{a}: " + ", ".join(f"{x:+.2f}" for x in d.did) for a, d in imp.groupby("agent"))),
             "negative_effect": (neg, "; ".join(f"{r.agent} {r['shift']}: [{r.ci_low:+.2f}, {r.ci_high:+.2f}]" for _, r in imp.iterrows())),
-            "breakout_overlap": (bool(ov.overlap.all()) if len(ov) else None, "; ".join(f"{r.a} vs {r.b}: {'overlap' if r.overlap else 'separate'}" for _, r in ov.iterrows()))}
-    tabs["ts_paper_comparison"] = (pd.DataFrame([{"finding (paper)": PAPER_FINDINGS[k][0], "our measure": PAPER_FINDINGS[k][1],
-                                                  "reproduced": v[0], "our numbers": v[1]} for k, v in ours.items()]),
-                                   "the paper's qualitative findings (Atari, RL-Zoo agents) beside this run (Toybox Breakout, demo zoo)")
+            }
+    if g in _GAME_FINDINGS: ours[_GAME_FINDINGS[g]] = _forecast_finding(_GAME_FINDINGS[g], fc)
+    tabs[f"ts_{g}_paper_comparison"] = (pd.DataFrame([{"finding (paper)": PAPER_FINDINGS[k][0], "our measure": PAPER_FINDINGS[k][1],
+                                                       "reproduced": v[0], "our numbers": v[1]} for k, v in ours.items()]),
+                                        f"the paper's qualitative findings (RL-Zoo agents, 10 seeds x 200 episodes) beside this run "
+                                        f"({G}, {len(c.seeds)} seeds x {c.n_episodes} episodes)")
     lines = [f"**Time-series shift study** on {study.env_id}: {len(c.seeds)} seeds x {c.n_episodes} episodes, FGSM from episode T={c.T}."]
     for _, r in imp.iterrows():
         lines.append(f"- {r.agent}, {r['shift']}: DiD {r.did:+.2f} ({c.ci_level:.0%} bootstrap [{r.ci_low:+.2f}, {r.ci_high:+.2f}]); placebo {r.placebo:+.2f}.")
@@ -706,11 +732,13 @@ def demo_outputs(study: TimeSeriesStudy) -> tuple[list, dict, str]:
     return figs, tabs, "\n".join(lines)
 
 def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
-    "The same demo for `rlexplain.cli`'s report: the signature and return type of `rlexplain.cli._demo_ir` (writes into a `Section`)."
-    cfg = TimeSeriesConfig.from_scale(scale)
-    # full treatment runs (no share_pre): the pre-period gap and the placebo then test the fixed-seed assumption
-    study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=sec.dir / "run")
-    figs, tabs, text = demo_outputs(study)
-    sec.note(text.split("\n")[0].replace("**", ""))
-    for name, (df, cap) in tabs.items(): sec.table(name, df, cap)
-    for name, fig, cap in figs: sec.figure(name, fig, cap)
+    """The same demo for `rlexplain.cli`'s report (the signature of `rlexplain.cli._demo_ir`; writes into a `Section`): one
+    study per game of `STUDY_GAMES` with the zoo's A2C and PPO agents. Raises `LookupError` if the zoo lacks one of them."""
+    for game in STUDY_GAMES:
+        cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
+        # full treatment runs (no share_pre): the pre-period gap and the placebo then test the fixed-seed assumption
+        study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=sec.dir / "run" / _game(game))
+        figs, tabs, text = demo_outputs(study)
+        sec.note(text.split("\n")[0].replace("**", ""))
+        for name, (df, cap) in tabs.items(): sec.table(name, df, cap)
+        for name, fig, cap in figs: sec.figure(name, fig, cap)
