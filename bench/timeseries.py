@@ -2,7 +2,7 @@
 
 Prints episodes/s and env steps/s of `performance_series` (control and FGSM-attacked, batched and rollout engines,
 sequential and `run_jobs` with 2 workers) and of bare Toybox / ALE step loops with random actions.
-Run: `.venv/bin/python bench/timeseries.py [--seeds 4 --episodes 3 --max-steps 400]`."""
+Run: `.venv/bin/python bench/timeseries.py [--env ALE/Pong-v5 --algo ppo --seeds 4 --episodes 3 --max-steps 400]`."""
 import argparse
 import time
 
@@ -30,18 +30,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=4); ap.add_argument("--episodes", type=int, default=3)
     ap.add_argument("--max-steps", type=int, default=400); ap.add_argument("--algo", default="ppo")
+    ap.add_argument("--env", default="toybox/Breakout", help="a game the zoo has an --algo agent for")
     a = ap.parse_args()
     print(f"raw toybox/Breakout step loop (frameskip 4, 84x84 preprocessing): {raw_loop('toybox/Breakout'):,.0f} steps/s")
     try: print(f"raw ALE/Breakout-v5 step loop (AtariPreprocessing + stack): {raw_loop('ALE/Breakout-v5'):,.0f} steps/s")
     except Exception as e: print(f"ALE skipped: {e}")
-    pol, card = load_best_agent("toybox/Breakout", a.algo, device="cpu")
+    pol, card = load_best_agent(a.env, a.algo, device="cpu")
     print(f"agent {card['id']}; {a.seeds} seeds x {a.episodes} episodes, max_steps {a.max_steps}")
     seeds = list(range(a.seeds))
     for shift, label in ((None, "control"), (FGSM(eps=1 / 255), "fgsm 1/255 (every step)")):
         for engine in ("rollout", "batched"):
             for workers in (1, 2):
                 t0 = time.perf_counter()
-                s = performance_series(pol, "toybox/Breakout", seeds, a.episodes, shift=shift, env_kwargs=card["env_kwargs"],
+                s = performance_series(pol, a.env, seeds, a.episodes, shift=shift, env_kwargs=card["env_kwargs"],
                                        max_steps=a.max_steps, engine=engine, max_workers=workers)
                 dt = time.perf_counter() - t0; n = int(s.table.steps.sum())
                 print(f"{label:26s} engine={engine:8s} workers={workers}: {len(s.table) / dt:6.2f} episodes/s, {n / dt:7,.0f} steps/s "

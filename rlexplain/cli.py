@@ -187,7 +187,7 @@ DEMOS: dict[str, tuple[str, str, str]] = {
                        "HIGHLIGHTS-DIV states, parameter tuning and run-times of the five perturbation methods.",
                        "rlexplain.saliency_bench:_demo_saliency_bench"),
     "timeseries": ("Time-series evaluation under distribution shift (Fujimoto et al. 2024)",
-                   "Fixed-seed control and FGSM treatment runs of A2C and PPO agents: difference-in-differences with "
+                   "Fixed-seed control and FGSM treatment runs of the zoo's A2C and PPO agents on ALE Breakout and Pong: difference-in-differences with "
                    "bootstrap intervals and a placebo, and damped-trend forecasts with 99% prediction intervals.",
                    "rlexplain.timeseries:demo_section"),
     "switching": ("Ad hoc agent switching as a distribution shift (Fujimoto et al. 2024, Fig. 4)",
@@ -399,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     "Entry point of the `rlexplain` command."
     args = build_parser().parse_args(argv)
     if getattr(args, "scale", None): os.environ["RLEXPLAIN_SCALE"] = args.scale
+    if not sys.stderr.isatty(): os.environ.setdefault("TQDM_MININTERVAL", "30")  # a log file gets a progress line per 30 s, not per item
     if args.cmd == "demo":
         run_demo(args.out, args.only, args.scale, _executor(args), args.workers, args.force)
         if args.docs: print("[rlexplain docs]", render_docs("nbs", Path(args.out) / "docs"))

@@ -106,3 +106,28 @@ def test_series_alignment_and_bad_series_args(tiny):
         performance_series(tiny, "ALE/Pong-v5", [0], 1, env_kwargs={"repeat_action_probability": 0.25})
     both = PerformanceSeries.concat([a, PerformanceSeries(a.table.assign(condition="again"), a.env_id)])
     assert both.conditions == ["control", "again"] and both.matrix(condition="again").shape == (2, 2)
+
+
+@pytest.mark.parametrize("env_id", ["ALE/Pong-v5", "ALE/Breakout-v5"])
+def test_zoo_actor_critic_agents_repeat_on_ale(env_id):
+    """The study's real agents on the real emulator: a sampled PPO policy (seeded per episode) repeats exactly on
+    seeded ALE episodes (sticky actions off), in both engines; a second seed plays differently."""
+    from rlexplain.agents import load_best_agent
+    pol, card = load_best_agent(env_id, "ppo", device="cpu")
+    assert pol.stochastic
+    kw = dict(seeds=[0, 1], n_episodes=1, max_steps=150, env_kwargs=card["env_kwargs"])
+    a = performance_series(pol, env_id, **kw)
+    b = performance_series(pol, env_id, engine="rollout", **kw)
+    pd.testing.assert_frame_equal(a.table, b.table)
+    assert a.table.actions_hash.nunique() == 2
+    assert check_fixed_seed(pol, env_id, seeds=[3], n_episodes=1, max_steps=150, env_kwargs=card["env_kwargs"]).ok
+
+
+def test_demo_outputs_names_and_pong_finding():
+    "demo_outputs prefixes names by game and reads Figure 5's Pong finding off the forecast intervals."
+    from rlexplain.timeseries import TimeSeriesStudy, _forecast_finding
+    fc = forecast({"ppo": np.linspace(5, 6, 30), "a2c": np.linspace(-15, -14, 30)}, horizon=5, window=3)
+    ok, text = _forecast_finding("pong_ppo_better", fc)
+    assert ok and "ppo" in text
+    fc2 = forecast({"ppo": np.linspace(-15, -14, 30), "a2c": np.linspace(5, 6, 30)}, horizon=5, window=3)
+    assert _forecast_finding("pong_ppo_better", fc2)[0] is False

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rlexplain.agents import ALE_ZOO, DEMO_ZOO, MPE_ZOO, list_zoo, load_agent
+from rlexplain.agents import ALE_AC_ZOO, ALE_ZOO, DEMO_ZOO, MPE_ZOO, list_zoo, load_agent
 from rlexplain.core import load_json
 
 
@@ -61,6 +61,16 @@ def test_ale_zoo_is_complete_and_beats_random(zoo, env_id):
         for frames in ALE_ZOO["checkpoints"][pipe]:
             assert sorted(z[(z.pipeline == pipe) & (z.frames == frames)].seed) == ALE_ZOO["seeds"], (env_id, pipe, frames)
         _assert_beats_random(z[(z.pipeline == pipe) & (z.frames == max(ALE_ZOO["checkpoints"][pipe]))], f"{env_id} {pipe}")
+
+
+@pytest.mark.parametrize("env_id", ALE_AC_ZOO["env_ids"])
+def test_ale_actor_critic_zoo_is_complete_and_beats_random(zoo, env_id):
+    "The time-series study's ALE A2C and PPO agents: every checkpoint present, the last one beats random play."
+    z = zoo[zoo.env_id == env_id]
+    for pipe, frames_list in ALE_AC_ZOO["checkpoints"][env_id].items():
+        for frames in frames_list:
+            assert sorted(z[(z.pipeline == pipe) & (z.frames == frames)].seed) == ALE_AC_ZOO["seeds"], (env_id, pipe, frames)
+        _assert_beats_random(z[(z.pipeline == pipe) & (z.frames == max(frames_list))], f"{env_id} {pipe}")
 
 
 def test_best_zoo_entry_picks_the_best_last_checkpoint(zoo):
