@@ -558,9 +558,9 @@ class TimeSeriesConfig(ScaledConfig):
 
     @classmethod
     def demo(cls, **kw) -> "TimeSeriesConfig":
-        """ALE Breakout (pass env_id='ALE/Pong-v5' for Pong), the zoo's A2C and PPO agents, 3 seeds x 8 episodes of at most
-        500 steps, FGSM from episode T=4, rolling window 3, horizon 8 (about 1 min per game on 2 cores)."""
-        return cls(**{"n_episodes": 8, "T": 4, "max_steps": 500, "window": 3, "horizon": 8, **kw})
+        """ALE Breakout (pass env_id='ALE/Pong-v5' for Pong), the zoo's A2C and PPO agents, 3 seeds x 6 episodes of at most
+        300 steps, FGSM from episode T=3, rolling window 2, horizon 6 (about 1.5 min per game with 2 workers)."""
+        return cls(**{"n_episodes": 6, "T": 3, "max_steps": 300, "window": 2, "horizon": 6, **kw})
 
     @classmethod
     def paper(cls, **kw) -> "TimeSeriesConfig":
