@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import nn
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from tqdm.auto import tqdm
 
 from .core import Policy, _SB3Head, _sb3_class, atomic_write, get_device, load_json, run_jobs, save_json
@@ -223,6 +224,12 @@ ATARI_PIPELINES = {
                                              exploration_fraction=0.2, exploration_final_eps=0.02, gamma=0.99,
                                              policy_kwargs=dict(n_quantiles=50)), value_based=True),
 }
+# "a2c-tf": A2C with RL-Zoo's Atari optimiser, RMSprop with TensorFlow's placement of eps (inside the square root, as in the
+# A2C/A3C papers' code). With torch's RMSprop ("a2c", eps outside the root) one seed learned Breakout (19.5 at 4M frames)
+# but stayed at random play on Pong through 8M frames; with the TF form the same seed learned Pong and not Breakout.
+ATARI_PIPELINES["a2c-tf"] = Pipeline("a2c-tf", "a2c", {**ATARI_PIPELINES["a2c"].hyperparams,
+                                                       "policy_kwargs": dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(alpha=0.99, eps=1e-5))},
+                                     n_envs=16)
 # RA-NLD's agents (notebook 20; Korkmaz 2024, Section 4): Double DQN with dueling Nature-CNN heads (conv 32/64/64 -> value
 # and advantage streams of 512), Adam with eps 1.5e-4 as in Dopamine/SA-DQN, shortened to a CPU budget. SA-DDQN continues the
 # DDQN run of the same game and seed from `sa_start` steps with SA-DQN's PGD regulariser (its schedule: natural training
@@ -244,6 +251,13 @@ TABULAR_PIPELINES = {
                                                target_update_interval=250, train_freq=4, gradient_steps=-1,
                                                exploration_fraction=0.12, exploration_final_eps=0.1, gamma=0.99,
                                                policy_kwargs=dict(net_arch=[64, 64, 64])), value_based=True),
+    # The same network with the classic LunarLander DQN recipe (Polyak-averaged target with tau 1e-3, one gradient step per
+    # 4 env steps, epsilon down to 0.01): "dqn-mlp"'s four gradient steps per 4 env steps at lr 6.3e-4 left LunarLander
+    # oscillating between landings and crashes (24 +- 170 at 250k steps, 100 episodes).
+    "dqn-mlp-polyak": Pipeline("dqn-mlp-polyak", "dqn", dict(buffer_size=100_000, learning_rate=5e-4, batch_size=64, learning_starts=1_000,
+                                                             target_update_interval=4, tau=1e-3, train_freq=4, gradient_steps=1,
+                                                             exploration_fraction=0.3, exploration_final_eps=0.01, gamma=0.99,
+                                                             policy_kwargs=dict(net_arch=[64, 64, 64])), value_based=True),
 }
 # Cooperative multi-agent games (mpe2/simple_spread_v3, notebook 51): one PPO policy shared by all agents of a team
 # (parameter sharing; supersuit turns the N agents x n_envs games into one SB3 vector env). Steps are agent-steps.
@@ -530,9 +544,14 @@ PAPER_ZOO = dict(env_ids=["toybox/Breakout", "toybox/Amidar", "toybox/SpaceInvad
                  pipelines=["ppo", "a2c", "dqn", "qrdqn"], seeds=list(range(11)),
                  checkpoints=[50_000, 3_000_000, 5_000_000, 8_000_000, 10_000_000], features="nature")
 
-# Feature-vector agents for XRL-Bench (notebook 40): one DQN per environment, env steps = frames here.
-TABULAR_ZOO = dict(pipelines=["dqn-mlp"], seeds=[0], eval_episodes=100,
-                   checkpoints={"CartPole-v1": [60_000], "LunarLander-v3": [250_000]})
+# Feature-vector agents for XRL-Bench (notebook 40): one DQN per environment ({env: {pipeline: checkpoints}}), env steps =
+# frames here, evaluated greedily over 100 episodes. `competent`: the issue's bars (CartPole >= 475, LunarLander > 200);
+# FlappyBird must beat random play. Measured: CartPole 500, LunarLander 220.2 +- 71.9 (dqn-mlp-polyak, 500k steps, 15 min),
+# FlappyBird 23.6 +- 20.2 (random -7.5; dqn-mlp, 600k steps).
+TABULAR_ZOO = dict(seeds=[0], eval_episodes=100,
+                   checkpoints={"CartPole-v1": {"dqn-mlp": [60_000]}, "LunarLander-v3": {"dqn-mlp-polyak": [500_000]},
+                                "FlappyBird-v0": {"dqn-mlp": [600_000]}},
+                   competent={"CartPole-v1": 475.0, "LunarLander-v3": 200.0})
 
 # ALE agents for the saliency benchmark (notebook 31): one DQN per game, the paper's Breakout and Pac-Man, with sticky
 # actions off (deterministic emulator, seeded no-op starts). 1.2M frames = 300k steps each, about 50 min on one CPU core.
@@ -542,15 +561,15 @@ ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5"], pipelines=["dqn"]
                checkpoints={"dqn": [400_000, 1_200_000]}, eval_epsilon=0.05)
 
 # A2C and PPO agents for the time-series study (notebook 50; Fujimoto et al. used RL-Zoo's A2C and PPO on Pong and Breakout):
-# one seed per game and algorithm, RL-Zoo's Atari hyperparameters, sticky actions off. Frames: PPO 4M on Pong (1M steps,
-# about 70 min on one CPU core) and 2.4M on Breakout; A2C 4M on Breakout and 8M on Pong (about 30 min per 4M frames): at
-# 2M frames A2C still played Pong like a random policy (-20.8). Evaluated with epsilon 0.05, as the ALE DQN agents, over
-# 30 episodes. A2C on Pong did not learn by 8M frames (-20.5 vs random -20.0; PPO: -4.8 at 4M): it is listed in `weak`,
-# the one entry exempt from the zoo's beats-random bar, and the Pong study compares a learned PPO with an unlearned A2C.
-ALE_AC_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/Pong-v5"], pipelines=["a2c", "ppo"], seeds=[0],
+# one seed per game and algorithm ({env: {pipeline: frames}}), RL-Zoo's Atari hyperparameters, sticky actions off,
+# evaluated with epsilon 0.05 over 30 episodes. PPO: 4M frames on Pong (1M steps, about 60 min on one CPU core), 2.4M on
+# Breakout. A2C: "a2c" (torch RMSprop) on Breakout, 4M frames; on Pong that pipeline stayed at random play through 8M
+# frames, so Pong's A2C is "a2c-tf" (RL-Zoo's RMSpropTFLike), 16M frames (4M steps, about 95 min).
+ALE_AC_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/Pong-v5"], seeds=[0],
                   checkpoints={"ALE/Breakout-v5": {"a2c": [2_000_000, 4_000_000], "ppo": [1_200_000, 2_400_000]},
-                               "ALE/Pong-v5": {"a2c": [2_000_000, 4_000_000, 8_000_000], "ppo": [2_000_000, 4_000_000]}},
-                  eval_epsilon=0.05, eval_episodes=30, weak={"ALE/Pong-v5": ["a2c"]})
+                               "ALE/Pong-v5": {"a2c-tf": [2_000_000, 4_000_000, 8_000_000, 12_000_000, 16_000_000],
+                                               "ppo": [2_000_000, 4_000_000]}},
+                  eval_epsilon=0.05, eval_episodes=30)
 
 # PPO teams for the ad hoc switching study (notebook 51): three independently trained teams (seeds) of simple_spread.
 MPE_ZOO = dict(env_id="mpe2/simple_spread_v3", pipelines=["ppo-mpe"], seeds=[0, 1, 2], checkpoints={"ppo-mpe": [600_000]},
@@ -568,7 +587,7 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
             df = train_zoo(env_id, ALE_ZOO["pipelines"], ALE_ZOO["seeds"], ALE_ZOO["checkpoints"], root=root,
                            executor=executor, max_workers=max_workers, eval_epsilon=ALE_ZOO["eval_epsilon"])
         for env_id, ck in ALE_AC_ZOO["checkpoints"].items():
-            df = train_zoo(env_id, ALE_AC_ZOO["pipelines"], ALE_AC_ZOO["seeds"], ck, root=root, executor=executor,
+            df = train_zoo(env_id, list(ck), ALE_AC_ZOO["seeds"], ck, root=root, executor=executor,
                            max_workers=max_workers, eval_episodes=ALE_AC_ZOO["eval_episodes"], eval_epsilon=ALE_AC_ZOO["eval_epsilon"])
     if multiagent:
         m = MPE_ZOO
@@ -577,7 +596,7 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
     if tabular:
         t = TABULAR_ZOO
         for env_id, ck in t["checkpoints"].items():
-            df = train_zoo(env_id, t["pipelines"], t["seeds"], ck, root=root, executor=executor, max_workers=max_workers,
+            df = train_zoo(env_id, list(ck), t["seeds"], ck, root=root, executor=executor, max_workers=max_workers,
                            eval_episodes=t["eval_episodes"])
     return df
 

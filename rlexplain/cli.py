@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     zt = zs.add_parser("train", help="train (or resume) agents and evaluate their checkpoints", **par)
     zt.add_argument("--spec", choices=["demo", "custom"], default="custom", help="'demo' trains exactly the shipped demo zoo (other options ignored)")
     zt.add_argument("--env", default="toybox/Breakout", help="environment id (toybox/Breakout, ALE/Pong-v5, LunarLander-v3, mpe2/simple_spread_v3, ...)")
-    zt.add_argument("--pipelines", type=_csv, default=["ppo", "dqn", "qrdqn"], help="comma-separated keys of rlexplain.agents.PIPELINES: ppo, a2c, dqn, qrdqn, ddqn, sa-ddqn (Atari); dqn-mlp (feature vectors); ppo-mpe (mpe2 teams)")
+    zt.add_argument("--pipelines", type=_csv, default=["ppo", "dqn", "qrdqn"], help="comma-separated keys of rlexplain.agents.PIPELINES: ppo, a2c, a2c-tf, dqn, qrdqn, ddqn, sa-ddqn (Atari); dqn-mlp, dqn-mlp-polyak (feature vectors); ppo-mpe (mpe2 teams)")
     zt.add_argument("--seeds", type=_csv_ints, default=list(range(6)), help="comma-separated seeds")
     zt.add_argument("--checkpoints", type=_csv_ints, default=[50_000, 400_000], help="comma-separated checkpoints in emulator frames (4 per step for Atari games; agent-steps for mpe2 teams); the last ends training")
     zt.add_argument("--features", choices=["compact", "nature"], default="compact", help="CNN: compact (demo) or the Nature CNN (paper)")
