@@ -179,8 +179,8 @@ DEMOS: dict[str, tuple[str, str, str]] = {
                  "Occlusion, Noise Sensitivity, SARFA, RISE and LIME on a zoo DQN agent, with the run time per map.",
                  "rlexplain.cli:_demo_saliency"),
     "xrlbench": ("XRL-Bench: fidelity and stability of state explanations (Xiong et al. 2024)",
-                 "TabularSHAP, TabularLIME, PS, SARFA, DeepSHAP, GradientSHAP and IG on zoo DQN agents for CartPole and "
-                 "LunarLander, and the five image methods on the zoo's ALE Breakout DQN, scored by AIM, AUM, PGI, PGU and RIS.",
+                 "TabularSHAP, TabularLIME, PS, SARFA, DeepSHAP, GradientSHAP and IG on zoo DQN agents for CartPole, "
+                 "LunarLander and FlappyBird, and the five image methods on the zoo's ALE Breakout DQN, scored by AIM, AUM, PGI, PGU and RIS.",
                  "rlexplain.cli:_demo_xrlbench"),
     "saliency_bench": ("Benchmarking perturbation saliency maps (Huber et al. 2023)",
                        "Sanity checks (cascading re-initialisation), insertion AUCs against a random-map baseline, "
