@@ -17,11 +17,11 @@ from typing import Any
 
 # %% auto #0
 __all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'SA_START', 'TABULAR_PIPELINES', 'MULTIAGENT_PIPELINES', 'PIPELINES',
-           'ZOO_DIR', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'MPE_ZOO',
-           'CompactCNN', 'NatureConv', 'DuelingHead', 'DuelingQNetwork', 'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN',
-           'sa_margin', 'sa_regulariser', 'SADDQN', 'Pipeline', 'env_slug', 'entry_dir', 'TrainJob',
-           'evaluate_policy_returns', 'train_agent', 'list_zoo', 'load_agent', 'untrained_agent', 'evaluate_entry',
-           'train_zoo', 'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
+           'ZOO_DIR', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO',
+           'MPE_ZOO', 'CompactCNN', 'NatureConv', 'DuelingHead', 'DuelingQNetwork', 'DuelingDQNPolicy',
+           'DuelingCnnPolicy', 'DDQN', 'sa_margin', 'sa_regulariser', 'SADDQN', 'Pipeline', 'env_slug', 'entry_dir',
+           'TrainJob', 'evaluate_policy_returns', 'train_agent', 'list_zoo', 'load_agent', 'untrained_agent',
+           'evaluate_entry', 'train_zoo', 'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
 
 # %% ../nbs/02_agents.ipynb #2f3ea5b9
 import gymnasium as gym
@@ -236,11 +236,11 @@ ATARI_PIPELINES["a2c-tf"] = dataclasses.replace(ATARI_PIPELINES["a2c"], name="a2
 _DDQN = dict(buffer_size=50_000, learning_rate=1e-4, batch_size=32, learning_starts=10_000, target_update_interval=2_000,
              train_freq=4, gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01, gamma=0.99, max_grad_norm=10,
              optimize_memory_usage=False, policy_kwargs=dict(optimizer_kwargs=dict(eps=1.5e-4)))
-SA_START = 250_000   # env steps (1M frames) of natural training before the SA regulariser
+SA_START = 150_000   # env steps (600k frames) of natural training before the SA regulariser
 ATARI_PIPELINES["ddqn"] = Pipeline("ddqn", "ddqn", _DDQN, value_based=True, features="nature-conv")
 ATARI_PIPELINES["sa-ddqn"] = Pipeline("sa-ddqn", "sa-ddqn", {**_DDQN, "learning_starts": SA_START + 10_000, "exploration_initial_eps": 0.01,
                                                              "sa_kappa": 0.01, "sa_eps": 1 / 255, "sa_steps": 5, "sa_hinge": 1.0,
-                                                             "sa_start": SA_START, "sa_ramp": 50_000},
+                                                             "sa_start": SA_START, "sa_ramp": 20_000},
                                       value_based=True, features="nature-conv", warm_start="ddqn")
 
 # Feature-vector environments (CartPole, LunarLander, FlappyBird): XRL-Bench's DQN architecture (3 hidden layers of
@@ -570,13 +570,22 @@ ALE_AC_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/Pong-v5"], seeds=[0],
                                                "ppo": [2_000_000, 4_000_000]}},
                   eval_epsilon=0.05, eval_episodes=30)
 
+# RA-NLD's agents (notebook 20; Korkmaz 2024 used DDQN on Pong, BankHeist, RoadRunner and Freeway): dueling Nature-CNN
+# DDQN for two of the paper's games, and on RoadRunner an SA-DDQN that continues the DDQN run from SA_START steps with
+# SA-DQN's PGD regulariser. 600k frames (150k steps) of DDQN take about an hour on one CPU core; the SA-DDQN's 30k further
+# steps cost as much again (6 forward-backward passes per update). Evaluated epsilon-greedy (0.05) over 30 episodes.
+RANLD_ZOO = dict(env_ids=["ALE/RoadRunner-v5", "ALE/BankHeist-v5"], seeds=[0],
+                 checkpoints={"ALE/RoadRunner-v5": {"ddqn": [400_000, 600_000], "sa-ddqn": [720_000]},
+                              "ALE/BankHeist-v5": {"ddqn": [400_000, 600_000]}},
+                 eval_epsilon=0.05, eval_episodes=30)
+
 # PPO teams for the ad hoc switching study (notebook 51): three independently trained teams (seeds) of simple_spread.
 MPE_ZOO = dict(env_id="mpe2/simple_spread_v3", pipelines=["ppo-mpe"], seeds=[0, 1, 2], checkpoints={"ppo-mpe": [600_000]},
                eval_episodes=50)
 
 def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: int = 2,
                    tabular: bool = True, ale: bool = True, multiagent: bool = True) -> pd.DataFrame:
-    """Train (or resume) the demo zoo into `root` and evaluate it: `DEMO_ZOO`, with `ale` also `ALE_ZOO` and `ALE_AC_ZOO`, with
+    """Train (or resume) the demo zoo into `root` and evaluate it: `DEMO_ZOO`, with `ale` also `ALE_ZOO`, `ALE_AC_ZOO` and `RANLD_ZOO`, with
     `tabular` also `TABULAR_ZOO` and with `multiagent` also `MPE_ZOO`. Finished entries are skipped, so a rerun only trains what is missing."""
     z = DEMO_ZOO
     df = train_zoo(z["env_id"], z["pipelines"], z["seeds"], z["checkpoints"], root=root, executor=executor,
@@ -588,6 +597,12 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
         for env_id, ck in ALE_AC_ZOO["checkpoints"].items():
             df = train_zoo(env_id, list(ck), ALE_AC_ZOO["seeds"], ck, root=root, executor=executor,
                            max_workers=max_workers, eval_episodes=ALE_AC_ZOO["eval_episodes"], eval_epsilon=ALE_AC_ZOO["eval_epsilon"])
+        r = RANLD_ZOO
+        for pipe in ("ddqn", "sa-ddqn"):   # an SA-DDQN starts from its game's DDQN checkpoint at SA_START steps
+            for env_id, ck in r["checkpoints"].items():
+                if pipe in ck:
+                    df = train_zoo(env_id, [pipe], r["seeds"], {pipe: ck[pipe]}, root=root, executor=executor, max_workers=max_workers,
+                                   eval_episodes=r["eval_episodes"], eval_epsilon=r["eval_epsilon"])
     if multiagent:
         m = MPE_ZOO
         df = train_zoo(m["env_id"], m["pipelines"], m["seeds"], m["checkpoints"], root=root, executor=executor,

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any, Sequence
 
 # %% auto #0
-__all__ = ['PD_METHODS', 'DENSE_MAX_D', 'nld_gradients', 'rayleigh', 'principal_direction', 'top_eigenvalues',
-           'feature_correlation_quotient', 'PrincipalDirection', 'ranld', 'RANLDConfig', 'QuotientTable',
-           'ranld_protocol']
+__all__ = ['PD_METHODS', 'DENSE_MAX_D', 'BASELINE', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS', 'nld_gradients', 'rayleigh',
+           'principal_direction', 'top_eigenvalues', 'feature_correlation_quotient', 'PrincipalDirection', 'ranld',
+           'RANLDConfig', 'QuotientTable', 'ranld_protocol', 'paper_tables', 'paper_shifts', 'game_name',
+           'ranld_tables', 'plot_tables', 'tables_config', 'spectral_entropy', 'high_freq_fraction', 'top_mass',
+           'PolicyComparison', 'compare_policies']
 
 # %% ../nbs/20_ranld.ipynb #fd8ac3fb
 import gymnasium as gym
@@ -321,7 +324,8 @@ class RANLDConfig(ScaledConfig):
 @dataclasses.dataclass(frozen=True)
 class QuotientTable(Result):
     """Feature correlation quotients of a protocol run: `table` (one row per run, condition and `at`: quotient,
-    n_states, mean episode return, fraction of shifted steps, lambda_2/lambda_1 of S and of the compared set), `directions (K, *obs_shape)` the G of run 0's conditions
+    n_states, mean episode return, fraction of shifted steps, `changed` the fraction of steps whose observation the shift
+    changed, `l2` the mean L2 size of that change, lambda_2/lambda_1 of S and of the compared set), `directions (K, *obs_shape)` the G of run 0's conditions
     named `labels`, `baseline_grad_sq_norms` run 0's ||g||^2 over S, `params` the configuration.
     `summary()` is Tables 1-2 (mean, std per condition); `plot()` a bar chart; `plot_directions()` Figures 1 and 5."""
     table: pd.DataFrame
@@ -373,6 +377,13 @@ class QuotientTable(Result):
 def _states_of(ro: ShiftedRollout, at: str) -> np.ndarray:
     return ro.observed if at == "observed" else ro.obs
 
+def _shift_size(ro: ShiftedRollout) -> tuple[float, float]:
+    "(fraction of steps whose observation the shift changed, mean L2 norm of the change in [0, 1] units)."
+    if not len(ro.observed) or ro.observed.shape != ro.obs.shape: return float("nan"), float("nan")
+    clean = ro.obs.astype(np.float32) / (255.0 if ro.obs.dtype == np.uint8 else 1.0)
+    delta = (ro.observed - clean).reshape(len(clean), -1)
+    return float((np.abs(delta).max(1) > 1e-6).mean()), float(np.linalg.norm(delta, axis=1).mean())
+
 def ranld_protocol(policy: Policy,                 # the agent
                    env: gym.Env | str,             # an environment or an id for make_env
                    shifts: dict | Sequence,        # {label: Shift or name} or a list of Shifts / names
@@ -404,19 +415,241 @@ def ranld_protocol(policy: Policy,                 # the agent
         H = ranld(policy, ro_h.obs, cfg.temperature, cfg.method, keep_gradients=False, name="S-hat")
         for a in ats:
             rows.append(dict(run=r, condition="unmodified (S-hat)", at=a, quotient=feature_correlation_quotient(H, S),
-                             n_states=H.n_states, mean_return=float(ro_h.returns().mean()), shifted=0.0,
+                             n_states=H.n_states, mean_return=float(ro_h.returns().mean()), shifted=0.0, changed=0.0, l2=0.0,
                              gap_ratio_S=S.gap_ratio, gap_ratio=H.gap_ratio))
         if r == 0: dirs.append(H.direction); labels.append("S-hat")
         for label, shift in items:
             ro_p = play(shift, s_hat); bar.update()
+            changed, l2 = _shift_size(ro_p)
             for j, a in enumerate(ats):
                 P = ranld(policy, _states_of(ro_p, a), cfg.temperature, cfg.method, keep_gradients=False, name=label)
                 rows.append(dict(run=r, condition=label, at=a, quotient=feature_correlation_quotient(P, S), n_states=P.n_states,
                                  mean_return=float(ro_p.returns().mean()), shifted=float(ro_p.attacked.mean()),
-                                 gap_ratio_S=S.gap_ratio, gap_ratio=P.gap_ratio))
+                                 changed=changed, l2=l2, gap_ratio_S=S.gap_ratio, gap_ratio=P.gap_ratio))
                 if r == 0 and j == 0: dirs.append(P.direction); labels.append(label)
             del ro_p
     bar.close()
     params = {**dataclasses.asdict(cfg), "policy": policy.name, "env_id": env_id,
               "shifts": {k: {"name": s.name, **s.params} for k, s in items}}
     return QuotientTable(pd.DataFrame(rows), np.stack(dirs), tuple(labels), np.asarray(base_norms), params)
+
+# %% ../nbs/20_ranld.ipynb #97166142
+_T1 = {  # Korkmaz (2024) Table 1: mean, std of Lambda per game; conditions in the paper's column order
+    "Freeway":    [(0.9917, 0.0023), (0.9499, 0.02056), (0.7868, 0.02162), (0.6869, 0.02981), (0.72590, 0.0592)],
+    "BankHeist":  [(0.8360, 0.0116), (0.2837, 0.02316), (0.3407, 0.02412), (0.1748, 0.04421), (0.30917, 0.0521)],
+    "RoadRunner": [(0.7652, 0.0385), (0.1621, 0.02199), (0.3826, 0.03118), (0.5353, 0.03127), (0.52506, 0.0782)],
+    "Pong":       [(0.4934, 0.0391), (0.0408, 0.04056), (0.3444, 0.01981), (0.3277, 0.02871), (0.10529, 0.0629)]}
+_T2 = {  # Korkmaz (2024) Table 2 (its first row repeats Table 1's base observations)
+    "Freeway":    [(0.86756, 0.0271), (0.90564, 0.237), (0.1381, 0.0081), (0.3010, 0.0281), (0.2657, 0.0148)],
+    "BankHeist":  [(0.3095, 0.0429), (0.38814, 0.022), (0.2951, 0.0062), (0.1723, 0.0311), (0.0954, 0.0127)],
+    "RoadRunner": [(0.4369, 0.0334), (0.24358, 0.0204), (0.3350, 0.0050), (0.3308, 0.0274), (0.2496, 0.0162)],
+    "Pong":       [(0.1678, 0.0427), (0.49341, 0.0191), (0.13648, 0.0032), (0.4278, 0.0196), (0.0847, 0.0083)]}
+BASELINE = "unmodified (S-hat)"
+ADVERSARIAL_CONDITIONS = ("Carlini&Wagner", "Nesterov Momentum", "DeepFool", "Elastic-Net")
+NATURAL_CONDITIONS = ("Brightness and Contrast", "Compression Artifacts", "Rotation Modification",
+                      "Perspective Transform", "Blurred Observations")
+
+def paper_tables() -> pd.DataFrame:
+    """Korkmaz (2024) Tables 1 and 2 as one tidy table: columns `table` ("1 adversarial" or "2 natural"), `game`,
+    `condition` (`BASELINE` for Lambda(S-hat, S), else the paper's column name), `paper_mean`, `paper_std`. The base
+    row appears once per table, as in the paper."""
+    rows = []
+    for game, vals in _T1.items():
+        for cond, (m, s) in zip((BASELINE, *ADVERSARIAL_CONDITIONS), vals):
+            rows.append(dict(table="1 adversarial", game=game, condition=cond, paper_mean=m, paper_std=s))
+    for game, vals in _T2.items():
+        for cond, (m, s) in zip((BASELINE, *NATURAL_CONDITIONS), [_T1[game][0], *vals]):
+            rows.append(dict(table="2 natural", game=game, condition=cond, paper_mean=m, paper_std=s))
+    return pd.DataFrame(rows)
+
+def paper_shifts(kind: str = "all",          # "adversarial" (Table 1), "natural" (Table 2) or "all"
+                 scale: str | None = None,   # "demo" or "paper" (default RLEXPLAIN_SCALE): the C&W and EAD search budgets
+                 ) -> dict[str, Shift]:
+    """The shifts of Korkmaz (2024) Tables 1-2, labelled with the paper's column names, with the paper's
+    hyperparameters (Section 4; `rlexplain.shifts` defaults). At `demo` scale the three ART attacks search less:
+    Carlini-Wagner 1 binary-search step x 10 iterations with margin kappa = 0, Elastic-Net 1 binary-search step x 20
+    iterations at c = 10, DeepFool 10 iterations over the top 3 actions; `paper` keeps the paper's kappa = 10 and ART's full
+    searches. Raises `ValueError` for another `kind` or scale."""
+    if kind not in ("adversarial", "natural", "all"): raise ValueError(f"kind must be 'adversarial', 'natural' or 'all'; got {kind!r}.")
+    scale = scale or get_scale()
+    if scale not in ("demo", "paper"): raise ValueError(f"scale must be 'demo' or 'paper'; got {scale!r}.")
+    demo = scale == "demo"
+    adv = {"Carlini&Wagner": make_shift("carlini_wagner", **(dict(confidence=0.0, binary_search_steps=1, max_iter=10) if demo else {})),
+           "Nesterov Momentum": make_shift("nesterov"),
+           "DeepFool": make_shift("deepfool", **(dict(max_iter=10, nb_grads=3) if demo else {})),
+           "Elastic-Net": make_shift("elastic_net", **(dict(binary_search_steps=1, max_iter=20, initial_const=10.0) if demo else {}))}
+    nat = dict(zip(NATURAL_CONDITIONS, map(make_shift, ("brightness_contrast", "jpeg", "rotation", "perspective", "blur"))))
+    return {"adversarial": adv, "natural": nat, "all": {**adv, **nat}}[kind]
+
+def game_name(env_id: str) -> str:
+    "`ALE/RoadRunner-v5` -> `RoadRunner`, `toybox/Breakout` -> `Breakout`."
+    return str(env_id).split("/")[-1].split("-v")[0].split("NoFrameskip")[0]
+
+def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id: (Policy, env)}; env default make_env(env_id)
+                 shifts: dict | None = None,       # {label: Shift}; default paper_shifts("all", scale)
+                 config: RANLDConfig | None = None, # protocol sizes; default RANLDConfig.from_scale(scale)
+                 out: str | Path | None = None,    # folder: one saved QuotientTable per game, reused on a rerun (resume)
+                 scale: str | None = None,
+                 progress: bool = True,
+                 ) -> pd.DataFrame:
+    """Tables 1-2 analogue (Korkmaz 2024, Section 4): `ranld_protocol` per game, summarised as one row per game,
+    condition and `at` with `quotient_mean`, `quotient_std`, `n_runs`, `mean_return`, `n_states`, `changed` (fraction of
+    steps whose observation the shift changed), `l2` (mean L2 norm of that change, [0, 1] pixel units), `table`, and the
+    paper's `paper_mean`/`paper_std` where it reports the game (NaN otherwise). With `out`, each game's result is saved
+    to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun. Raises `ValueError` for no agents."""
+    if not agents: raise ValueError("give at least one agent: {env_id: policy}.")
+    shifts = shifts if shifts is not None else paper_shifts("all", scale)
+    cfg = config or RANLDConfig.from_scale(scale)
+    frames = []
+    for env_id, a in agents.items():
+        policy, env = a if isinstance(a, tuple) else (a, None)
+        game = game_name(env_id); folder = Path(out) / game if out is not None else None
+        if folder is not None and (folder / "result.json").exists(): qt = QuotientTable.load(folder)
+        else:
+            qt = ranld_protocol(policy, env if env is not None else env_id, shifts, cfg, progress=progress)
+            if folder is not None: qt.save(folder)
+        s = qt.summary()
+        extra = qt.table.groupby(["condition", "at"], sort=False)[["changed", "l2"]].mean().reset_index()
+        frames.append(s.merge(extra, on=["condition", "at"], how="left").assign(game=game))
+    df = pd.concat(frames, ignore_index=True)
+    kinds = {**{c: "1 adversarial" for c in ADVERSARIAL_CONDITIONS}, **{c: "2 natural" for c in NATURAL_CONDITIONS}}
+    df["table"] = df.condition.map(kinds).fillna("base" if len(df) else "")
+    df.loc[df.condition == BASELINE, "table"] = "base"
+    paper = paper_tables().drop_duplicates(["game", "condition"])[["game", "condition", "paper_mean", "paper_std"]]
+    df = df.merge(paper, on=["game", "condition"], how="left")
+    cols = ["game", "table", "condition", "at", "quotient_mean", "quotient_std", "paper_mean", "paper_std", "n_runs",
+            "n_states", "mean_return", "changed", "l2"]
+    return df[cols]
+
+def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
+                at: str = "observed", ax=None):
+    "Ours (bars, ± std over runs) beside the paper's value (black ticks) per game and condition."
+    d = df[df["at"] == at]
+    games = list(dict.fromkeys(d.game)); conds = list(dict.fromkeys(d.condition))
+    if ax is None: _, ax = plt.subplots(figsize=(min(9, 1 + 0.55 * len(conds) * len(games)), 2.6))
+    w = 0.8 / max(1, len(games))
+    for k, g in enumerate(games):
+        dg = d[d.game == g].set_index("condition").reindex(conds)
+        x = np.arange(len(conds)) + (k - (len(games) - 1) / 2) * w
+        ax.bar(x, dg.quotient_mean, w, yerr=dg.quotient_std, label=g, color=f"C{k}", capsize=2)
+        ax.scatter(x, dg.paper_mean, marker="_", s=120, color="k", zorder=3, label="paper" if k == 0 else None)
+    ax.set_xticks(np.arange(len(conds))); ax.set_xticklabels([c.replace(" (S-hat)", "") for c in conds], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("$\\Lambda(\\cdot, S)$"); ax.set_ylim(0, 1.05); ax.legend(fontsize=7, ncol=len(games) + 1)
+    return ax
+
+def tables_config(scale: str | None = None) -> RANLDConfig:
+    """Protocol sizes for `ranld_tables`: at `demo` scale 2 runs of 1 episode capped at 40 steps per state set (every
+    step of the 9 shifted rollouts is attacked, and C&W, EAD and DeepFool dominate the time); at `paper` scale
+    `RANLDConfig.paper()` (10 episodes per set, 10 runs)."""
+    scale = scale or get_scale()
+    return RANLDConfig.paper() if scale == "paper" else RANLDConfig.demo(n_runs=2, n_episodes=1, max_steps=40)
+
+# %% ../nbs/20_ranld.ipynb #bfbf5499
+def spectral_entropy(v: Any,  # (H, W) image, e.g. one frame of G_S
+                     ) -> float:
+    """Normalised entropy of the 2-D power spectrum, `-sum p log p / log(H W)` with `p = |FFT2(v)|^2 / sum |FFT2(v)|^2`:
+    0 for a constant image (all power at frequency 0), 1 for a single-pixel impulse (flat spectrum). The "evenly spread"
+    reading of Korkmaz (2024) Figure 2. Raises `ValueError` for a non-2-D, all-zero or non-finite input."""
+    v = _image2d(v); P = np.abs(np.fft.fft2(v)) ** 2; p = P.ravel() / P.sum()
+    nz = p[p > 0]
+    return float(-(nz * np.log(nz)).sum() / np.log(p.size))
+
+def high_freq_fraction(v: Any,             # (H, W) image
+                       cutoff: float = 0.5, # radius as a fraction of the Nyquist frequency (0.5 cycles/pixel)
+                       ) -> float:
+    """Share of the power `|FFT2(v)|^2` at radial frequency above `cutoff` x Nyquist: 0 for a constant image, 1 for a
+    checkerboard (all power at the Nyquist corner). Raises `ValueError` as `spectral_entropy` and for cutoff outside [0, 1]."""
+    if not 0 <= cutoff <= 1: raise ValueError(f"cutoff must be in [0, 1]; got {cutoff}.")
+    v = _image2d(v); P = np.abs(np.fft.fft2(v)) ** 2
+    fy, fx = np.meshgrid(np.fft.fftfreq(v.shape[0]), np.fft.fftfreq(v.shape[1]), indexing="ij")
+    r = np.sqrt(fx ** 2 + fy ** 2) / 0.5
+    return float(P[r > cutoff].sum() / P.sum())
+
+def top_mass(v: Any, frac: float = 0.01) -> float:
+    "Share of `sum v^2` in the `frac` largest-magnitude entries of `v` (any shape): concentration of G (Figure 4)."
+    a = np.sort(np.asarray(v, np.float64).ravel() ** 2)[::-1]
+    if not np.isfinite(a).all() or a.sum() <= 0: raise ValueError("v must be finite and not all zero.")
+    k = max(1, int(round(frac * a.size))); return float(a[:k].sum() / a.sum())
+
+def _image2d(v: Any) -> np.ndarray:
+    v = np.asarray(v, np.float64)
+    if v.ndim != 2: raise ValueError(f"expected an (H, W) image; got shape {v.shape}.")
+    if not np.isfinite(v).all(): raise ValueError("the image contains NaN or inf.")
+    if not np.any(v): raise ValueError("the image is all zero: its spectrum is undefined.")
+    return v
+
+@dataclasses.dataclass(frozen=True)
+class PolicyComparison(Result):
+    """RA-NLD of several policies on the same episode seeds (Korkmaz 2024, Section 4.2, Figures 2-4): `directions
+    (K, *obs_shape)` each policy's G_S, `grad_sq_norms (K, n_max)` ||grad J||^2 per visited state (NaN-padded),
+    `labels` the K names, `table` one row per policy (n_states, mean_return, eigenvalue, gap_ratio, spectral_entropy,
+    high_freq_fraction, top1pct_mass, grad_norm_cv, grad_norm_var) and `overlap (K, K)` |<G_a, G_b>|."""
+    directions: np.ndarray
+    grad_sq_norms: np.ndarray
+    labels: tuple
+    table: pd.DataFrame
+    overlap: np.ndarray
+    params: dict = dataclasses.field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame: return self.table.copy()
+
+    def plot(self, frame: int = -1):
+        "One row per policy: G_S's frame `frame` (Figure 4), its log Fourier magnitude (Figure 2); below, the standardised ||grad J||^2 over time (Figure 3)."
+        K = len(self.labels)
+        fig = plt.figure(figsize=(8, 1.9 * K + 1.6))
+        gs = fig.add_gridspec(K + 1, 3, height_ratios=[1] * K + [0.9], width_ratios=[1, 1, 1.6])
+        for k, lab in enumerate(self.labels):
+            v = self.directions[k].reshape(-1, *self.directions.shape[-2:])[frame]
+            ax = fig.add_subplot(gs[k, 0]); lim = float(np.abs(v).max()) or 1.0
+            ax.imshow(v, cmap="RdBu_r", vmin=-lim, vmax=lim); ax.set_xticks([]); ax.set_yticks([])
+            ax.set_title(f"$\\mathcal{{G}}_S$ {lab}", fontsize=8)
+            ax = fig.add_subplot(gs[k, 1]); s = np.log10(np.abs(np.fft.fftshift(np.fft.fft2(v))) + 1e-12)
+            ax.imshow(s, cmap="magma", vmin=np.percentile(s, 1)); ax.set_xticks([]); ax.set_yticks([])
+            ax.set_title(f"log|FFT| (entropy {self.table.spectral_entropy.iloc[k]:.3f})", fontsize=8)
+            ax = fig.add_subplot(gs[k, 2]); g = self.grad_sq_norms[k]; g = g[np.isfinite(g)]
+            ax.hist(g / g.mean(), bins=40, color=f"C{k}"); ax.set_title(f"$\\|\\nabla J\\|^2$ / mean, CV {self.table.grad_norm_cv.iloc[k]:.2f}", fontsize=8)
+            ax.tick_params(labelsize=7)
+        ax = fig.add_subplot(gs[K, :])
+        for k, lab in enumerate(self.labels):
+            g = self.grad_sq_norms[k]; g = g[np.isfinite(g)]
+            ax.plot(g / g.mean(), lw=0.7, label=lab, color=f"C{k}")
+        ax.set_xlabel("state (time)", fontsize=8); ax.set_ylabel("$\\|\\nabla J\\|^2$ / mean", fontsize=8)
+        ax.legend(fontsize=7); ax.tick_params(labelsize=7)
+        fig.tight_layout(); return fig
+
+def compare_policies(policies: dict,          # {label: Policy}, >= 1 (two for vanilla vs adversarially trained)
+                     env: gym.Env | str,      # the game (an env or an id for make_env), the same for all
+                     n_episodes: int = 2,     # episodes per policy (seeds seed..seed+n_episodes-1)
+                     max_steps: int | None = 300, # cap per episode, steps
+                     seed: int = 0,
+                     temperature: float = 1.0,
+                     epsilon: float = 0.0,    # epsilon-greedy play (0.05 for DQN agents in deterministic ALE)
+                     frame: int = -1,         # which stacked frame the spectrum and concentration use (-1: newest)
+                     ) -> PolicyComparison:
+    """Korkmaz (2024) Section 4.2: play each policy on the same seeds, compute RA-NLD of its visited states (Algorithm 1),
+    and summarise G_S's Fourier spectrum (Figure 2), its concentration and the policies' overlap (Figure 4) and the
+    variability of ||grad J||^2 over time (Figure 3). Raises `ValueError` for no policies or policies whose observation
+    shapes differ."""
+    if not policies: raise ValueError("give at least one policy: {label: Policy}.")
+    shapes = {tuple(p.obs_shape) for p in policies.values()}
+    if len(shapes) > 1: raise ValueError(f"the policies' observation shapes differ: {sorted(shapes)}.")
+    from rlexplain.envs import collect_rollout
+    env = make_env(env) if isinstance(env, str) else env
+    rows, dirs, norms = [], [], []
+    for label, pol in policies.items():
+        ro = collect_rollout(env, pol, n_episodes=n_episodes, seed=seed, max_steps=max_steps, record_states=False, epsilon=epsilon)
+        r = ranld(pol, ro.obs, temperature, keep_gradients=False, name=label)
+        v = r.direction.reshape(-1, *r.direction.shape[-2:])[frame] if r.direction.ndim >= 2 else r.direction
+        g = r.grad_sq_norms
+        rows.append(dict(policy=label, n_states=r.n_states, mean_return=float(ro.returns().mean()), eigenvalue=r.eigenvalue,
+                         gap_ratio=r.gap_ratio, spectral_entropy=spectral_entropy(v) if v.ndim == 2 else np.nan,
+                         high_freq_fraction=high_freq_fraction(v) if v.ndim == 2 else np.nan, top1pct_mass=top_mass(r.direction),
+                         grad_norm_cv=float(g.std() / g.mean()) if g.mean() > 0 else np.nan, grad_norm_var=float(g.var())))
+        dirs.append(r.direction); norms.append(g)
+    n = max(map(len, norms)); G = np.full((len(norms), n), np.nan)
+    for k, g in enumerate(norms): G[k, :len(g)] = g
+    D = np.stack(dirs).reshape(len(dirs), -1).astype(np.float64)
+    D /= np.linalg.norm(D, axis=1, keepdims=True).clip(1e-30)
+    return PolicyComparison(np.stack(dirs), G, tuple(policies), pd.DataFrame(rows), np.abs(D @ D.T),
+                            dict(env_id=env.spec.id if env.spec is not None else "", n_episodes=n_episodes,
+                                 max_steps=max_steps, seed=seed, temperature=temperature, epsilon=epsilon, frame=frame))

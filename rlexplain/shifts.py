@@ -182,6 +182,8 @@ class CarliniWagnerL2(_ARTShift):
     initial_const: float = 10.0     # c in Eq. 4 (start of the binary search)
     binary_search_steps: int = 10   # ART default
     max_iter: int = 10              # ART default
+    max_halving: int = 5            # ART default: learning-rate halvings of the line search per iteration
+    max_doubling: int = 5           # ART default: learning-rate doublings of the line search per iteration
     temperature: float = 1.0
     batch_size: int = 1
     name: ClassVar[str] = "carlini_wagner"
@@ -190,7 +192,8 @@ class CarliniWagnerL2(_ARTShift):
         from art.attacks.evasion import CarliniL2Method
         return CarliniL2Method(clf, confidence=self.confidence, learning_rate=self.learning_rate,
                                initial_const=self.initial_const, binary_search_steps=self.binary_search_steps,
-                               max_iter=self.max_iter, batch_size=self.batch_size, verbose=False)
+                               max_iter=self.max_iter, max_halving=self.max_halving, max_doubling=self.max_doubling,
+                               batch_size=self.batch_size, verbose=False)
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class DeepFool(_ARTShift):

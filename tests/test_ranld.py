@@ -120,3 +120,52 @@ def test_protocol_small(tmp_path):
     assert back.labels == qt.labels and len(back.table) == len(qt.table)
     qt.plot(); qt.plot_directions(); plt.close("all")
     with pytest.raises(ValueError, match="at least one shift"): ranld_protocol(tiny, "toybox/Breakout", {})
+
+
+def test_paper_tables_and_shift_budgets():
+    from rlexplain.ranld import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS, paper_shifts, paper_tables
+    pt = paper_tables()
+    assert set(pt.game) == {"Freeway", "BankHeist", "RoadRunner", "Pong"}
+    assert pt[(pt.game == "Pong") & (pt.condition == BASELINE)].paper_mean.tolist() == [0.4934, 0.4934]
+    assert set(pt.condition) == {BASELINE, *ADVERSARIAL_CONDITIONS, *NATURAL_CONDITIONS}
+    demo, paper = paper_shifts("all", "demo"), paper_shifts("all", "paper")
+    assert list(demo) == list(paper) and len(demo) == 9
+    assert paper["Carlini&Wagner"].binary_search_steps == 10 and paper["Carlini&Wagner"].confidence == 10.0
+    assert demo["Carlini&Wagner"].confidence == 0.0       # ART keeps the clean frame unless the margin kappa is reached
+    assert demo["Elastic-Net"].beta == paper["Elastic-Net"].beta == 1e-4
+    with pytest.raises(ValueError, match="scale must be"): paper_shifts("all", "huge")
+
+
+def test_compare_policies_metrics_by_hand():
+    from rlexplain.ranld import high_freq_fraction, spectral_entropy, top_mass
+    x = np.cos(2 * np.pi * 2 * np.arange(16) / 16)[None, :] * np.ones((16, 1))    # one horizontal frequency (+-2 cycles)
+    assert spectral_entropy(x) == pytest.approx(np.log(2) / np.log(256))           # two equal spectral peaks
+    assert high_freq_fraction(x) == pytest.approx(0.0)                             # 2/16 cycles/px < 0.25
+    y = np.cos(np.pi * 0.75 * np.arange(16))[None, :] * np.ones((16, 1))         # 6/16 cycles/px > 0.25
+    assert high_freq_fraction(y) == pytest.approx(1.0)
+    assert top_mass(np.r_[np.ones(10), np.zeros(990)], 0.01) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="NaN"): spectral_entropy(np.full((4, 4), np.nan))
+
+
+def test_ranld_tables_and_comparison_on_zoo_ddqn(tmp_path):
+    "RA-NLD on the zoo's RoadRunner DDQN and SA-DDQN agents (Nature CNN, 18 actions); skipped without them."
+    from rlexplain.agents import load_best_agent
+    from rlexplain.ranld import compare_policies, ranld_tables
+    try:
+        van, _ = load_best_agent("ALE/RoadRunner-v5", "ddqn", device="cpu")
+        rob, _ = load_best_agent("ALE/RoadRunner-v5", "sa-ddqn", device="cpu")
+    except LookupError as e:
+        pytest.skip(str(e))
+    cfg = RANLDConfig(n_runs=2, n_episodes=1, max_steps=25)
+    tab = ranld_tables({"ALE/RoadRunner-v5": van}, {"Blurred Observations": "blur", "Nesterov Momentum": "nesterov"}, cfg,
+                       out=tmp_path, progress=False)
+    assert (tmp_path / "RoadRunner" / "result.json").exists()
+    t = tab.set_index("condition")
+    assert t.paper_mean["Blurred Observations"] == pytest.approx(0.2496)        # Korkmaz (2024) Table 2, RoadRunner
+    assert t.quotient_mean.between(0, 1 + 1e-5).all() and t.changed["Blurred Observations"] == 1.0
+    assert 0 < t.l2["Nesterov Momentum"] <= 0.001 + 1e-6                          # the paper's L2 budget, eps = 0.001
+    cmp = compare_policies({"DDQN": van, "SA-DDQN": rob}, "ALE/RoadRunner-v5", n_episodes=1, max_steps=40)
+    assert cmp.directions.shape == (2, 4, 84, 84) and np.allclose(np.diag(cmp.overlap), 1.0, atol=1e-5)
+    assert cmp.table[["spectral_entropy", "high_freq_fraction", "top1pct_mass", "grad_norm_cv"]].notna().all().all()
+    cmp.save(tmp_path / "cmp"); assert np.allclose(load_result(tmp_path / "cmp").overlap, cmp.overlap)
+    cmp.plot(); plt.close("all")

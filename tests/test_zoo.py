@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rlexplain.agents import ALE_AC_ZOO, ALE_ZOO, DEMO_ZOO, MPE_ZOO, TABULAR_ZOO, list_zoo, load_agent
+from rlexplain.agents import ALE_AC_ZOO, ALE_ZOO, DEMO_ZOO, MPE_ZOO, RANLD_ZOO, TABULAR_ZOO, list_zoo, load_agent
 from rlexplain.core import load_json
 
 
@@ -71,6 +71,21 @@ def test_ale_actor_critic_zoo_is_complete_and_beats_random(zoo, env_id):
         for frames in frames_list:
             assert sorted(z[(z.pipeline == pipe) & (z.frames == frames)].seed) == ALE_AC_ZOO["seeds"], (env_id, pipe, frames)
         _assert_beats_random(z[(z.pipeline == pipe) & (z.frames == max(frames_list))], f"{env_id} {pipe}")
+
+
+@pytest.mark.parametrize("env_id", RANLD_ZOO["env_ids"])
+def test_ranld_zoo_is_complete_and_beats_random(zoo, env_id):
+    """RA-NLD's dueling Nature-CNN DDQN (and SA-DDQN) agents on the paper's games: every checkpoint present, with its
+    card's architecture, and the last one beats random play clearly (the issue's bar: "clearly beat random play")."""
+    z = zoo[zoo.env_id == env_id]
+    for pipe, frames_list in RANLD_ZOO["checkpoints"][env_id].items():
+        for frames in frames_list:
+            rows = z[(z.pipeline == pipe) & (z.frames == frames)]
+            assert sorted(rows.seed) == RANLD_ZOO["seeds"], (env_id, pipe, frames)
+            assert all(load_json(f"{p}/card.json")["features"] == "nature-conv" for p in rows.path)
+        last = z[(z.pipeline == pipe) & (z.frames == max(frames_list))]
+        assert all(load_json(f"{p}/card.json")["evaluation"]["n_episodes"] >= RANLD_ZOO["eval_episodes"] for p in last.path)
+        _assert_beats_random(last, f"{env_id} {pipe}")
 
 
 @pytest.mark.parametrize("env_id", list(TABULAR_ZOO["checkpoints"]))
