@@ -238,9 +238,9 @@ _DDQN = dict(buffer_size=50_000, learning_rate=1e-4, batch_size=32, learning_sta
              optimize_memory_usage=False, policy_kwargs=dict(optimizer_kwargs=dict(eps=1.5e-4)))
 SA_START = 150_000   # env steps (600k frames) of natural training before the SA regulariser
 ATARI_PIPELINES["ddqn"] = Pipeline("ddqn", "ddqn", _DDQN, value_based=True, features="nature-conv")
-ATARI_PIPELINES["sa-ddqn"] = Pipeline("sa-ddqn", "sa-ddqn", {**_DDQN, "learning_starts": SA_START + 10_000, "exploration_initial_eps": 0.01,
+ATARI_PIPELINES["sa-ddqn"] = Pipeline("sa-ddqn", "sa-ddqn", {**_DDQN, "learning_starts": SA_START + 5_000, "exploration_initial_eps": 0.01,
                                                              "sa_kappa": 0.01, "sa_eps": 1 / 255, "sa_steps": 5, "sa_hinge": 1.0,
-                                                             "sa_start": SA_START, "sa_ramp": 20_000},
+                                                             "sa_start": SA_START, "sa_ramp": 10_000},
                                       value_based=True, features="nature-conv", warm_start="ddqn")
 
 # Feature-vector environments (CartPole, LunarLander, FlappyBird): XRL-Bench's DQN architecture (3 hidden layers of
@@ -572,10 +572,12 @@ ALE_AC_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/Pong-v5"], seeds=[0],
 
 # RA-NLD's agents (notebook 20; Korkmaz 2024 used DDQN on Pong, BankHeist, RoadRunner and Freeway): dueling Nature-CNN
 # DDQN for two of the paper's games, and on RoadRunner an SA-DDQN that continues the DDQN run from SA_START steps with
-# SA-DQN's PGD regulariser. 600k frames (150k steps) of DDQN take about an hour on one CPU core; the SA-DDQN's 30k further
-# steps cost as much again (6 forward-backward passes per update). Evaluated epsilon-greedy (0.05) over 30 episodes.
+# SA-DQN's PGD regulariser (5k steps to refill the replay buffer, the budget ramped to 1/255 over 10k steps, 30k steps
+# in all), and the vanilla DDQN continues to the same 720k frames for a like-for-like comparison. 600k frames (150k
+# steps) of DDQN take about an hour on one CPU core; an SA-DDQN update costs about 5 DDQN updates (5 PGD steps).
+# Evaluated epsilon-greedy (0.05) over 30 episodes.
 RANLD_ZOO = dict(env_ids=["ALE/RoadRunner-v5", "ALE/BankHeist-v5"], seeds=[0],
-                 checkpoints={"ALE/RoadRunner-v5": {"ddqn": [400_000, 600_000], "sa-ddqn": [720_000]},
+                 checkpoints={"ALE/RoadRunner-v5": {"ddqn": [400_000, 600_000, 720_000], "sa-ddqn": [720_000]},
                               "ALE/BankHeist-v5": {"ddqn": [400_000, 600_000]}},
                  eval_epsilon=0.05, eval_episodes=30)
 

@@ -496,7 +496,8 @@ def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id
     condition and `at` with `quotient_mean`, `quotient_std`, `n_runs`, `mean_return`, `n_states`, `changed` (fraction of
     steps whose observation the shift changed), `l2` (mean L2 norm of that change, [0, 1] pixel units), `table`, and the
     paper's `paper_mean`/`paper_std` where it reports the game (NaN otherwise). With `out`, each game's result is saved
-    to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun. Raises `ValueError` for no agents."""
+    to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun (delete the folder to recompute
+    with other shifts or sizes). Raises `ValueError` for no agents."""
     if not agents: raise ValueError("give at least one agent: {env_id: policy}.")
     shifts = shifts if shifts is not None else paper_shifts("all", scale)
     cfg = config or RANLDConfig.from_scale(scale)
@@ -513,7 +514,7 @@ def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id
         frames.append(s.merge(extra, on=["condition", "at"], how="left").assign(game=game))
     df = pd.concat(frames, ignore_index=True)
     kinds = {**{c: "1 adversarial" for c in ADVERSARIAL_CONDITIONS}, **{c: "2 natural" for c in NATURAL_CONDITIONS}}
-    df["table"] = df.condition.map(kinds).fillna("base" if len(df) else "")
+    df["table"] = df.condition.map(kinds).fillna("other")   # shifts outside the paper's tables
     df.loc[df.condition == BASELINE, "table"] = "base"
     paper = paper_tables().drop_duplicates(["game", "condition"])[["game", "condition", "paper_mean", "paper_std"]]
     df = df.merge(paper, on=["game", "condition"], how="left")
