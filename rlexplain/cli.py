@@ -193,7 +193,7 @@ DEMOS: dict[str, tuple[str, str, str]] = {
     "ranld": ("RA-NLD: principal non-Lipschitz directions (Korkmaz 2024)",
               "The top eigenvector of the mean outer product of the cross-entropy gradients over visited states, and the "
               "feature correlation quotient under the paper's four adversarial and five natural shifts (Tables 1-2) for the zoo's "
-              "DDQN agents on RoadRunner and BankHeist, and a vanilla DDQN against an SA-DDQN (Figures 2-4).",
+              "DDQN agents on RoadRunner and Freeway, and a vanilla DDQN against an SA-DDQN (Figures 2-4).",
               "rlexplain.cli:_demo_ranld"),
     "saliency": ("Perturbation saliency maps (Huber et al. 2023)",
                  "Occlusion, Noise Sensitivity, SARFA, RISE and LIME on a zoo DQN agent, with the run time per map.",
