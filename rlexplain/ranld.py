@@ -524,7 +524,9 @@ def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id
 
 def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
                 at: str = "observed", ax=None):
-    "Ours (bars, ± std over runs) beside the paper's value (black ticks) per game and condition."
+    """Bar chart of `ranld_tables`' output: ours (bars, ± std over runs) beside Korkmaz (2024) Tables 1-2 (black ticks)
+    per game and condition, for gradients taken `at` ("observed" or "env"); returns the Axes. Raises `KeyError` if `df`
+    lacks the `ranld_tables` columns."""
     d = df[df["at"] == at]
     games = list(dict.fromkeys(d.game)); conds = list(dict.fromkeys(d.condition))
     if ax is None: _, ax = plt.subplots(figsize=(min(9, 1 + 0.55 * len(conds) * len(games)), 2.6))
@@ -567,7 +569,8 @@ def high_freq_fraction(v: Any,             # (H, W) image
     return float(P[r > cutoff].sum() / P.sum())
 
 def top_mass(v: Any, frac: float = 0.01) -> float:
-    "Share of `sum v^2` in the `frac` largest-magnitude entries of `v` (any shape): concentration of G (Figure 4)."
+    """Share of `sum v^2` in the `frac` (0-1) largest-magnitude entries of `v` (any shape): the concentration of G
+    (Korkmaz 2024, Figure 4); 1/`frac`-fold above `frac` means concentrated. Raises `ValueError` for non-finite or all-zero `v`."""
     a = np.sort(np.asarray(v, np.float64).ravel() ** 2)[::-1]
     if not np.isfinite(a).all() or a.sum() <= 0: raise ValueError("v must be finite and not all zero.")
     k = max(1, int(round(frac * a.size))); return float(a[:k].sum() / a.sum())
