@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,7 +28,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from .core import Policy, Result, get_scale, ScaledConfig
+from .core import Policy, Result, get_scale, ScaledConfig, _json_default
 from .envs import make_env
 from .shifts import Identity, Shift, ShiftedRollout, ce_output_grad, collect_shifted_rollout, make_shift
 
@@ -187,6 +189,16 @@ def _frames_image(v: np.ndarray, frames: Sequence[int] | None = None, gap: int =
         parts.append(v[i])
     return np.concatenate(parts, axis=1)
 
+def _frame_of(direction: np.ndarray, frame: int = -1) -> np.ndarray:
+    "Frame `frame` `(H, W)` of an image direction `(..., H, W)` (stacked frames and channels flattened into one axis)."
+    if direction.ndim < 2: raise ValueError(f"an image direction is needed; got shape {direction.shape}.")
+    v = direction.reshape(-1, *direction.shape[-2:])
+    return v[int(frame) % v.shape[0]]
+
+def _log_spectrum(v: np.ndarray) -> np.ndarray:
+    "log10 |FFT2(v)| of an `(H, W)` image, zero frequency centred (fftshift)."
+    return np.log10(np.abs(np.fft.fftshift(np.fft.fft2(np.asarray(v, np.float64)))) + 1e-12)
+
 @dataclasses.dataclass(frozen=True)
 class PrincipalDirection(Result):
     """RA-NLD of one state set (Korkmaz 2024, Algorithm 1). `direction` G_S in the observation's shape (float32, unit
@@ -256,11 +268,8 @@ class PrincipalDirection(Result):
         return ax
 
     def spectrum(self, frame: int = -1) -> np.ndarray:
-        "log10 |FFT2(G_S[frame])|, zero frequency centred (fftshift), `(H, W)`; Figure 2."
-        v = self.direction if self.direction.ndim == 3 else self.direction.reshape(-1, *self.direction.shape[-2:])
-        if v.ndim != 3: raise ValueError(f"a spectrum needs an image direction; got shape {self.direction.shape}.")
-        F = np.fft.fftshift(np.fft.fft2(v[int(frame) % v.shape[0]].astype(np.float64)))
-        return np.log10(np.abs(F) + 1e-12)
+        "log10 |FFT2(G_S[frame])|, zero frequency centred (fftshift), `(H, W)`; Figure 2. Raises `ValueError` for a non-image direction."
+        return _log_spectrum(_frame_of(self.direction, frame))
 
     def plot_spectrum(self, ax=None, frame: int = -1, cmap: str = "magma"):
         "The centred 2-D Fourier magnitude of G_S's frame `frame` (log scale), Figure 2."
@@ -384,6 +393,18 @@ def _shift_size(ro: ShiftedRollout) -> tuple[float, float]:
     delta = (ro.observed - clean).reshape(len(clean), -1)
     return float((np.abs(delta).max(1) > 1e-6).mean()), float(np.linalg.norm(delta, axis=1).mean())
 
+def _shift_items(shifts: dict | Sequence) -> list:
+    "[(label, Shift)] of a protocol's shifts ({label: Shift or name} or a list); raises `ValueError` for none."
+    if isinstance(shifts, dict): items = [(str(k), make_shift(v)) for k, v in shifts.items()]
+    else: items = [(s if isinstance(s, str) else make_shift(s).name, make_shift(s)) for s in shifts]
+    if not items: raise ValueError("give at least one shift (e.g. ['fgsm', 'blur']).")
+    return items
+
+def _protocol_params(cfg: RANLDConfig, items: list) -> dict:
+    "What determines a protocol run besides the agent: the configuration and every shift's name and parameters (JSON types)."
+    p = {**dataclasses.asdict(cfg), "shifts": {k: {"name": s.name, **s.params} for k, s in items}}
+    return json.loads(json.dumps(p, default=_json_default))
+
 def ranld_protocol(policy: Policy,                 # the agent
                    env: gym.Env | str,             # an environment or an id for make_env
                    shifts: dict | Sequence,        # {label: Shift or name} or a list of Shifts / names
@@ -394,9 +415,7 @@ def ranld_protocol(policy: Policy,                 # the agent
     shift, S^Psi collected while the policy sees shifted observations; Lambda(S-hat, S) and Lambda(S^Psi, S) (Tables 1-2).
     Raises `ValueError` for no shifts or unknown shift names."""
     cfg = config or RANLDConfig.from_scale()
-    if isinstance(shifts, dict): items = [(str(k), make_shift(v)) for k, v in shifts.items()]
-    else: items = [(s if isinstance(s, str) else make_shift(s).name, make_shift(s)) for s in shifts]
-    if not items: raise ValueError("give at least one shift (e.g. ['fgsm', 'blur']).")
+    items = _shift_items(shifts)
     env_id = env if isinstance(env, str) else (env.spec.id if env.spec is not None else type(env.unwrapped).__name__)
     env = make_env(env) if isinstance(env, str) else env
     ats = ("observed", "env") if cfg.at == "both" else (cfg.at,)
@@ -429,8 +448,7 @@ def ranld_protocol(policy: Policy,                 # the agent
                 if r == 0 and j == 0: dirs.append(P.direction); labels.append(label)
             del ro_p
     bar.close()
-    params = {**dataclasses.asdict(cfg), "policy": policy.name, "env_id": env_id,
-              "shifts": {k: {"name": s.name, **s.params} for k, s in items}}
+    params = {**_protocol_params(cfg, items), "policy": policy.name, "env_id": env_id}
     return QuotientTable(pd.DataFrame(rows), np.stack(dirs), tuple(labels), np.asarray(base_norms), params)
 
 # %% ../nbs/20_ranld.ipynb #97166142
@@ -496,8 +514,9 @@ def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id
     condition and `at` with `quotient_mean`, `quotient_std`, `n_runs`, `mean_return`, `n_states`, `changed` (fraction of
     steps whose observation the shift changed), `l2` (mean L2 norm of that change, [0, 1] pixel units), `table`, and the
     paper's `paper_mean`/`paper_std` where it reports the game (NaN otherwise). With `out`, each game's result is saved
-    to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun (delete the folder to recompute
-    with other shifts or sizes). Raises `ValueError` for no agents."""
+    to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun with the same shifts and
+    configuration; a saved result of other shifts or sizes is recomputed and replaced (with a warning). Raises
+    `ValueError` for no agents."""
     if not agents: raise ValueError("give at least one agent: {env_id: policy}.")
     shifts = shifts if shifts is not None else paper_shifts("all", scale)
     cfg = config or RANLDConfig.from_scale(scale)
@@ -505,8 +524,12 @@ def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id
     for env_id, a in agents.items():
         policy, env = a if isinstance(a, tuple) else (a, None)
         game = game_name(env_id); folder = Path(out) / game if out is not None else None
-        if folder is not None and (folder / "result.json").exists(): qt = QuotientTable.load(folder)
-        else:
+        qt = QuotientTable.load(folder) if folder is not None and (folder / "result.json").exists() else None
+        if qt is not None:
+            want = _protocol_params(cfg, _shift_items(shifts))
+            if {k: qt.params.get(k) for k in want} != want:
+                warnings.warn(f"{folder} holds a run with other shifts or sizes; recomputing it."); qt = None
+        if qt is None:
             qt = ranld_protocol(policy, env if env is not None else env_id, shifts, cfg, progress=progress)
             if folder is not None: qt.save(folder)
         s = qt.summary()
@@ -537,7 +560,8 @@ def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
         ax.bar(x, dg.quotient_mean, w, yerr=dg.quotient_std, label=g, color=f"C{k}", capsize=2)
         ax.scatter(x, dg.paper_mean, marker="_", s=120, color="k", zorder=3, label="paper" if k == 0 else None)
     ax.set_xticks(np.arange(len(conds))); ax.set_xticklabels([c.replace(" (S-hat)", "") for c in conds], rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel("$\\Lambda(\\cdot, S)$"); ax.set_ylim(0, 1.05); ax.legend(fontsize=7, ncol=len(games) + 1)
+    ax.set_ylabel("$\\Lambda(\\cdot, S)$"); ax.set_ylim(0, 1.3); ax.set_yticks(np.linspace(0, 1, 6))
+    ax.legend(fontsize=7, ncol=len(games) + 1, loc="upper center", frameon=False)   # above the bars (Lambda <= 1)
     return ax
 
 def tables_config(scale: str | None = None) -> RANLDConfig:
@@ -553,7 +577,7 @@ def spectral_entropy(v: Any,  # (H, W) image, e.g. one frame of G_S
     """Normalised entropy of the 2-D power spectrum, `-sum p log p / log(H W)` with `p = |FFT2(v)|^2 / sum |FFT2(v)|^2`:
     0 for a constant image (all power at frequency 0), 1 for a single-pixel impulse (flat spectrum). The "evenly spread"
     reading of Korkmaz (2024) Figure 2. Raises `ValueError` for a non-2-D, all-zero or non-finite input."""
-    v = _image2d(v); P = np.abs(np.fft.fft2(v)) ** 2; p = P.ravel() / P.sum()
+    P = _power_spectrum(v); p = P.ravel() / P.sum()
     nz = p[p > 0]
     return float(-(nz * np.log(nz)).sum() / np.log(p.size))
 
@@ -563,8 +587,8 @@ def high_freq_fraction(v: Any,             # (H, W) image
     """Share of the power `|FFT2(v)|^2` at radial frequency above `cutoff` x Nyquist: 0 for a constant image, 1 for a
     checkerboard (all power at the Nyquist corner). Raises `ValueError` as `spectral_entropy` and for cutoff outside [0, 1]."""
     if not 0 <= cutoff <= 1: raise ValueError(f"cutoff must be in [0, 1]; got {cutoff}.")
-    v = _image2d(v); P = np.abs(np.fft.fft2(v)) ** 2
-    fy, fx = np.meshgrid(np.fft.fftfreq(v.shape[0]), np.fft.fftfreq(v.shape[1]), indexing="ij")
+    P = _power_spectrum(v)
+    fy, fx = np.meshgrid(np.fft.fftfreq(P.shape[0]), np.fft.fftfreq(P.shape[1]), indexing="ij")
     r = np.sqrt(fx ** 2 + fy ** 2) / 0.5
     return float(P[r > cutoff].sum() / P.sum())
 
@@ -575,12 +599,13 @@ def top_mass(v: Any, frac: float = 0.01) -> float:
     if not np.isfinite(a).all() or a.sum() <= 0: raise ValueError("v must be finite and not all zero.")
     k = max(1, int(round(frac * a.size))); return float(a[:k].sum() / a.sum())
 
-def _image2d(v: Any) -> np.ndarray:
+def _power_spectrum(v: Any) -> np.ndarray:
+    "|FFT2(v)|^2 `(H, W)` of a finite, not all-zero `(H, W)` image (unshifted: frequency 0 at [0, 0])."
     v = np.asarray(v, np.float64)
     if v.ndim != 2: raise ValueError(f"expected an (H, W) image; got shape {v.shape}.")
     if not np.isfinite(v).all(): raise ValueError("the image contains NaN or inf.")
     if not np.any(v): raise ValueError("the image is all zero: its spectrum is undefined.")
-    return v
+    return np.abs(np.fft.fft2(v)) ** 2
 
 @dataclasses.dataclass(frozen=True)
 class PolicyComparison(Result):
@@ -603,11 +628,11 @@ class PolicyComparison(Result):
         fig = plt.figure(figsize=(8, 1.9 * K + 1.6))
         gs = fig.add_gridspec(K + 1, 3, height_ratios=[1] * K + [0.9], width_ratios=[1, 1, 1.6])
         for k, lab in enumerate(self.labels):
-            v = self.directions[k].reshape(-1, *self.directions.shape[-2:])[frame]
+            v = _frame_of(self.directions[k], frame)
             ax = fig.add_subplot(gs[k, 0]); lim = float(np.abs(v).max()) or 1.0
             ax.imshow(v, cmap="RdBu_r", vmin=-lim, vmax=lim); ax.set_xticks([]); ax.set_yticks([])
             ax.set_title(f"$\\mathcal{{G}}_S$ {lab}", fontsize=8)
-            ax = fig.add_subplot(gs[k, 1]); s = np.log10(np.abs(np.fft.fftshift(np.fft.fft2(v))) + 1e-12)
+            ax = fig.add_subplot(gs[k, 1]); s = _log_spectrum(v)
             ax.imshow(s, cmap="magma", vmin=np.percentile(s, 1)); ax.set_xticks([]); ax.set_yticks([])
             ax.set_title(f"log|FFT| (entropy {self.table.spectral_entropy.iloc[k]:.3f})", fontsize=8)
             ax = fig.add_subplot(gs[k, 2]); g = self.grad_sq_norms[k]; g = g[np.isfinite(g)]
@@ -643,7 +668,7 @@ def compare_policies(policies: dict,          # {label: Policy}, >= 1 (two for v
     for label, pol in policies.items():
         ro = collect_rollout(env, pol, n_episodes=n_episodes, seed=seed, max_steps=max_steps, record_states=False, epsilon=epsilon)
         r = ranld(pol, ro.obs, temperature, keep_gradients=False, name=label)
-        v = r.direction.reshape(-1, *r.direction.shape[-2:])[frame] if r.direction.ndim >= 2 else r.direction
+        v = _frame_of(r.direction, frame) if r.direction.ndim >= 2 else r.direction
         g = r.grad_sq_norms
         rows.append(dict(policy=label, n_states=r.n_states, mean_return=float(ro.returns().mean()), eigenvalue=r.eigenvalue,
                          gap_ratio=r.gap_ratio, spectral_entropy=spectral_entropy(v) if v.ndim == 2 else np.nan,
