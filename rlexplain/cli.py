@@ -135,15 +135,15 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
     if tabs:
         sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), RIS, next to the paper's values")
         sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state")
-    from rlexplain.xrlbench import run_image_benchmark
-    for env_id in cfg.image_envs:
-        try: agent, card = load_best_agent(env_id, "dqn")
+    from rlexplain.xrlbench import image_agent, run_image_benchmark
+    for env_id in cfg.image_envs:   # the zoo's DQN, or (Pong) its best agent of another algorithm that beats random play
+        try: agent, card = image_agent(env_id)
         except LookupError as e: sec.note(f"{env_id} (image): skipped ({e})"); continue
         r = run_image_benchmark(agent, env_id, cfg, card.get("env_kwargs", {}))
         game = env_id.split("/")[-1].split("-")[0]
         t = r.summary().join(paper[paper.env == game].set_index("method").drop(columns="env").add_prefix("paper_"))
         sec.table(f"xrl_image_{game.lower()}", t.reset_index(),
-                  f"Table 3 and Table 4 (image columns) analogue on {env_id}: agent {card['id']} (return {card['evaluation']['mean']:.1f}, "
+                  f"Table 3 and Table 4 (image columns) analogue on {env_id}: {card['algo'].upper()} agent {card['id']} (return {card['evaluation']['mean']:.1f}, "
                   f"random {card['evaluation']['random_mean']:.1f}); {cfg.n_image_explain} states, k over whole pixel rows")
         sec.figure(f"xrl_image_{game.lower()}_aim", r.plot("AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
 

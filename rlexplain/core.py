@@ -264,6 +264,8 @@ class _SB3Head(nn.Module):
     "Maps [0, 1] (or raw tabular) observations through an SB3 policy to q-values or logits."
     def __init__(self, policy: nn.Module, mode: str, scale: float):
         super().__init__(); self.policy, self.mode, self.scale = policy, mode, scale
+        from gymnasium import spaces
+        self.actor_scores = mode == "ac" and isinstance(getattr(policy, "observation_space", None), spaces.Box)
     def forward(self, x: Tensor) -> Tensor:
         if self.mode in ("dqn", "qrdqn") and self.scale == 255.0 and getattr(self.policy, "normalize_images", True):
             # SB3 would divide the x * 255 we hand it by 255 again (preprocess_obs): feed [0, 1] images straight to the
@@ -271,6 +273,13 @@ class _SB3Head(nn.Module):
             net = self.policy.q_net if self.mode == "dqn" else self.policy.quantile_net
             out = (net.q_net if self.mode == "dqn" else net.quantile_net)(net.features_extractor(x))
             return out if self.mode == "dqn" else out.view(len(x), net.n_quantiles, int(net.action_space.n)).mean(dim=1)
+        if self.actor_scores:
+            # the actor's raw action scores, action_net(mlp_extractor(features)): the same softmax, argmax and cross-entropy
+            # gradients as Categorical's normalised logits, but without their functional log-sum-exp, so that shap's
+            # DeepExplainer sees every operation (nn modules only); [0, 1] images go straight to the feature extractor
+            p = self.policy
+            if not (self.scale == 255.0 and getattr(p, "normalize_images", True)): x = x * self.scale   # SB3: raw x, no /255
+            return p.action_net(p.mlp_extractor.forward_actor(p.pi_features_extractor(x)))
         x = x * self.scale
         if self.mode == "dqn": return self.policy.q_net(x)
         if self.mode == "qrdqn": return self.policy.quantile_net(x).mean(dim=1)

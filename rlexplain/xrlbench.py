@@ -18,7 +18,8 @@ __all__ = ['FEATURE_NAMES', 'EXPLAINERS', 'TABULAR_METHODS', 'IMAGE_METHODS', 'F
            'dataset_arrays', 'Explanation', 'waterfall_plot', 'Explainer', 'TabularSHAP', 'TabularLIME', 'sarfa_score',
            'gaussian_blur', 'PerturbationSaliency', 'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients',
            'make_explainer', 'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS',
-           'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig', 'paper_results', 'image_states', 'run_image_benchmark']
+           'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig', 'paper_results', 'image_states', 'run_image_benchmark',
+           'image_agent']
 
 # %% ../nbs/40_xrlbench.ipynb #4ea68046
 import matplotlib.pyplot as plt
@@ -1049,7 +1050,7 @@ class XRLBenchConfig(ScaledConfig):
     n_explain: int = 300        # states explained and scored
     n_ris: int = 30             # states for RIS
     ris_neighbors: int = 5
-    image_envs: tuple = ("ALE/Breakout-v5",)  # image games (the paper: Breakout and Pong); agents: the zoo's best DQN
+    image_envs: tuple = ("ALE/Breakout-v5", "ALE/Pong-v5")  # image games, the paper's; agents: the zoo's best DQN per game
     image_methods: tuple = IMAGE_METHODS
     n_image_background: int = 100  # background states of DeepSHAP/GradientSHAP and the pixel stds (the paper's code: 100)
     n_image_explain: int = 16      # image states explained and scored
@@ -1059,15 +1060,15 @@ class XRLBenchConfig(ScaledConfig):
 
     @classmethod
     def demo(cls, **kw) -> "XRLBenchConfig":
-        """CartPole, LunarLander and FlappyBird, 5,000 dataset states, 300 explained, RIS on 30 states x 5 neighbours; ALE Breakout,
-        100 background states, 16 explained, RIS on 4 x 3."""
+        """CartPole, LunarLander and FlappyBird, 5,000 dataset states, 300 explained, RIS on 30 states x 5 neighbours; ALE Breakout
+        and Pong, 100 background states, 16 explained, RIS on 4 x 3."""
         return cls(**kw)
 
     @classmethod
     def paper(cls, **kw) -> "XRLBenchConfig":
         "The paper's dataset sizes (Table 1: ~125k CartPole, ~219k LunarLander states); 2,000 explained, RIS on 500 x 10."
         d = dict(n_dataset=200_000, n_explain=2000, n_ris=500, ris_neighbors=10,
-                 image_envs=("ALE/Breakout-v5", "ALE/Pong-v5"), n_image_explain=500, n_image_ris=100, image_ris_neighbors=10)
+                 n_image_explain=500, n_image_ris=100, image_ris_neighbors=10)
         d.update(kw); return cls(**d)
 
 
@@ -1124,3 +1125,27 @@ def run_image_benchmark(policy: Policy, env_id: str, cfg: XRLBenchConfig | None 
     xs = image_states(policy, env_id, cfg.n_image_explain, cfg.seed + 1, env_kwargs)
     return run_benchmark(policy, bg, xs, methods=cfg.image_methods, n_ris=cfg.n_image_ris, ris_neighbors=cfg.image_ris_neighbors,
                          env_id=env_id, seed=cfg.seed)
+
+def _beats_random(ev: dict | None) -> bool:
+    "A card's evaluation beats random play: mean >= 2x random's when that is positive, else >= random + 0.5 random std."
+    if not ev: return False
+    rm, rs = ev["random_mean"], ev.get("random_std", 0.0)
+    return ev["mean"] >= (2 * rm if rm > 0 else rm + 0.5 * rs) and ev["mean"] > rm
+
+def image_agent(env_id: str,                       # e.g. "ALE/Pong-v5"
+                device: str | torch.device = "auto",
+                root: str | Path | None = None,    # zoo folder; default the shipped zoo
+                ) -> tuple[Policy, dict]:
+    """`(Policy, card)` of the zoo agent XRL-Bench explains on an image game: the best DQN (the paper's algorithm) when
+    its evaluation beats random play (mean at least twice random's when that is positive, else at least half a random-play
+    std above it), otherwise the best agent of any algorithm that does. On Pong that is the zoo's PPO agent: the zoo's
+    DQN pipeline had not learned Pong in 2M frames on a CPU. The card's `algo` and `id` say which agent it is.
+    Raises `LookupError` if no zoo agent for `env_id` beats random play."""
+    from rlexplain.agents import best_zoo_entry, load_agent
+    from rlexplain.core import load_json
+    for algo in ("dqn", None):
+        try: path = best_zoo_entry(env_id, algo, root)
+        except LookupError: continue
+        card = load_json(Path(path) / "card.json")
+        if _beats_random(card.get("evaluation")): return load_agent(path, device=device), card
+    raise LookupError(f"the zoo has no agent for {env_id} that beats random play; train one with `rlexplain zoo train --env {env_id}`.")

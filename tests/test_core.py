@@ -20,6 +20,20 @@ def test_sb3_zoo_adapter_matches_sb3_predict(shared_agents, algo, env):
     assert pol.forward(obs).shape == (16, model.action_space.n)
     np.testing.assert_array_equal(pol.act(obs, deterministic=True).numpy(), sb3_actions)
     assert pol.kind == ("q" if algo in ("dqn", "qrdqn") else "logits")
+    if algo in ("ppo", "a2c"):   # raw actor logits: SB3's action probabilities after a softmax
+        with torch.no_grad():
+            probs = model.policy.get_distribution(model.policy.obs_to_tensor(obs)[0]).distribution.probs.numpy()
+        np.testing.assert_allclose(torch.softmax(torch.as_tensor(pol.forward(obs)).detach(), 1).numpy(), probs, atol=1e-5)
+
+
+def test_actor_critic_image_agent_gives_sb3_action_probabilities():
+    "An image actor-critic's [0, 1] input goes straight to its CNN: softmax of the raw logits = SB3's probabilities on x * 255."
+    from rlexplain.agents import load_best_agent
+    pol, card = load_best_agent("ALE/Pong-v5", "ppo", device="cpu")
+    x = torch.rand(4, 4, 84, 84)
+    with torch.no_grad():
+        ours = torch.softmax(pol.module(x), 1); sb3 = pol.module.policy.get_distribution(x * 255).distribution.probs
+    torch.testing.assert_close(ours, sb3, atol=1e-5, rtol=0)
 
 
 def test_sb3_zoo_agent_is_competent_on_cartpole(shared_agents):

@@ -186,21 +186,24 @@ def test_real_agents_dataset_and_deepshap(shared_agents, tmp_path):
     assert e.feature_names[:2] == ("x", "y")
 
 
-def test_image_benchmark_on_the_zoo_breakout_agent():
-    "Table 3's five image methods on the shipped ALE Breakout DQN: every metric finite, in range, and timed."
-    from rlexplain.agents import load_best_agent
-    from rlexplain.xrlbench import IMAGE_METHODS, XRLBenchConfig, image_states, run_image_benchmark
+@pytest.mark.parametrize("env_id", ["ALE/Breakout-v5", "ALE/Pong-v5"])
+def test_image_benchmark_on_the_zoo_agent(env_id):
+    """Table 3's five image methods on the zoo agent `image_agent` picks for each of the paper's image games (Breakout: the
+    DQN; Pong: PPO, with its raw actor logits, which DeepSHAP's additivity check needs): every metric finite, in range, and timed."""
+    from rlexplain.xrlbench import IMAGE_METHODS, XRLBenchConfig, image_agent, image_states, run_image_benchmark
     torch.set_num_threads(1)
-    agent, card = load_best_agent("ALE/Breakout-v5", "dqn", device="cpu")
+    agent, card = image_agent(env_id, device="cpu")
+    assert card["evaluation"]["mean"] > card["evaluation"]["random_mean"]
+    if env_id == "ALE/Breakout-v5": assert card["algo"] == "dqn"
     cfg = XRLBenchConfig.demo(n_image_background=12, n_image_explain=3, n_image_ris=1, image_ris_neighbors=2)
-    r = run_image_benchmark(agent, "ALE/Breakout-v5", cfg)
+    r = run_image_benchmark(agent, env_id, cfg)
     s = r.summary()
     assert list(s.index) == list(IMAGE_METHODS)
     assert np.isfinite(s.to_numpy()).all() and ((s.AIM >= 0) & (s.AIM <= 1) & (s.AUM >= 0) & (s.AUM <= 1)).all()
     assert (s.ms_per_sample > 0).all() and (s.PGI >= 0).all()
-    xs = image_states(agent, "ALE/Breakout-v5", 5, seed=3)
+    xs = image_states(agent, env_id, 5, seed=3)
     assert xs.shape == (5, 4, 84, 84) and xs.dtype == np.uint8
-    with pytest.raises(ValueError, match="n_states must be >= 1"): image_states(agent, "ALE/Breakout-v5", 0)
+    with pytest.raises(ValueError, match="n_states must be >= 1"): image_states(agent, env_id, 0)
 
 
 def test_tabularshap_thread_count_does_not_change_values():

@@ -57,10 +57,10 @@ def test_last_checkpoint_beats_random(zoo):
 def test_ale_zoo_is_complete_and_beats_random(zoo, env_id):
     "The saliency benchmark's ALE DQN agents: every checkpoint present, the last one beats random play."
     z = zoo[zoo.env_id == env_id]
-    for pipe in ALE_ZOO["pipelines"]:
-        for frames in ALE_ZOO["checkpoints"][pipe]:
+    for pipe, frames_list in ALE_ZOO["checkpoints"][env_id].items():
+        for frames in frames_list:
             assert sorted(z[(z.pipeline == pipe) & (z.frames == frames)].seed) == ALE_ZOO["seeds"], (env_id, pipe, frames)
-        _assert_beats_random(z[(z.pipeline == pipe) & (z.frames == max(ALE_ZOO["checkpoints"][pipe]))], f"{env_id} {pipe}")
+        _assert_beats_random(z[(z.pipeline == pipe) & (z.frames == max(frames_list))], f"{env_id} {pipe}")
 
 
 @pytest.mark.parametrize("env_id", ALE_AC_ZOO["env_ids"])
