@@ -128,7 +128,8 @@ def test_mpe_teams_are_complete_and_beat_random(zoo):
 
 @pytest.mark.parametrize("env_id,algo", [("ALE/Breakout-v5", "dqn"), ("toybox/Breakout", "qrdqn"), ("toybox/Breakout", "ppo")])
 def test_policy_outputs_equal_sb3s_own_forward(env_id, algo):
-    "Policy's fast path (images in [0, 1] straight to the feature extractor) gives SB3's own q-values / logits."
+    """Policy's fast path (images in [0, 1] straight to the feature extractor) gives SB3's own q-values, and for an
+    actor-critic its raw actor logits, which SB3's Categorical normalises (log-softmax) to the same distribution."""
     import torch
     from rlexplain.agents import load_best_agent
     pol, _ = load_best_agent(env_id, algo, device="cpu")
@@ -137,4 +138,5 @@ def test_policy_outputs_equal_sb3s_own_forward(env_id, algo):
     with torch.no_grad():
         ref = (sb3.q_net(x * 255) if algo == "dqn" else sb3.quantile_net(x * 255).mean(dim=1) if algo == "qrdqn"
                else sb3.get_distribution(x * 255).distribution.logits)
-    torch.testing.assert_close(pol.outputs(x), ref, rtol=1e-5, atol=1e-5)
+    out = pol.outputs(x)
+    torch.testing.assert_close(out.log_softmax(-1) if algo == "ppo" else out, ref, rtol=1e-5, atol=1e-5)
