@@ -243,6 +243,14 @@ ATARI_PIPELINES["sa-ddqn"] = Pipeline("sa-ddqn", "sa-ddqn", {**_DDQN, "learning_
                                                              "sa_start": SA_START, "sa_ramp": 10_000},
                                       value_based=True, features="nature-conv", warm_start="ddqn")
 
+# "dqn-frequent": the compact-CNN DQN with one update per env step, a 10k-transition buffer and Adam at 1e-4 (the small-buffer
+# Pong recipe of Lapan, Deep RL Hands-On, ch. 6). "dqn" (one update per 4 steps) stayed at random play on Pong through 2M
+# frames; this one beats random play from 1M frames on. SB3's exploration_fraction is relative to the run's last checkpoint:
+# with the zoo's 1.6M frames (400k steps) epsilon falls from 1 to 0.02 over the first 100k steps.
+ATARI_PIPELINES["dqn-frequent"] = Pipeline("dqn-frequent", "dqn", dict(buffer_size=10_000, learning_rate=1e-4, batch_size=32,
+    learning_starts=10_000, target_update_interval=1_000, train_freq=1, gradient_steps=1, exploration_fraction=0.25,
+    exploration_final_eps=0.02, gamma=0.99, optimize_memory_usage=False), value_based=True)
+
 # Feature-vector environments (CartPole, LunarLander, FlappyBird): XRL-Bench's DQN architecture (3 hidden layers of
 # 64) with RL-Zoo-style DQN hyperparameters for LunarLander.
 TABULAR_PIPELINES = {
@@ -366,8 +374,16 @@ def evaluate_policy_returns(policy: Policy | None, env_id: str, n_episodes: int 
     return collect_rollout(env, policy, n_episodes=n_episodes, seed=seed, record_obs=False, record_states=False,
                            max_steps=max_steps, epsilon=epsilon).returns()
 
+def _refill_steps(pipe: Pipeline) -> int:
+    """Env steps an off-policy run collects before its first update: `learning_starts`, counted from the step its own
+    training began (`sa_start` for a warm-started pipeline). A resumed run (whose replay buffer was not saved) waits as
+    long again, rather than fitting its first thousands of updates to a handful of transitions."""
+    hp = pipe.hyperparams
+    return max(0, int(hp.get("learning_starts", 0)) - int(hp.get("sa_start", 0)))
+
 def train_agent(job: TrainJob) -> list[str]:
-    "Train one agent (resuming if a snapshot exists) and write its zoo entries; returns their folders."
+    """Train one agent (resuming if a snapshot exists) and write its zoo entries; returns their folders.
+    An off-policy run resumed from its snapshot refills its replay buffer (`_refill_steps`) before it updates again."""
     from stable_baselines3.common.callbacks import BaseCallback
     torch.set_num_threads(1)
     pipe = PIPELINES[job.pipeline]
@@ -378,6 +394,8 @@ def train_agent(job: TrainJob) -> list[str]:
     env = _make_vec_env(job, pipe.n_envs)
     if snap.exists():
         model = _sb3_class(pipe.algo).load(snap, env=env, device="cpu")
+        if hasattr(model, "learning_starts"):   # SB3 does not save the replay buffer: refill it before updating again
+            model.learning_starts = max(model.learning_starts, model.num_timesteps + _refill_steps(pipe))
     else:
         model = _build_model(job, env)
         if pipe.warm_start: _warm_start(job, model)
@@ -556,10 +574,12 @@ TABULAR_ZOO = dict(seeds=[0], eval_episodes=100,
 # seeded no-op starts), for the saliency benchmark (notebook 31) and XRL-Bench's image states (notebook 40). 1.2M frames
 # = 300k steps each, about 50 min on one CPU core. Evaluated epsilon-greedy with 0.05 (Mnih et al. 2015): in the
 # deterministic emulator a purely greedy DQN can loop (Breakout: never serve again after a lost life).
-# Pong is not here: the same pipeline stayed at random play through 2M frames (500k steps, 94 min of one core over
-# resumed runs, each losing the replay buffer; -20.9 over 30 episodes, random -20.0), so XRL-Bench explains the zoo's PPO Pong agent instead.
-ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5"], pipelines=["dqn"], seeds=[0],
-               checkpoints={"ALE/Breakout-v5": {"dqn": [400_000, 1_200_000]}, "ALE/MsPacman-v5": {"dqn": [400_000, 1_200_000]}},
+# Pong's DQN is "dqn-frequent" (one update per env step, 1.6M frames = 400k steps, about 3.5 h of one core): the "dqn"
+# pipeline stayed at random play on Pong through 2M frames (500k steps, 94 min of one core over resumed runs; -20.9 over
+# 30 episodes, random -20.0).
+ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5", "ALE/Pong-v5"], pipelines=["dqn", "dqn-frequent"], seeds=[0],
+               checkpoints={"ALE/Breakout-v5": {"dqn": [400_000, 1_200_000]}, "ALE/MsPacman-v5": {"dqn": [400_000, 1_200_000]},
+                            "ALE/Pong-v5": {"dqn-frequent": [1_000_000, 1_200_000, 1_600_000]}},
                eval_epsilon=0.05)
 
 # A2C and PPO agents for the time-series study (notebook 50; Fujimoto et al. used RL-Zoo's A2C and PPO on Pong and Breakout):

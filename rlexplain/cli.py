@@ -136,7 +136,7 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
         sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), RIS, next to the paper's values")
         sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state")
     from rlexplain.xrlbench import image_agent, run_image_benchmark
-    for env_id in cfg.image_envs:   # the zoo's DQN, or (Pong) its best agent of another algorithm that beats random play
+    for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
         try: agent, card = image_agent(env_id)
         except LookupError as e: sec.note(f"{env_id} (image): skipped ({e})"); continue
         r = run_image_benchmark(agent, env_id, cfg, card.get("env_kwargs", {}))

@@ -987,14 +987,19 @@ class XRLBenchResult(Result):
     def to_frame(self) -> pd.DataFrame: return self.table.assign(env_id=self.env_id)
 
     def plot(self, metric: str = "AIM", ax=None):
-        "The curves of `metric` over k for each method (its better ranking). Returns the Axes."
+        """The curves of `metric` over k for each method (its better ranking), each method with its own marker and line
+        style so that coinciding curves stay visible; the title says whether lower or higher is better. Returns the Axes."""
         ax = ax or plt.subplots(figsize=(4, 2.6))[1]
         c = self.curves[self.curves.metric == metric]
-        for m, g in c.groupby("method", sort=False):
+        for i, (m, g) in enumerate(c.groupby("method", sort=False)):
             best = self.table.set_index("method").loc[m, f"{metric}_order"]
-            g = g[g.order == best]; ax.plot(g.k, g.score, marker="o", ms=3, lw=1, label=m)
+            g = g[g.order == best]
+            ax.plot(g.k, g.score, marker="osD^vPX"[i % 7], ms=3.5, mfc="none", lw=1, ls=("-", "--", ":", "-.")[i % 4],
+                    alpha=0.85, label=m)
+        cls = {c.name: c for c in (AIM, AUM, PGI, PGU)}.get(metric)
+        better = None if cls is None else ("higher" if cls.higher_is_better else "lower")
         ax.set_xlabel("k", fontsize=8); ax.set_ylabel(metric, fontsize=8); ax.tick_params(labelsize=7)
-        ax.set_title(f"{self.env_id}: {metric}", fontsize=8); ax.legend(fontsize=6)
+        ax.set_title(f"{self.env_id}: {metric}" + (f" ({better} is better)" if better else ""), fontsize=8); ax.legend(fontsize=6)
         return ax
 
 def run_benchmark(policy: Policy,               # the agent
@@ -1138,8 +1143,8 @@ def image_agent(env_id: str,                       # e.g. "ALE/Pong-v5"
                 ) -> tuple[Policy, dict]:
     """`(Policy, card)` of the zoo agent XRL-Bench explains on an image game: the best DQN (the paper's algorithm) when
     its evaluation beats random play (mean at least twice random's when that is positive, else at least half a random-play
-    std above it), otherwise the best agent of any algorithm that does. On Pong that is the zoo's PPO agent: the zoo's
-    DQN pipeline had not learned Pong in 2M frames on a CPU. The card's `algo` and `id` say which agent it is.
+    std above it), otherwise the best agent of any algorithm that does (a zoo without a competent DQN for the game still
+    gets a table). The card's `algo` and `id` say which agent it is.
     Raises `LookupError` if no zoo agent for `env_id` beats random play."""
     from rlexplain.agents import best_zoo_entry, load_agent
     from rlexplain.core import load_json

@@ -67,3 +67,24 @@ def test_sa_regulariser_stays_in_budget_and_raises_the_margin():
     r0 = A.sa_regulariser(net, x, eps=0.0, hinge=100.0); r1 = A.sa_regulariser(net, x, eps=0.05, steps=10, hinge=100.0)
     assert float(r1) >= float(r0)
     with pytest.raises(ValueError, match="steps must be"): A.sa_regulariser(net, x, eps=0.1, steps=0)
+
+
+def test_resumed_off_policy_run_refills_its_replay_buffer(tmp_path, monkeypatch):
+    """SB3 saves no replay buffer, so a run resumed from its snapshot must collect `learning_starts` fresh transitions
+    before its first update (here 300 steps after resuming at 400), instead of fitting a handful of transitions."""
+    from stable_baselines3 import DQN
+    d = A.PIPELINES["dqn"]
+    monkeypatch.setitem(A.PIPELINES, "dqn", dataclasses.replace(d, hyperparams={**d.hyperparams, "learning_starts": 300,
+                                                                                 "buffer_size": 1_000}))
+    assert A._refill_steps(A.PIPELINES["dqn"]) == 300 and A._refill_steps(A.PIPELINES["ppo"]) == 0
+    assert A._refill_steps(A.PIPELINES["sa-ddqn"]) == 5_000   # counted from sa_start, where the SA-DDQN run begins
+    snap = tmp_path / "_resume" / "cartpole-v1" / "dqn" / "seed0.zip"
+    A.train_zoo("CartPole-v1", ["dqn"], [0], [400], root=tmp_path, eval_episodes=1)
+    first = DQN.load(snap, device="cpu"); assert first.num_timesteps == 400 and first._n_updates > 0
+    A.train_zoo("CartPole-v1", ["dqn"], [0], [400, 600], root=tmp_path, eval_episodes=1)
+    resumed = DQN.load(snap, device="cpu")
+    assert resumed.num_timesteps == 600 and resumed.learning_starts == 700
+    assert resumed._n_updates == first._n_updates   # 200 steps after resuming, still refilling: no update yet
+    A.train_zoo("CartPole-v1", ["dqn"], [0], [400, 600, 1000], root=tmp_path, eval_episodes=1)
+    last = DQN.load(snap, device="cpu")   # each resume loses the buffer again: this one refills 600..900, then learns
+    assert last.learning_starts == 900 and last._n_updates == first._n_updates + 100 // 4
