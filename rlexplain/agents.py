@@ -649,8 +649,8 @@ def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matche
                    pipeline: str | None = None, # e.g. "ppo-mpe"; None: any
                    seed: int | None = None,     # one training seed only (its last checkpoint); None: any
                    ) -> str:                    # the entry's folder
-    """The folder of the best zoo agent for `env_id` (and `algo`): among each seed's last checkpoint, the highest
-    evaluated mean return (unevaluated entries last; ties: more frames, then lower seed).
+    """The folder of the best zoo agent for `env_id` (and `algo`): among the last checkpoint of each training run (one
+    pipeline and seed), the highest evaluated mean return (unevaluated entries last; ties: more frames, then lower seed).
     Raises `LookupError` if the zoo has no such agent."""
     z = list_zoo(root)
     if len(z):
@@ -659,7 +659,7 @@ def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matche
     if z.empty:
         what = " ".join(w for w in (algo, pipeline, f"seed {seed}" if seed is not None else None) if w)
         raise LookupError(f"the zoo has no {what + ' ' if what else ''}agent for {env_id}; train one with `rlexplain zoo train`.")
-    z = z[z.frames == z.groupby("seed").frames.transform("max")]
+    z = z[z.frames == z.groupby(["pipeline", "seed"]).frames.transform("max")]   # a run's last checkpoint, per pipeline
     z = z.sort_values(["return_mean", "frames", "seed"], ascending=[False, False, True], na_position="last")
     return str(z.iloc[0].path)
 

@@ -106,7 +106,7 @@ def test_tabular_zoo_is_competent(zoo, env_id):
 def test_best_zoo_entry_picks_the_best_last_checkpoint(zoo):
     from rlexplain.agents import best_zoo_entry, load_best_agent
     z = zoo[(zoo.env_id == DEMO_ZOO["env_id"]) & (zoo.algo == "dqn")]
-    last = z[z.frames == z.groupby("seed").frames.transform("max")]
+    last = z[z.frames == z.groupby(["pipeline", "seed"]).frames.transform("max")]
     path = best_zoo_entry(DEMO_ZOO["env_id"], "dqn")
     assert path == last.loc[last.return_mean.idxmax(), "path"]
     assert best_zoo_entry(DEMO_ZOO["env_id"].upper(), "dqn") == path   # env ids match case-insensitively
@@ -114,6 +114,22 @@ def test_best_zoo_entry_picks_the_best_last_checkpoint(zoo):
     assert card["frames"] == last.frames.max() and pol.n_actions == card["n_actions"]
     with pytest.raises(LookupError, match="no dqn agent for ALE/Nope-v5"):
         best_zoo_entry("ALE/Nope-v5", "dqn")
+
+
+def test_best_zoo_entry_compares_runs_of_every_pipeline(tmp_path):
+    """A hand-made zoo of cards: seed 0 of pipeline "long" ends at 16M frames with -10, seed 0 of "short" at 4M frames with
+    -5 (its 2M checkpoint scored 0, but is not its last). The best last checkpoint is "short" at 4M: a seed's checkpoints
+    of different pipelines are different runs, and a longer run of one pipeline must not hide another's."""
+    from rlexplain.agents import best_zoo_entry, entry_dir
+    from rlexplain.core import save_json
+    for pipe, algo, frames, mean in (("long", "a2c", 16_000_000, -10.0), ("short", "ppo", 2_000_000, 0.0),
+                                     ("short", "ppo", 4_000_000, -5.0)):
+        d = entry_dir(tmp_path, "ALE/Pong-v5", pipe, 0, frames); d.mkdir(parents=True)
+        save_json(d / "card.json", {"id": f"ale-pong-v5/{pipe}/seed0/{frames}", "env_id": "ALE/Pong-v5", "pipeline": pipe,
+                                    "algo": algo, "seed": 0, "frames": frames, "env_steps": frames // 4,
+                                    "evaluation": {"mean": mean, "std": 1.0, "random_mean": -20.0, "random_std": 1.0}})
+    assert best_zoo_entry("ALE/Pong-v5", root=tmp_path) == str(entry_dir(tmp_path, "ALE/Pong-v5", "short", 0, 4_000_000))
+    assert best_zoo_entry("ALE/Pong-v5", "a2c", root=tmp_path) == str(entry_dir(tmp_path, "ALE/Pong-v5", "long", 0, 16_000_000))
 
 
 def test_mpe_teams_are_complete_and_beat_random(zoo):
