@@ -245,7 +245,7 @@ ATARI_PIPELINES["sa-ddqn"] = Pipeline("sa-ddqn", "sa-ddqn", {**_DDQN, "learning_
 
 # "dqn-frequent": the compact-CNN DQN with one update per env step, a 10k-transition buffer and Adam at 1e-4 (the small-buffer
 # Pong recipe of Lapan, Deep RL Hands-On, ch. 6). "dqn" (one update per 4 steps) stayed at random play on Pong through 2M
-# frames; this one beats random play from 1M frames on. SB3's exploration_fraction is relative to the run's last checkpoint:
+# frames; this one reached -6.3 at 1.6M frames (random play -20.0). SB3's exploration_fraction is relative to the run's last checkpoint:
 # with the zoo's 1.6M frames (400k steps) epsilon falls from 1 to 0.02 over the first 100k steps.
 ATARI_PIPELINES["dqn-frequent"] = Pipeline("dqn-frequent", "dqn", dict(buffer_size=10_000, learning_rate=1e-4, batch_size=32,
     learning_starts=10_000, target_update_interval=1_000, train_freq=1, gradient_steps=1, exploration_fraction=0.25,
@@ -574,7 +574,7 @@ TABULAR_ZOO = dict(seeds=[0], eval_episodes=100,
 # seeded no-op starts), for the saliency benchmark (notebook 31) and XRL-Bench's image states (notebook 40). 1.2M frames
 # = 300k steps each, about 50 min on one CPU core. Evaluated epsilon-greedy with 0.05 (Mnih et al. 2015): in the
 # deterministic emulator a purely greedy DQN can loop (Breakout: never serve again after a lost life).
-# Pong's DQN is "dqn-frequent" (one update per env step, 1.6M frames = 400k steps, about 3.5 h of one core): the "dqn"
+# Pong's DQN is "dqn-frequent" (one update per env step, 1.6M frames = 400k steps, about 3.2 h of one core): the "dqn"
 # pipeline stayed at random play on Pong through 2M frames (500k steps, 94 min of one core over resumed runs; -20.9 over
 # 30 episodes, random -20.0).
 ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5", "ALE/Pong-v5"], pipelines=["dqn", "dqn-frequent"], seeds=[0],
