@@ -991,12 +991,12 @@ class XRLBenchResult(Result):
         style so that coinciding curves stay visible; the title says whether lower or higher is better. Returns the Axes."""
         ax = ax or plt.subplots(figsize=(4, 2.6))[1]
         c = self.curves[self.curves.metric == metric]
+        best = self.table.set_index("method")[f"{metric}_order"]   # each method's better ranking (abs or raw)
         for i, (m, g) in enumerate(c.groupby("method", sort=False)):
-            best = self.table.set_index("method").loc[m, f"{metric}_order"]
-            g = g[g.order == best]
+            g = g[g.order == best[m]]
             ax.plot(g.k, g.score, marker="osD^vPX"[i % 7], ms=3.5, mfc="none", lw=1, ls=("-", "--", ":", "-.")[i % 4],
                     alpha=0.85, label=m)
-        cls = {c.name: c for c in (AIM, AUM, PGI, PGU)}.get(metric)
+        cls = FIDELITY_METRICS.get(metric)
         better = None if cls is None else ("higher" if cls.higher_is_better else "lower")
         ax.set_xlabel("k", fontsize=8); ax.set_ylabel(metric, fontsize=8); ax.tick_params(labelsize=7)
         ax.set_title(f"{self.env_id}: {metric}" + (f" ({better} is better)" if better else ""), fontsize=8); ax.legend(fontsize=6)

@@ -216,3 +216,19 @@ def test_tabularshap_thread_count_does_not_change_values():
     two = TabularSHAP(pol, X, explain_jobs=2).explain(X[:50])
     np.testing.assert_array_equal(one.importance, two.importance)
     assert TabularSHAP(pol, X).explain_jobs >= 1
+
+
+def test_benchmark_plot_names_the_better_direction_and_keeps_methods_apart():
+    "XRLBenchResult.plot: one line per method, each in its own style; the title says AIM/PGU lower, AUM/PGI higher is better."
+    import matplotlib.pyplot as plt
+    from rlexplain.xrlbench import run_benchmark
+    torch.manual_seed(0)
+    X = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
+    r = run_benchmark(Policy.from_module(nn.Linear(4, 3), (4,), device="cpu"), X, X[:20], methods=("IG", "PS", "SARFA"), n_ris=0)
+    for metric, better in (("AIM", "lower"), ("AUM", "higher"), ("PGI", "higher"), ("PGU", "lower")):
+        ax = r.plot(metric)
+        assert ax.get_title().endswith(f"{metric} ({better} is better)"), ax.get_title()
+        lines = ax.get_lines()
+        assert [l.get_label() for l in lines] == ["IG", "PS", "SARFA"]
+        assert len({(l.get_marker(), l.get_linestyle()) for l in lines}) == 3
+        plt.close(ax.figure)
