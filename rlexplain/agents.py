@@ -37,6 +37,7 @@ from .envs import collect_rollout, is_multiagent, make_env, make_parallel_env, t
 
 # %% ../nbs/02_agents.ipynb #1a760056
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 class CompactCNN(BaseFeaturesExtractor):
     "Small Atari feature extractor: `(B, 4, 84, 84)` float -> `(B, features_dim)`; conv 16@8/4, 32@4/2, 32@3/1, dense."
@@ -383,7 +384,8 @@ def _refill_steps(pipe: Pipeline) -> int:
 
 def train_agent(job: TrainJob) -> list[str]:
     """Train one agent (resuming if a snapshot exists) and write its zoo entries; returns their folders.
-    An off-policy run resumed from its snapshot refills its replay buffer (`_refill_steps`) before it updates again."""
+    An off-policy run resumed from its snapshot refills its replay buffer (`_refill_steps`) before it updates again.
+    Raises `ValueError` if a resumed run is already past a checkpoint (frames) that has no zoo entry."""
     from stable_baselines3.common.callbacks import BaseCallback
     torch.set_num_threads(1)
     pipe = PIPELINES[job.pipeline]
@@ -394,7 +396,14 @@ def train_agent(job: TrainJob) -> list[str]:
     env = _make_vec_env(job, pipe.n_envs)
     if snap.exists():
         model = _sb3_class(pipe.algo).load(snap, env=env, device="cpu")
-        if hasattr(model, "learning_starts"):   # SB3 does not save the replay buffer: refill it before updating again
+        passed = [f for s, f in zip(ckpt_steps, job.checkpoints)
+                  if s < model.num_timesteps and not (entry_dir(root, job.env_id, job.pipeline, job.seed, f) / "card.json").exists()]
+        if passed:   # the checkpoint callback would save today's weights under these earlier names
+            env.close()
+            raise ValueError(f"{job.pipeline} seed {job.seed} on {job.env_id} resumes at {model.num_timesteps:,} steps "
+                             f"({model.num_timesteps * fps:,} frames), past checkpoints {passed} that it never wrote; "
+                             f"drop them from --checkpoints, or delete {snap} to train from scratch.")
+        if isinstance(model, OffPolicyAlgorithm):   # SB3 does not save the replay buffer: refill it before updating again
             model.learning_starts = max(model.learning_starts, model.num_timesteps + _refill_steps(pipe))
     else:
         model = _build_model(job, env)
@@ -577,7 +586,7 @@ TABULAR_ZOO = dict(seeds=[0], eval_episodes=100,
 # Pong's DQN is "dqn-frequent" (one update per env step, 1.6M frames = 400k steps, about 3.2 h of one core): the "dqn"
 # pipeline stayed at random play on Pong through 2M frames (500k steps, 94 min of one core over resumed runs; -20.9 over
 # 30 episodes, random -20.0).
-ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5", "ALE/Pong-v5"], pipelines=["dqn", "dqn-frequent"], seeds=[0],
+ALE_ZOO = dict(env_ids=["ALE/Breakout-v5", "ALE/MsPacman-v5", "ALE/Pong-v5"], seeds=[0],
                checkpoints={"ALE/Breakout-v5": {"dqn": [400_000, 1_200_000]}, "ALE/MsPacman-v5": {"dqn": [400_000, 1_200_000]},
                             "ALE/Pong-v5": {"dqn-frequent": [1_000_000, 1_200_000, 1_600_000]}},
                eval_epsilon=0.05)

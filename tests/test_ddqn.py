@@ -88,3 +88,13 @@ def test_resumed_off_policy_run_refills_its_replay_buffer(tmp_path, monkeypatch)
     A.train_zoo("CartPole-v1", ["dqn"], [0], [400, 600, 1000], root=tmp_path, eval_episodes=1)
     last = DQN.load(snap, device="cpu")   # each resume loses the buffer again: this one refills 600..900, then learns
     assert last.learning_starts == 900 and last._n_updates == first._n_updates + 100 // 4
+
+
+def test_resume_refuses_checkpoints_it_has_already_passed(tmp_path):
+    """A run resumed at 400 steps with a checkpoint list that now includes 200 (never written) would save its 400-step
+    weights under the 200-step name; train_agent refuses and names the checkpoint instead."""
+    A.train_zoo("CartPole-v1", ["ppo"], [0], [512], root=tmp_path, eval_episodes=1)
+    job = A.TrainJob(pipeline="ppo", env_id="CartPole-v1", seed=0, checkpoints=(200, 512, 1024), root=str(tmp_path))
+    with pytest.raises(ValueError, match=r"past checkpoints \[200\] that it never wrote"):
+        A.train_agent(job)
+    assert not A.entry_dir(tmp_path, "CartPole-v1", "ppo", 0, 200).exists()
