@@ -988,7 +988,10 @@ class XRLBenchResult(Result):
 
     def plot(self, metric: str = "AIM", ax=None):
         """The curves of `metric` over k for each method (its better ranking), each method with its own marker and line
-        style so that coinciding curves stay visible; the title says whether lower or higher is better. Returns the Axes."""
+        style so that coinciding curves stay visible; the title says whether lower or higher is better. Returns the Axes.
+        Raises `ValueError` if this result has no curves of `metric`."""
+        if metric not in set(self.curves.metric):
+            raise ValueError(f"this result has no {metric!r} curves; it has {sorted(set(self.curves.metric))}.")
         ax = ax or plt.subplots(figsize=(4, 2.6))[1]
         c = self.curves[self.curves.metric == metric]
         best = self.table.set_index("method")[f"{metric}_order"]   # each method's better ranking (abs or raw)

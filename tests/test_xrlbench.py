@@ -232,3 +232,4 @@ def test_benchmark_plot_names_the_better_direction_and_keeps_methods_apart():
         assert [l.get_label() for l in lines] == ["IG", "PS", "SARFA"]
         assert len({(l.get_marker(), l.get_linestyle()) for l in lines}) == 3
         plt.close(ax.figure)
+    with pytest.raises(ValueError, match="no 'RIS' curves"): r.plot("RIS")
