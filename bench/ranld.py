@@ -14,7 +14,16 @@ that building it costs little more than A itself. Reported per run:
 
 Nothing is asserted. The machine is shared with other jobs: the load average is printed.
 
+`--switch` instead measures where `method="auto"` should switch from the exact Gram route to Lanczos (ARPACK
+`eigsh` on a LinearOperator): for each n, the median of `--repeats` in-process timings of what `ranld()` does with its
+gradient matrix (the direction and the top 5 eigenvalues) by each route, the double decomposition that `ranld()`
+did before (the Gram eigh twice: once for G_S, once for the eigenvalues), and the largest absolute difference of the
+directions (up to sign) and the relative difference of the eigenvalues against the Gram route. `--real` uses the
+gradients of the zoo's Toybox Breakout DQN on its own visited states instead of the synthetic matrix (`--spectrum
+flat` makes the synthetic top eigenvalues nearly equal, the hard case for Lanczos).
+
     python bench/ranld.py [--n 1000 10000] [--d 28224] [--threads 1] [--grads 256]
+    python bench/ranld.py --switch [--n 25 50 100 200 400 800 1600] [--d 28224] [--real] [--spectrum flat]
 """
 import argparse
 import json
@@ -38,7 +47,10 @@ def rss_bytes() -> int:
     return 0
 
 
-def synthetic(n: int, d: int, seed: int = 0):
+SPECTRA = {"steep": [8.0, 4, 3, 2, 1.5, 1.2, 1.1, 1.0], "flat": [1.0, 0.98, 0.96, 0.95, 0.94, 0.93, 0.92, 0.91]}
+
+
+def synthetic(n: int, d: int, seed: int = 0, spectrum: str = "steep"):
     import torch
     g = torch.Generator().manual_seed(seed)
     basis = torch.randn(8, d, generator=g) / d ** 0.5
@@ -46,8 +58,68 @@ def synthetic(n: int, d: int, seed: int = 0):
     for i in range(0, n, 500):            # in place: no (n, d) temporaries, so building A barely raises the peak
         m = min(500, n - i); rows = A[i:i + m]
         torch.randn(m, d, generator=g, out=rows); rows.mul_(0.01)
-        rows.addmm_(torch.randn(m, 8, generator=g) * torch.tensor([8.0, 4, 3, 2, 1.5, 1.2, 1.1, 1.0]), basis)
+        rows.addmm_(torch.randn(m, 8, generator=g) * torch.tensor(SPECTRA[spectrum]), basis)
     return A
+
+
+def real_gradients(n: int):
+    "nld_gradients of the zoo's Toybox Breakout DQN on n of its own visited states ((n, 28224) float32)."
+    from pathlib import Path
+    from rlexplain.agents import list_zoo, load_agent
+    from rlexplain.core import load_json
+    from rlexplain.envs import collect_rollout, make_env
+    from rlexplain.ranld import nld_gradients
+    zoo = list_zoo(); z = zoo[(zoo.algo == "dqn") & (zoo.env_id == "toybox/Breakout")].sort_values("frames", ascending=False)
+    if not len(z): raise SystemExit("--real needs the zoo's toybox/Breakout DQN")
+    pol = load_agent(z.iloc[0].path, device="cpu"); card = load_json(Path(z.iloc[0].path) / "card.json")
+    env = make_env(card["env_id"], **card.get("env_kwargs", {}))
+    ro = collect_rollout(env, pol, n_episodes=50, seed=0, max_steps=max(200, n // 4), record_states=False, epsilon=0.05)
+    return nld_gradients(pol, ro.obs[:n]), z.iloc[0].id
+
+
+def machine() -> str:
+    import platform
+    import torch
+    cpu = "?"
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{platform.node()} | {cpu} | {os.cpu_count()} logical CPUs | torch {torch.__version__}, "
+            f"{torch.get_num_threads()} thread(s) | load average {os.getloadavg()[0]:.2f}")
+
+
+def switch_point(ns, d: int, threads: int, repeats: int, real: bool, spectrum: str):
+    "Median seconds per route and n, and the agreement of the routes (see the module docstring)."
+    import torch
+    torch.set_num_threads(threads)
+    from rlexplain.ranld import _decompose, _exact_top, principal_direction
+    print(machine())
+    if real:
+        A_all, who = real_gradients(max(ns)); print(f"gradients of {who} on its own visited states, d = {A_all.shape[1]:,}")
+    hdr = (f"{'n':>6} {'d':>6} {'2x Gram (before)':>17} {'Gram once':>10} {'Lanczos':>8} {'faster':>8} "
+           f"{'max|dz| L vs G':>15} {'max rel dλ':>11} {'λ2/λ1':>7}")
+    print(hdr); print("-" * len(hdr))
+    rows = []
+    for n in ns:
+        A = A_all[:n].contiguous() if real else synthetic(n, d, spectrum=spectrum)
+        def t(f):
+            ts = []
+            for _ in range(repeats):
+                t0 = time.perf_counter(); out = f(); ts.append(time.perf_counter() - t0)
+            return float(np.median(ts)), out
+        tb, _ = t(lambda: (principal_direction(A, "gram"), _exact_top(A, 5)))
+        tg, (zg, _, eg) = t(lambda: _decompose(A, "gram", 0, 5))
+        tl, (zl, _, el) = t(lambda: _decompose(A, "lanczos", 0, 5))
+        dz = float(min((zl - zg).abs().max(), (zl + zg).abs().max()))
+        de = float(np.max(np.abs(el - eg) / np.maximum(eg, 1e-30)))
+        print(f"{n:>6} {A.shape[1]:>6} {tb:>16.3f}s {tg:>9.3f}s {tl:>7.3f}s {'lanczos' if tl < tg else 'gram':>8} "
+              f"{dz:>15.2e} {de:>11.2e} {eg[1] / eg[0]:>7.3f}")
+        rows.append((n, tg, tl))
+    sw = [n for n, tg, tl in rows if tl < tg]
+    print(f"Lanczos faster from n = {min(sw) if sw else 'never'} in this run; ranld's 'auto' switches at "
+          f"min(n, d) > LANCZOS_MIN (rlexplain.ranld).")
+    print(machine())
 
 
 def one(n: int, d: int, method: str, out: str, threads: int):
@@ -91,10 +163,17 @@ def main():
                     "lanczos lowrank above (the exact routes cost O(n^2 d))")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--grads", type=int, default=256, help="also time nld_gradients on this many states (0 skips)")
+    ap.add_argument("--switch", action="store_true", help="measure the Gram / Lanczos switch point instead")
+    ap.add_argument("--repeats", type=int, default=3, help="--switch: timings per route and n (median)")
+    ap.add_argument("--real", action="store_true", help="--switch: real gradients of the zoo's Toybox Breakout DQN")
+    ap.add_argument("--spectrum", choices=sorted(SPECTRA), default="steep", help="--switch: synthetic top spectrum")
     ap.add_argument("--one", nargs=3, metavar=("N", "METHOD", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
         return one(int(a.one[0]), a.d, a.one[1], a.one[2], a.threads)
+    if a.switch:
+        return switch_point(a.n if a.n != [1000, 10000] else [25, 50, 100, 200, 400, 800, 1600], a.d, a.threads, a.repeats,
+                            a.real, a.spectrum)
 
     env = {**os.environ, "OMP_NUM_THREADS": str(a.threads), "OPENBLAS_NUM_THREADS": str(a.threads),
            "MKL_NUM_THREADS": str(a.threads)}

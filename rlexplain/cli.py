@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Callable
 
 # %% auto #0
-__all__ = ['DEMOS', 'Section', 'write_report', 'run_demo', 'api_html', 'math_to_mathml', 'render_docs', 'render_readme',
-           'build_parser', 'main']
+__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'Section', 'write_report', 'run_demo', 'api_html', 'math_to_mathml',
+           'render_docs', 'render_readme', 'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
 import matplotlib
 import pandas as pd
 
 from .agents import load_best_agent
-from .core import atomic_write, get_scale, load_json, save_json, save_table
+from .core import ConfigMismatchError, RunDir, atomic_write, get_scale, load_json, save_json, save_table
 
 # %% ../nbs/90_cli.ipynb #40c95c78
 class Section:
@@ -53,12 +53,39 @@ class Section:
 
     def note(self, text: str): self.items.append(("note", text, ""))
 
+BOARD_SHOWN = ["id", "paper", "where", "claim", "paper_value", "ours", "interval", "n", "verdict", "why"]
+
+def _scoreboard_html(out: Path) -> str:
+    """The reproduction scoreboard of run `out` as HTML (`rlexplain.scoreboard.score_run` / `summary_line`), also saved
+    as `out/scoreboard.csv`; empty when the package has no scoreboard module, a note when scoring fails."""
+    try: from rlexplain import scoreboard
+    except ImportError: return ""
+    try:
+        board = scoreboard.score_run(out); line = scoreboard.summary_line(board)
+    except Exception as e:   # the report of a run must never fail because its scoring does
+        return f"<h2 id='scoreboard'>Reproduction scoreboard</h2><p><em>not scored: {html.escape(type(e).__name__)}: {html.escape(str(e))}</em></p>"
+    atomic_write(out / "scoreboard.csv", board.to_csv(index=False))
+    fig = ""
+    if hasattr(scoreboard, "plot"):
+        try:
+            import matplotlib.pyplot as plt
+            ax = scoreboard.plot(board); buf = io.BytesIO(); ax.figure.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+            plt.close(ax.figure); fig = f'<img src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}" alt="verdicts per paper">'
+        except Exception: fig = ""
+    cols = [c for c in BOARD_SHOWN if c in board.columns]
+    return (f"<h2 id='scoreboard'>Reproduction scoreboard</h2><p><strong>{html.escape(line)}</strong></p>{fig}"
+            + board[cols].to_html(index=False, border=0, classes="tbl", na_rep="–")
+            + "<p><em>Every claim of the five papers scored against this run (also in <a href='scoreboard.csv'>scoreboard.csv</a>; "
+              "<code>rlexplain scoreboard RUN_DIR</code> prints it).</em></p>")
+
 def write_report(out: str | Path, sections: list[Section], title: str = "rlexplain demo run",
                  max_rows: int = 40,  # longer tables show their first rows and link to the full CSV
                  ) -> Path:
-    "Write `out/report.html`: every section's text, tables (HTML) and figures (embedded PNG). Works offline."
-    out = Path(out); parts = []
-    toc = "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>' for s in sections)
+    """Write `out/report.html`: the reproduction scoreboard first (when `rlexplain.scoreboard` is installed), then every
+    section's text, tables (HTML) and figures (embedded PNG). Works offline."""
+    out = Path(out); parts = [_scoreboard_html(out)]
+    toc = ("<li><a href='#scoreboard'>Reproduction scoreboard</a></li>" if parts[0] else "") + \
+          "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a></li>' for s in sections)
     for s in sections:
         parts.append(f'<h2 id="{s.key}">{html.escape(s.title)}</h2><p>{html.escape(s.text)}</p>')
         for kind, caption, path in s.items:
@@ -84,7 +111,8 @@ def write_report(out: str | Path, sections: list[Section], title: str = "rlexpla
 def _demo_ir(sec: Section, scale: str, executor=None, max_workers: int = 1):
     from rlexplain.ir import IRConfig, run_ir
     cfg = IRConfig.from_scale(scale)
-    study = run_ir(cfg, run_dir=sec.dir / "run", executor=executor, max_workers=max_workers)
+    rd = RunDir(sec.dir / "run", config=cfg, force=getattr(sec, "force", False))   # a rerun never mixes configurations
+    study = run_ir(cfg, run_dir=rd.path, executor=executor, max_workers=max_workers)
     sec.table("ir_table", study.table(), "Tables 5-7 analogue: mean R of unintervened (original), intervened and normalised cells per pipeline and checkpoint, with mean return")
     sec.table("ir_cells", study.to_frame(), "every (intervention, state) cell")
     for g in cfg.games:
@@ -219,27 +247,54 @@ DEMOS: dict[str, tuple[str, str, str]] = {
 def _resolve(spec: str) -> Callable:
     mod, fn = spec.split(":"); return getattr(importlib.import_module(mod), fn)
 
+# rough seconds per demo job on 2 cores, used for the time-left estimate until a run of this folder has measured them
+DEMO_SECONDS = {"ir": 240, "ranld": 200, "saliency": 40, "xrlbench": 300, "saliency_bench": 300, "timeseries": 240,
+                "switching": 120, "compare": 180}
+
+def _eta(keys: list[str], i: int, spent: dict, out: Path) -> str:
+    "'about N min left': the remaining jobs' earlier measured (or typical) times, scaled by this run's pace so far."
+    def guess(k):
+        done = out / k / "done.json"
+        try: return float(load_json(done)["seconds"])
+        except (FileNotFoundError, KeyError, TypeError, ValueError): return float(DEMO_SECONDS.get(k, 120))
+    ran = [k for k in keys[:i] if k in spent]
+    pace = (sum(spent[k] for k in ran) / max(sum(guess(k) for k in ran), 1e-9)) if ran else 1.0
+    left = pace * sum(guess(k) for k in keys[i:])
+    return f"about {left / 60:.0f} min left" if left >= 90 else f"about {left:.0f} s left"
+
 def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale: str | None = None,
              executor=None, max_workers: int = 1, force: bool = False) -> Path:
     """Run every registered method's demo job (or those in `only`) into `out` and write `out/report.html`.
-    Raises `ValueError` for unknown method keys; a failing job is reported in the report and re-raised at the end."""
+
+    Each job's folder `out/<key>/` records its configuration (job and scale, `RunDir`): a rerun at another scale
+    raises `ConfigMismatchError` before any work, naming the differing fields; `force=True` deletes the selected jobs'
+    folders first, so that every unit of those methods is recomputed. One overall progress line per job gives the
+    time spent and an estimate of the time left. Raises `ValueError` for unknown method keys; a failing job is
+    reported in the report and re-raised at the end."""
+    import shutil
     matplotlib.use("Agg")
     scale = scale or get_scale(); os.environ["RLEXPLAIN_SCALE"] = scale
     keys = list(DEMOS) if not only else list(only)
     unknown = [k for k in keys if k not in DEMOS]
     if unknown: raise ValueError(f"unknown demo jobs {unknown}; expected some of {list(DEMOS)}.")
-    out = Path(out); sections, errors = [], []
-    for k in keys:
+    out = Path(out); sections, errors, spent = [], [], {}
+    for k in keys:   # every check before any work
+        if force and (out / k).exists(): shutil.rmtree(out / k)
+        RunDir(out / k, config={"job": k, "scale": scale})
+    t_start = time.time()
+    for i, k in enumerate(keys):
         title, text, fn = DEMOS[k]
-        sec = Section(out, k, title, text); done = sec.dir / "done.json"
-        if done.exists() and not force:
+        sec = Section(out, k, title, text); done = sec.dir / "done.json"; sec.force = force
+        if done.exists():
             sec.items = [tuple(x) for x in load_json(done)["items"]]; sections.append(sec)
-            print(f"[rlexplain demo] {k}: done earlier, skipped (use --force to redo)"); continue
-        t0 = time.time(); print(f"[rlexplain demo] {k}: running at {scale} scale ...", flush=True)
+            print(f"[rlexplain demo] {i + 1}/{len(keys)} {k}: done earlier, skipped (use --force to redo)", flush=True); continue
+        t0 = time.time(); print(f"[rlexplain demo] {i + 1}/{len(keys)} {k}: running at {scale} scale ...", flush=True)
         try:
             _resolve(fn)(sec, scale, executor=executor, max_workers=max_workers)
-            save_json(done, {"items": sec.items, "seconds": round(time.time() - t0, 1)})
-            print(f"[rlexplain demo] {k}: finished in {time.time() - t0:.0f} s", flush=True)
+            spent[k] = time.time() - t0
+            save_json(done, {"items": sec.items, "seconds": round(spent[k], 1)})
+            print(f"[rlexplain demo] {i + 1}/{len(keys)} {k}: finished in {spent[k]:.0f} s; {time.time() - t_start:.0f} s so far, "
+                  f"{_eta(keys, i + 1, spent, out)}", flush=True)
         except Exception as e:  # keep going: the report says what failed
             import traceback
             sec.note(f"FAILED: {type(e).__name__}: {e}"); errors.append((k, e)); traceback.print_exc()
@@ -351,21 +406,31 @@ def _csv_ints(s: str) -> list[int]:
 
 def _csv(s: str) -> list[str]: return [x.strip() for x in s.split(",") if x.strip()]
 
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    "Defaults in the help, and examples (epilogs) kept as written."
+
+def _method_cmds() -> dict[str, str]:
+    "Subcommand -> demo job key for every method with a demo job (all but `ir`, which has its own options)."
+    return {k.replace("_", "-"): k for k in DEMOS if k != "ir"}
+
 def build_parser() -> argparse.ArgumentParser:
-    "The `rlexplain` argument parser (every option documented in `--help`)."
+    "The `rlexplain` argument parser (every option documented in `--help`; every subcommand with a runnable example)."
     p = argparse.ArgumentParser(prog="rlexplain", description="Explain and stress-test deep RL agents: the demo run, docs, the zoo and each method.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                epilog="A mistake in the arguments or the inputs prints one line 'rlexplain: error: ...' and exits with 2;\n"
+                                       "--debug (anywhere on the line) shows the Python traceback instead.", formatter_class=_Formatter)
+    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     sub = p.add_subparsers(dest="cmd", required=True)
-    par = dict(formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    par = dict(formatter_class=_Formatter)
     def common(q):
         q.add_argument("--workers", type=int, default=1, help="parallel worker processes for independent jobs (1 = in-process)")
         q.add_argument("--dask", metavar="ADDRESS", default=None, help="run jobs on a dask.distributed scheduler at ADDRESS instead of local processes")
         q.add_argument("--scale", choices=["demo", "paper"], default=None, help="experiment scale (default: $RLEXPLAIN_SCALE or demo)")
 
-    d = sub.add_parser("demo", help="run every method at demo scale; write figures, tables and report.html", **par)
+    d = sub.add_parser("demo", help="run every method at demo scale; write figures, tables and report.html",
+                       epilog="example: rlexplain demo --out runs/demo --only saliency,xrlbench", **par)
     d.add_argument("--out", default="runs/demo", help="run directory (reruns resume and skip finished methods)")
     d.add_argument("--only", type=_csv, default=None, help=f"comma-separated subset of: {', '.join(DEMOS)}")
-    d.add_argument("--force", action="store_true", help="redo methods that finished in an earlier run")
+    d.add_argument("--force", action="store_true", help="redo the selected methods from scratch: every unit, even those an earlier or another configuration's run saved")
     d.add_argument("--docs", action="store_true", help="also render the docs (every notebook executed, with its API) into OUT/docs")
     common(d)
 
@@ -400,9 +465,11 @@ def build_parser() -> argparse.ArgumentParser:
     ze.add_argument("--force", action="store_true", help="re-evaluate entries that have an evaluation")
     ze.add_argument("--epsilon", type=float, default=0.0, help="epsilon-greedy evaluation (0.05 for ALE DQN agents, Mnih et al. 2015)")
 
-    i = sub.add_parser("ir", help="interventional robustness study on zoo agents (Mott et al. 2023)", **par)
-    i.add_argument("--out", default="runs/ir", help="run directory (a rerun resumes)")
-    i.add_argument("--games", type=_csv, default=None, help="comma-separated Toybox games, e.g. toybox/Breakout,toybox/Amidar")
+    i = sub.add_parser("ir", help="interventional robustness study on zoo agents (Mott et al. 2023)",
+                       epilog="example: rlexplain ir --out runs/ir --games toybox/Breakout --pipelines dqn,ppo --states 5", **par)
+    i.add_argument("--out", default="runs/ir", help="run directory (a rerun with the same options resumes; other options are refused, see --force)")
+    i.add_argument("--force", action="store_true", help="recompute every unit, replacing the results of another configuration in --out")
+    i.add_argument("--games", type=_csv, default=None, help="comma-separated Toybox games with agents in the zoo, e.g. toybox/Breakout")
     i.add_argument("--pipelines", type=_csv, default=None, help="comma-separated pipelines")
     i.add_argument("--checkpoints", type=_csv_ints, default=None, help="comma-separated frames (default: every checkpoint in the zoo)")
     i.add_argument("--agents", type=int, default=None, help="measured agents per pipeline (seeds 1..n; seed 0 samples the states)")
@@ -413,13 +480,58 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where interventions apply: each sampled state (paper's text), the start state, or per intervention as the paper's code did")
     i.add_argument("--zoo", default=None, help="zoo folder")
     common(i)
+
+    for cmd, key in _method_cmds().items():
+        title, text, _ = DEMOS[key]
+        m = sub.add_parser(cmd, help=title, description=f"{title}: {text} Runs the method's demo job at the chosen scale "
+                           f"and writes its tables, figures and report.html into --out.", epilog=f"example: rlexplain {cmd} --out runs/{key}", **par)
+        m.add_argument("--out", default=f"runs/{key}", help="run directory (a rerun resumes; another scale is refused, see --force)")
+        m.add_argument("--force", action="store_true", help="recompute every unit of the method")
+        common(m)
+
+    sb = sub.add_parser("scoreboard", help="score a finished run against the papers' claims: reproduced, not reproduced, not comparable, not run",
+                        epilog="example: rlexplain scoreboard runs/demo", **par)
+    sb.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by `rlexplain demo` (or a method's subcommand)")
+    sb.add_argument("--csv", default=None, help="also write the whole board to this CSV file")
     return p
 
+_USER_ERRORS = (ValueError, TypeError, LookupError, FileNotFoundError, NotADirectoryError, PermissionError)
+
 def main(argv: list[str] | None = None) -> int:
-    "Entry point of the `rlexplain` command."
+    """Entry point of the `rlexplain` command. A user's mistake (`ValueError`, `TypeError`, `LookupError`, a missing file,
+    `ConfigMismatchError`) prints one line `rlexplain: error: ...` to stderr and returns 2; `--debug` re-raises it
+    with its traceback. Returns 0 on success."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv; argv = [a for a in argv if a != "--debug"]
     args = build_parser().parse_args(argv)
+    try: return _run(args)
+    except _USER_ERRORS as e:
+        if debug: raise
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"rlexplain: error: {' '.join(str(msg).split())} (--debug shows the traceback)", file=sys.stderr)
+        return 2
+
+def _print_board(board: pd.DataFrame, line: str):
+    cols = [c for c in BOARD_SHOWN if c in board.columns and c not in ("claim", "why")]
+    print(line)
+    with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 40):
+        print(board[cols].to_string(index=False))
+
+def _run(args) -> int:
     if getattr(args, "scale", None): os.environ["RLEXPLAIN_SCALE"] = args.scale
     if not sys.stderr.isatty(): os.environ.setdefault("TQDM_MININTERVAL", "30")  # a log file gets a progress line per 30 s, not per item
+    if args.cmd in _method_cmds():
+        print("[rlexplain]", run_demo(args.out, [_method_cmds()[args.cmd]], args.scale, _executor(args), args.workers, args.force))
+        return 0
+    if args.cmd == "scoreboard":
+        try: from rlexplain import scoreboard
+        except ImportError: raise LookupError("this installation has no rlexplain.scoreboard module") from None
+        if not Path(args.run_dir).is_dir():
+            raise FileNotFoundError(f"no run directory {args.run_dir}; make one with `rlexplain demo --out {args.run_dir}`.")
+        board = scoreboard.score_run(args.run_dir)
+        _print_board(board, scoreboard.summary_line(board))
+        if args.csv: print("[rlexplain] wrote", atomic_write(args.csv, board.to_csv(index=False)))
+        return 0
     if args.cmd == "demo":
         run_demo(args.out, args.only, args.scale, _executor(args), args.workers, args.force)
         if args.docs: print("[rlexplain docs]", render_docs("nbs", Path(args.out) / "docs"))
@@ -450,8 +562,9 @@ def main(argv: list[str] | None = None) -> int:
                                     checkpoints=tuple(args.checkpoints) if args.checkpoints else None, n_agents=args.agents, p=args.states,
                                     t=args.t, mode=args.mode, intervention_base=args.base, zoo=args.zoo).items() if v is not None}
         cfg = IRConfig.from_scale(args.scale, **kw)
+        rd = RunDir(Path(args.out) / "run", config=cfg, force=args.force)   # refuses another configuration's results
         sec = Section(args.out, "ir", "Interventional robustness")
-        study = run_ir(cfg, run_dir=Path(args.out) / "run", executor=_executor(args), max_workers=args.workers)
+        study = run_ir(cfg, run_dir=rd.path, executor=_executor(args), max_workers=args.workers)
         sec.table("ir_table", study.table())
         for g in cfg.games:
             sec.figure(f"ir_{g.split('/')[-1].lower()}", study.plot(g)); sec.figure(f"ir_{g.split('/')[-1].lower()}_normalized", study.plot(g, normalized=True))

@@ -8,25 +8,32 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import math
 import os
 import random
+import shutil
+import sys
 import tempfile
+import time
+import urllib.parse
 import zipfile
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 # %% auto #0
-__all__ = ['SCALES', 'RESULT_TYPES', 'get_scale', 'ScaledConfig', 'get_device', 'seed_everything', 'to_obs_tensor', 'PolicyLike',
-           'Policy', 'sb3_algo_of_zip', 'load_sb3', 'sb3_policy', 'atomic_write', 'save_json', 'load_json',
-           'save_table', 'save_arrays', 'load_arrays', 'Result', 'load_result', 'RunDir', 'run_jobs']
+__all__ = ['SCALES', 'PROGRESS_MODES', 'LAYOUTS', 'RESULT_TYPES', 'get_scale', 'ScaledConfig', 'get_device', 'seed_everything',
+           'progress', 'to_obs_tensor', 'torch_threads', 'ComputeSettings', 'compute_settings', 'map_batches',
+           'run_metadata', 'PolicyLike', 'Policy', 'sb3_class', 'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy',
+           'atomic_write', 'json_default', 'save_json', 'load_json', 'save_table', 'save_arrays', 'load_arrays',
+           'Result', 'load_result', 'ConfigMismatchError', 'encode_unit_name', 'RunDir', 'run_jobs']
 
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
+from tqdm.std import tqdm   # text bars only (see `progress`)
 
 # %% ../nbs/00_core.ipynb #21ca7e1f
 SCALES = ("demo", "paper")
@@ -66,54 +73,294 @@ def seed_everything(seed: int, # non-negative integer
     random.seed(int(seed)); np.random.seed(int(seed)); torch.manual_seed(int(seed))
     return np.random.default_rng(int(seed))
 
+# %% ../nbs/00_core.ipynb #c0a1b2d4
+PROGRESS_MODES = ("auto", "bar", "log", "off")
+
+class _LineWriter:
+    "A file-like wrapper turning tqdm's carriage-return redraws into whole lines, for logs."
+    def __init__(self, f): self.f = f
+    def write(self, s):
+        s = s.replace("\r", "").rstrip()
+        if s: self.f.write(s + "\n")
+    def flush(self):
+        try: self.f.flush()
+        except (AttributeError, ValueError): pass
+
+class _LogBar(tqdm):
+    "A text bar for logs: no line for the empty start, then at most one line per `mininterval` and one when it closes."
+    def display(self, msg=None, pos=None):
+        if self.n == 0 and msg is None and not self.disable and not getattr(self, "_closing", False): return True
+        return super().display(msg, pos)
+    def close(self):
+        self._closing = True; super().close()
+
+def _interactive() -> bool:
+    "Whether a bar may redraw in place: stderr is a terminal, or an interactive Jupyter kernel."
+    try:
+        if sys.stderr.isatty(): return True
+    except (AttributeError, ValueError): return False
+    return "ipykernel" in sys.modules and type(sys.stderr).__name__ == "OutStream"
+
+def progress(iterable: Iterable | None = None, # what to iterate over; None with `total=` for a manual bar
+             **kw,                              # tqdm's keyword arguments: desc, total, disable, leave, unit, ...
+            ) -> tqdm:                          # a `tqdm.std.tqdm` (text, never a widget)
+    """The project's one progress-bar factory: a text tqdm bar whose behaviour `RLEXPLAIN_PROGRESS` sets:
+    `bar` redraws in place, `log` prints whole lines at most once per `RLEXPLAIN_PROGRESS_INTERVAL` seconds
+    (default 30) and once when the bar closes (nothing for bars that finish sooner with `leave=False`), `off` prints
+    nothing; `auto` (the default) is `bar` on a terminal or in an interactive Jupyter kernel and `log` otherwise
+    (log files, CI, `nbdev_test`, executed docs). Text only: no widget JavaScript in saved notebooks.
+    Raises `ValueError` for another `RLEXPLAIN_PROGRESS`."""
+    mode = os.environ.get("RLEXPLAIN_PROGRESS", "auto").strip().lower()
+    if mode not in PROGRESS_MODES: raise ValueError(f"RLEXPLAIN_PROGRESS must be one of {PROGRESS_MODES}; got {mode!r}.")
+    if mode == "auto": mode = "bar" if _interactive() else "log"
+    if mode == "off": kw["disable"] = True
+    if mode != "log": return tqdm(iterable, **kw)
+    every = float(os.environ.get("RLEXPLAIN_PROGRESS_INTERVAL", 30))
+    kw.update(mininterval=max(float(kw.get("mininterval", 0)), every), maxinterval=max(every, 1.0),
+              file=_LineWriter(kw.get("file") or sys.stderr), dynamic_ncols=False, ascii=True)
+    kw.setdefault("ncols", 100)
+    return _LogBar(iterable, **kw)
+
 # %% ../nbs/00_core.ipynb #38a17cf4
+def _check_shape(obs_shape: Any) -> tuple:
+    "`obs_shape` as a tuple of positive ints. Raises `TypeError` / `ValueError` naming what was given."
+    try: shape = tuple(obs_shape)
+    except TypeError: raise TypeError(f"obs_shape must be a tuple of positive ints such as (4, 84, 84) or (8,); got {obs_shape!r}.") from None
+    if not shape or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s > 0 for s in shape):
+        raise ValueError(f"obs_shape must be a non-empty tuple of positive ints such as (4, 84, 84) or (8,); got {obs_shape!r}.")
+    return tuple(int(s) for s in shape)
+
 def to_obs_tensor(obs: Any,                     # array-like: (C, H, W) / (B, C, H, W) images, (D,) / (B, D) tabular
                   obs_shape: tuple | None = None, # the policy's single-observation shape, e.g. (4, 84, 84) or (8,)
                   device: str | torch.device = "cpu",
                  ) -> Tensor:                     # (B, *obs_shape) float32; images in [0, 1]
-    """Convert observations to a batched float32 tensor on `device`.
+    """Convert observations to a batched float32 tensor on `device`: the one observation validator of the package.
 
-    `uint8` input is divided by 255. A single observation gets a batch axis. Raises `ValueError` for
-    channel-last images (e.g. `(B, 84, 84, 4)` when `(4, 84, 84)` is expected), shape mismatch, NaN or
-    infinite values, and float images outside `[0, 1]` when the expected shape is an image."""
-    if isinstance(obs, (list, tuple)): obs = np.asarray(obs)
+    `uint8` *images* (3 axes per observation) are divided by 255; every other `uint8`, `bool` or integer input keeps
+    its values (tabular features such as counts or flags), and float input is taken as is. A single observation gets
+    a batch axis; an empty batch `(0, *obs_shape)` stays empty. Raises `TypeError` for strings, objects or complex
+    numbers, and `ValueError` for channel-last images (e.g. `(B, 84, 84, 4)` when `(4, 84, 84)` is expected),
+    another shape, NaN or infinite values (also values too large for float32), and float images outside `[0, 1]`."""
+    if isinstance(obs, (list, tuple)):
+        try: obs = np.asarray(obs)
+        except ValueError as e: raise ValueError(f"obs is ragged (observations of different shapes): {e}") from None
     if isinstance(obs, np.ndarray):
-        if obs.dtype == object: raise ValueError("obs must be a numeric array; got dtype=object (ragged input?).")
+        if obs.dtype == object or obs.dtype.kind in "USV":
+            raise TypeError(f"obs must be a numeric array; got dtype={obs.dtype} (ragged or non-numeric input?).")
         t = torch.from_numpy(np.ascontiguousarray(obs))
     elif isinstance(obs, Tensor): t = obs
     else: raise TypeError(f"obs must be a numpy array or torch tensor; got {type(obs).__name__}.")
-    is_uint8 = t.dtype == torch.uint8
+    if t.is_complex(): raise TypeError(f"obs must be real-valued; got dtype {t.dtype}.")
+    if obs_shape is not None: obs_shape = _check_shape(obs_shape)
+    is_uint8, was_float = t.dtype == torch.uint8, t.is_floating_point()
+    if t.dtype == torch.float64 and t.numel() and torch.isfinite(t).all() and t.abs().max() > torch.finfo(torch.float32).max:
+        raise ValueError(f"obs holds values too large for float32 (max |x| = {float(t.abs().max()):.3g}).")
     t = t.to(device=get_device(device), dtype=torch.float32)
-    if is_uint8: t = t / 255.0
     if obs_shape is not None:
-        obs_shape = tuple(int(s) for s in obs_shape)
         if tuple(t.shape) == obs_shape: t = t.unsqueeze(0)
         if tuple(t.shape[1:]) != obs_shape:
             got = tuple(t.shape)
-            if len(obs_shape) == 3 and got[-3:] == (obs_shape[1], obs_shape[2], obs_shape[0]):
+            if len(obs_shape) == 3 and got[-3:] == (obs_shape[1], obs_shape[2], obs_shape[0]) and obs_shape[0] != obs_shape[2]:
                 raise ValueError(f"obs must be channel-first (B, {obs_shape[0]}, {obs_shape[1]}, {obs_shape[2]}); "
                                  f"got channel-last {got}. Use obs.permute(0, 3, 1, 2) (torch) or "
                                  f"np.moveaxis(obs, -1, 1) (NumPy).")
             raise ValueError(f"obs must have shape (B, *{obs_shape}) or {obs_shape}; got {got}.")
     elif t.ndim in (1, 3): t = t.unsqueeze(0)
-    if t.numel() and not torch.isfinite(t).all():
-        raise ValueError(f"obs contains NaN or infinite values ({int((~torch.isfinite(t)).sum())} of {t.numel()}).")
-    if t.ndim == 4 and not is_uint8 and t.numel() and (t.min() < 0 or t.max() > 1):
-        raise ValueError(f"float image observations must lie in [0, 1]; got range [{t.min():.3g}, {t.max():.3g}]. "
-                         "Divide uint8 frames by 255 (or pass them as uint8).")
+    elif t.ndim not in (2, 4): raise ValueError(f"obs must be (D,), (B, D), (C, H, W) or (B, C, H, W); got shape {tuple(t.shape)}.")
+    image = t.ndim == 4
+    if is_uint8 and image: t = t / 255.0
+    if was_float and t.numel():   # integers are finite and uint8 images in range: nothing to check
+        lo, hi = torch.aminmax(t)   # one pass (NaN propagates into both); 7x faster than isfinite + min + max
+        if not (torch.isfinite(lo) and torch.isfinite(hi)):
+            raise ValueError(f"obs contains NaN or infinite values ({int((~torch.isfinite(t)).sum())} of {t.numel()}).")
+        if image and (lo < 0 or hi > 1):
+            raise ValueError(f"float image observations must lie in [0, 1]; got range [{lo:.3g}, {hi:.3g}]. "
+                             "Divide uint8 frames by 255 (or pass them as uint8).")
     return t
+
+# %% ../nbs/00_core.ipynb #c0a1b2f3
+_TORCH_DEFAULT_THREADS = torch.get_num_threads()   # torch's own choice at import: the number of cores
+_THREADS_SET = False
+
+def torch_threads(n: int | None = None, # torch intra-op threads; None: $RLEXPLAIN_THREADS, else 1
+                 ) -> int:              # the number now in use
+    """Set torch's intra-op thread count by rlexplain's policy (see above): `n`, else the environment variable
+    `RLEXPLAIN_THREADS`, else 1 (parallelism comes from `Policy.outputs`' workers instead). Called once by the first
+    `Policy`; a program that set `torch.set_num_threads` itself before keeps its choice unless `n` is given.
+    Raises `ValueError` for a count < 1 or a non-integer `RLEXPLAIN_THREADS`."""
+    global _THREADS_SET
+    if n is None:
+        env = os.environ.get("RLEXPLAIN_THREADS", "").strip()
+        if env:
+            try: n = int(env)
+            except ValueError: raise ValueError(f"RLEXPLAIN_THREADS must be a positive integer; got {env!r}.") from None
+        elif torch.get_num_threads() != _TORCH_DEFAULT_THREADS and not _THREADS_SET: return torch.get_num_threads()
+        else: n = 1
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"torch threads must be a positive integer; got {n!r}.")
+    if torch.get_num_threads() != int(n): torch.set_num_threads(int(n))
+    _THREADS_SET = True
+    return torch.get_num_threads()
+
+def _cores() -> int:
+    "The cores this process may run on."
+    try: return len(os.sched_getaffinity(0))
+    except AttributeError: return os.cpu_count() or 1
+
+LAYOUTS = ("contiguous", "channels_last")
+
+@dataclasses.dataclass(frozen=True)
+class ComputeSettings:
+    "How one network runs on this machine (see `compute_settings`)."
+    threads: int           # torch intra-op threads per forward
+    workers: int           # Python threads that run a batch's chunks side by side (`Policy.outputs`)
+    layout: str            # "contiguous" or "channels_last" memory order of image inputs and conv weights
+    batch_size: int        # images (or rows) per forward in `Policy.outputs`
+    source: str            # "calibrated", "cache", "rule" (no conv layers: nothing to calibrate), "override"
+    img_per_s: float | None = None  # the calibration's throughput at these settings (one worker)
+
+_SETTINGS: dict[str, ComputeSettings] = {}
+
+def _settings_cache() -> Path:
+    return Path(os.environ.get("RLEXPLAIN_CACHE", Path.home() / ".cache" / "rlexplain")) / "compute.json"
+
+def _net_key(module: nn.Module, obs_shape: tuple, device: torch.device) -> str:
+    "A network's signature on this machine: module classes, parameter shapes, input shape, device, torch, cores."
+    import hashlib
+    sig = [type(m).__name__ for m in module.modules()] + [tuple(p.shape) for p in module.parameters()]
+    h = hashlib.sha1(repr((sig, tuple(obs_shape), str(device), torch.__version__, _cores())).encode()).hexdigest()[:16]
+    return f"{type(module).__name__}-{h}"
+
+def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, seconds: float = 0.05) -> tuple[str, int, float]:
+    "The (layout, batch size, img/s) of the fastest no-grad forward among 2 layouts x 3 batch sizes, at one thread."
+    import copy, statistics
+    old = torch.get_num_threads(); torch.set_num_threads(1)
+    best = ("contiguous", 128, 0.0)
+    try:
+        x0 = torch.rand(256, *obs_shape, device=device)
+        for layout in LAYOUTS:
+            fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+            net = copy.deepcopy(module).to(memory_format=fmt).eval()
+            for b in (64, 128, 256):
+                x = x0[:b].contiguous(memory_format=fmt); rates = []
+                with torch.no_grad():
+                    net(x)
+                    for _ in range(3):
+                        n, t0 = 0, time.perf_counter()
+                        while True:
+                            net(x); n += 1
+                            if (dt := time.perf_counter() - t0) >= seconds / 3: break
+                        rates.append(n * b / dt)
+                r = statistics.median(rates)
+                if r > best[2]: best = (layout, b, r)
+    finally: torch.set_num_threads(old)
+    return best
+
+def compute_settings(policy: Any,                 # a `Policy` (its `module`, `obs_shape`, `device`)
+                     workers: int | None = None,  # override; else $RLEXPLAIN_WORKERS, else the number of cores
+                     layout: str | None = None,   # override: "contiguous" | "channels_last"; else $RLEXPLAIN_LAYOUT
+                     batch_size: int | None = None, # override; else $RLEXPLAIN_BATCH
+                     refresh: bool = False,       # calibrate again even if cached
+                    ) -> ComputeSettings:
+    """The thread, layout and batch settings for `policy`'s network on this machine (issue: a thread and layout policy
+    that holds on a busy machine). Image networks with conv layers on the CPU are calibrated once (about 0.5 s: two
+    layouts x batches 64/128/256 at one thread), then cached in memory and in `$RLEXPLAIN_CACHE/compute.json`
+    (default `~/.cache/rlexplain`); other networks get the rule contiguous / batch 1024; CUDA gets contiguous /
+    batch 512 and one worker. Overrides (arguments, then `RLEXPLAIN_WORKERS`, `RLEXPLAIN_LAYOUT`, `RLEXPLAIN_BATCH`)
+    replace the calibrated values. Raises `ValueError` for a layout not in `LAYOUTS` or a non-positive count."""
+    env = lambda k: os.environ.get(k, "").strip() or None
+    layout = layout or env("RLEXPLAIN_LAYOUT")
+    if layout is not None and layout not in LAYOUTS: raise ValueError(f"layout must be one of {LAYOUTS}; got {layout!r}.")
+    def _count(v, what):
+        if v is None: return None
+        try: v = int(v)
+        except (TypeError, ValueError): raise ValueError(f"{what} must be a positive integer; got {v!r}.") from None
+        if v < 1: raise ValueError(f"{what} must be a positive integer; got {v!r}.")
+        return v
+    workers = _count(workers if workers is not None else env("RLEXPLAIN_WORKERS"), "workers")
+    batch_size = _count(batch_size if batch_size is not None else env("RLEXPLAIN_BATCH"), "batch_size")
+    module, obs_shape, device = policy.module, tuple(policy.obs_shape), torch.device(policy.device)
+    key = _net_key(module, obs_shape, device)
+    s = None if refresh else _SETTINGS.get(key)
+    cache = _settings_cache()
+    if s is None and not refresh and cache.exists():
+        try: s = ComputeSettings(**{**json.loads(cache.read_text())[key], "source": "cache"})
+        except (KeyError, TypeError, ValueError, OSError): s = None
+    if s is None:
+        threads = torch_threads()
+        if device.type != "cpu": s = ComputeSettings(threads, 1, "contiguous", 512, "rule")
+        elif len(obs_shape) == 3 and any(isinstance(m, nn.Conv2d) for m in module.modules()):
+            lay, b, rate = _calibrate(module, obs_shape, device)
+            s = ComputeSettings(threads, _cores(), lay, b, "calibrated", round(rate, 1))
+            try:
+                old = json.loads(cache.read_text()) if cache.exists() else {}
+                save_json(cache, {**old, key: dataclasses.asdict(s)})
+            except (OSError, ValueError): pass   # a read-only home: the in-memory cache still holds
+        else: s = ComputeSettings(threads, 1, "contiguous", 1024, "rule")
+    _SETTINGS[key] = s
+    if workers or layout or batch_size:
+        s = dataclasses.replace(s, workers=workers or s.workers, layout=layout or s.layout,
+                                batch_size=batch_size or s.batch_size, source="override")
+    return s
+
+_POOL: dict = {}
+
+def map_batches(fn: Callable[[Tensor], Tensor], # maps a chunk (b, ...) to a (b, ...) result
+                x: Tensor,                      # (N, ...) inputs
+                batch_size: int,                # rows per chunk
+                workers: int = 1,               # Python threads running chunks side by side
+               ) -> list:                       # fn's results in chunk order
+    """Apply `fn` to `x` in chunks of `batch_size`, on `workers` threads (torch releases the GIL, so chunks run on
+    separate cores without torch's intra-op barriers). Raises `ValueError` for a non-positive batch size or worker count."""
+    if int(batch_size) < 1 or int(workers) < 1:
+        raise ValueError(f"batch_size and workers must be >= 1; got batch_size={batch_size}, workers={workers}.")
+    chunks = [x[i:i + batch_size] for i in range(0, len(x), batch_size)]
+    if workers == 1 or len(chunks) < 2: return [fn(c) for c in chunks]
+    from concurrent.futures import ThreadPoolExecutor
+    if workers not in _POOL: _POOL[workers] = ThreadPoolExecutor(workers, thread_name_prefix="rlexplain")
+    grad = torch.is_grad_enabled()
+    def run(c):
+        with torch.set_grad_enabled(grad): return fn(c)
+    return list(_POOL[workers].map(run, chunks))
+
+# %% ../nbs/00_core.ipynb #c0a1b2f1
+def run_metadata() -> dict:
+    "What a run's numbers depend on besides its configuration: versions, machine, load, torch threads and compute settings."
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+    try: ver = version("rlexplain")
+    except PackageNotFoundError: ver = "unknown"
+    return {"rlexplain": ver, "python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
+            "machine": platform.machine(), "system": platform.system(), "cpus": os.cpu_count(),
+            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+            "torch_threads": torch.get_num_threads(), "compute_settings": {k: dataclasses.asdict(v) for k, v in _SETTINGS.items()},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 # %% ../nbs/00_core.ipynb #df7d0c47
 @runtime_checkable
 class PolicyLike(Protocol):
-    "What every rlexplain method needs from an agent (see `Policy` for the reference implementation)."
+    """What rlexplain's methods use of an agent (`Policy` is the reference implementation):
+
+    - `name: str` (labels in tables and plots), `kind: str` (`"q"`: outputs are q-values; `"logits"`: action logits),
+      `n_actions: int`, `obs_shape: tuple` (one observation, channel-first for images), `stochastic: bool` (acts by
+      sampling from `action_probs`), `device: torch.device`, `module: nn.Module` (gradients, layer randomisation);
+    - `obs(obs) -> (B, *obs_shape) float32`: the conversion and validation of `to_obs_tensor`;
+    - `forward(obs) -> (B, n_actions)`: differentiable q-values or logits;
+    - `outputs(obs, batch_size=None) -> (B, n_actions)` float32 on the CPU, without gradients, batched;
+    - `action_probs(obs, temperature=1.0) -> (B, n_actions)`: `softmax(forward(obs) / temperature)`;
+    - `act(obs, deterministic=None) -> (B,)` int64 actions."""
+    name: str
+    kind: str
     n_actions: int
     obs_shape: tuple
-    kind: str
+    stochastic: bool
+    device: torch.device
     module: nn.Module
-    def forward(self, obs: Tensor) -> Tensor: ...
+    def obs(self, obs: Any) -> Tensor: ...
+    def forward(self, obs: Any) -> Tensor: ...
+    def outputs(self, obs: Any, batch_size: int | None = None) -> Tensor: ...
     def action_probs(self, obs: Any, temperature: float = 1.0) -> Tensor: ...
-    def act(self, obs: Any, deterministic: bool = True) -> Tensor: ...
+    def act(self, obs: Any, deterministic: bool | None = None) -> Tensor: ...
 
 # %% ../nbs/00_core.ipynb #ceccf191
 class _ChannelsLast(torch.autograd.Function):
@@ -123,11 +370,16 @@ class _ChannelsLast(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g): return g.contiguous()
 
+def _first_conv(module: nn.Module) -> nn.Conv2d | None:
+    return next((m for m in module.modules() if isinstance(m, nn.Conv2d)), None)
+
 class Policy:
     """An agent as rlexplain sees it: `module` maps `(B, *obs_shape)` float32 observations (images in `[0, 1]`)
     to `(B, n_actions)` q-values (`kind="q"`) or logits (`kind="logits"`).
 
-    Build one with `Policy.from_module`, `Policy.from_sb3` or `rlexplain.agents.load_agent`."""
+    Build one with `Policy.from_module`, `Policy.from_sb3` or `rlexplain.agents.load_agent`. Its batched forward
+    (`outputs`) runs with the thread, layout and batch settings of `compute_settings` (`settings`), chosen on first use.
+    Raises `ValueError` / `TypeError` for an unknown `kind`, a non-module, `n_actions < 1` or a bad `obs_shape`."""
     KINDS = ("q", "logits")
 
     def __init__(self, module: nn.Module,  # maps (B, *obs_shape) float32 -> (B, n_actions)
@@ -139,38 +391,70 @@ class Policy:
                  name: str = "policy"):
         if kind not in self.KINDS: raise ValueError(f"kind must be one of {self.KINDS}; got {kind!r}.")
         if not isinstance(module, nn.Module): raise TypeError(f"module must be a torch.nn.Module; got {type(module).__name__}.")
+        if isinstance(n_actions, bool) or not isinstance(n_actions, (int, np.integer)):
+            raise TypeError(f"n_actions must be an int; got {n_actions!r}.")
         if int(n_actions) < 1: raise ValueError(f"n_actions must be >= 1; got {n_actions}.")
+        if not _THREADS_SET: torch_threads()
         self.device = get_device(device)
-        self.module, self.n_actions, self.obs_shape = module.to(self.device).eval(), int(n_actions), tuple(obs_shape)
-        self.kind, self.name = kind, name
-        # convolutional networks run in channels-last memory order: oneDNN's convolutions are 1.4-2x faster on CPU that
-        # way (bench/saliency.py); values are unchanged, and gradients reach `obs` in the caller's own layout
-        self.channels_last = len(self.obs_shape) == 3 and any(isinstance(m, nn.Conv2d) for m in self.module.modules())
-        if self.channels_last: self.module.to(memory_format=torch.channels_last)
+        self.module, self.n_actions, self.obs_shape = module.to(self.device).eval(), int(n_actions), _check_shape(obs_shape)
+        self.kind, self.name = kind, str(name)
+        self.layout, self._settings = "contiguous", None
         self.stochastic = (kind == "logits") if stochastic is None else bool(stochastic)
 
     def __repr__(self): return f"Policy({self.name!r}, kind={self.kind!r}, obs_shape={self.obs_shape}, n_actions={self.n_actions})"
+
+    @property
+    def channels_last(self) -> bool:
+        "Whether the network currently runs in channels-last memory order (see `settings`)."
+        return self.layout == "channels_last"
+
+    @property
+    def settings(self) -> ComputeSettings:
+        "This network's `ComputeSettings` on this machine (calibrated on first use, then cached; see `compute_settings`)."
+        if self._settings is None: self.apply_settings(compute_settings(self))
+        return self._settings
+
+    def apply_settings(self, settings: ComputeSettings) -> "Policy":
+        "Use `settings` (e.g. `compute_settings(policy, layout='contiguous')`): converts the module's memory layout. Returns self."
+        if not isinstance(settings, ComputeSettings): raise TypeError(f"settings must be a ComputeSettings; got {type(settings).__name__}.")
+        conv = len(self.obs_shape) == 3 and _first_conv(self.module) is not None
+        layout = settings.layout if conv else "contiguous"
+        self.module.to(memory_format=torch.channels_last if layout == "channels_last" else torch.contiguous_format)
+        self.layout, self._settings = layout, settings
+        return self
 
     def obs(self, obs: Any) -> Tensor:
         "Convert `obs` with `to_obs_tensor` to `(B, *obs_shape)` float32 on this policy's device."
         return to_obs_tensor(obs, self.obs_shape, self.device)
 
     def forward(self, obs: Any) -> Tensor:
-        "Raw network output `(B, n_actions)`: q-values or logits. Differentiable when `obs` is a float tensor."
+        """Raw network output `(B, n_actions)`: q-values or logits. Differentiable when `obs` is a float tensor.
+        Raises `ValueError` when the module returns another shape or non-finite values."""
         x = obs if isinstance(obs, Tensor) and obs.dtype == torch.float32 and tuple(obs.shape[1:]) == self.obs_shape else self.obs(obs)
         x = x.to(self.device)
-        if self.channels_last and x.ndim == 4:
+        if self.layout == "channels_last" and x.ndim == 4:
             x = _ChannelsLast.apply(x) if x.requires_grad else x.contiguous(memory_format=torch.channels_last)
         out = self.module(x)
-        if out.ndim != 2 or out.shape[1] != self.n_actions:
-            raise ValueError(f"{self.name}: module returned shape {tuple(out.shape)}; expected (B, {self.n_actions}).")
+        if not isinstance(out, Tensor) or out.ndim != 2 or out.shape[1] != self.n_actions or out.shape[0] != x.shape[0]:
+            got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+            raise ValueError(f"{self.name}: module returned {got} for {x.shape[0]} observations; expected ({x.shape[0]}, {self.n_actions}).")
+        if out.numel() and not torch.isfinite(out.detach()).all():
+            raise ValueError(f"{self.name}: module returned NaN or infinite outputs ({int((~torch.isfinite(out.detach())).sum())} "
+                             f"of {out.numel()}); check its weights and inputs.")
         return out
 
     @torch.no_grad()
-    def outputs(self, obs: Any, batch_size: int = 1024) -> Tensor:
-        "`forward` without gradients, in chunks of `batch_size`; returns `(B, n_actions)` float32 on CPU."
+    def outputs(self, obs: Any,
+                batch_size: int | None = None, # images per forward; None: `settings.batch_size`
+               ) -> Tensor:                    # (B, n_actions) float32 on CPU
+        """`forward` without gradients, in chunks run side by side on `settings.workers` threads (see `map_batches`).
+        Raises `ValueError` for `batch_size < 1`."""
+        if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1):
+            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}.")
         x = self.obs(obs)
-        return torch.cat([self.forward(x[i:i + batch_size]).float().cpu() for i in range(0, len(x), batch_size)]) if len(x) else torch.zeros(0, self.n_actions)
+        if not len(x): return torch.zeros(0, self.n_actions)
+        s = self.settings
+        return torch.cat(map_batches(lambda c: self.forward(c).float().cpu(), x, int(batch_size or s.batch_size), s.workers))
 
     def q_values(self, obs: Any) -> Tensor:
         "Q-values `(B, n_actions)`. Raises `TypeError` for policy (logits) agents."
@@ -183,7 +467,8 @@ class Policy:
 
     def action_probs(self, obs: Any, temperature: float = 1.0) -> Tensor:
         "`softmax(forward(obs) / temperature)`, `(B, n_actions)`, rows sum to 1. Raises `ValueError` if temperature <= 0."
-        if not temperature > 0: raise ValueError(f"temperature must be > 0; got {temperature}.")
+        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}.")
         return torch.softmax(self.forward(obs) / temperature, dim=-1)
 
     @torch.no_grad()
@@ -192,22 +477,42 @@ class Policy:
         det = (not self.stochastic) if deterministic is None else deterministic
         out = self.forward(obs)
         if det: return out.argmax(-1).cpu()
+        if not len(out): return torch.zeros(0, dtype=torch.long)
         return torch.multinomial(torch.softmax(out.float(), -1).cpu(), 1, generator=generator).squeeze(-1)
 
     @classmethod
     def from_module(cls, module: nn.Module, obs_shape: tuple, n_actions: int | None = None, kind: str = "q", **kwargs) -> "Policy":
-        "Wrap a plain torch module; `n_actions` is inferred with one forward pass on zeros when omitted."
+        """Wrap a plain torch module; `n_actions` is inferred with one forward pass on zeros when omitted.
+        Raises `ValueError` for a channel-last `obs_shape` of a conv net (e.g. `(84, 84, 4)` for a net whose first
+        conv takes 4 channels), a module that does not return `(B, n_actions)`, or one that fails on `(1, *obs_shape)`."""
+        if not isinstance(module, nn.Module): raise TypeError(f"module must be a torch.nn.Module; got {type(module).__name__}.")
+        obs_shape = _check_shape(obs_shape)
+        conv = _first_conv(module)
+        if conv is not None and len(obs_shape) == 3 and obs_shape[0] != conv.in_channels:
+            hint = (f" It looks channel-last: pass obs_shape={(obs_shape[2], obs_shape[0], obs_shape[1])}."
+                    if obs_shape[2] == conv.in_channels else "")
+            raise ValueError(f"obs_shape {obs_shape} has {obs_shape[0]} channels first, but the module's first Conv2d takes "
+                             f"{conv.in_channels}; obs_shape must be channel-first (C, H, W).{hint}")
         if n_actions is None:
-            with torch.no_grad():
-                p = next(module.parameters(), None)
-                n_actions = module(torch.zeros(1, *obs_shape, device=p.device if p is not None else "cpu")).shape[-1]
+            p = next(module.parameters(), None)
+            try:
+                with torch.no_grad(): out = module(torch.zeros(1, *obs_shape, device=p.device if p is not None else "cpu"))
+            except (RuntimeError, ValueError, TypeError) as e:
+                raise ValueError(f"the module failed on a zero observation batch of shape (1, *{obs_shape}): {e}") from e
+            if not isinstance(out, Tensor) or out.ndim != 2:
+                got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+                raise ValueError(f"the module must return (B, n_actions) q-values or logits; it returned {got} for a "
+                                 f"(1, *{obs_shape}) input. Squeeze or flatten its output (e.g. end it with nn.Flatten()).")
+            n_actions = out.shape[-1]
         return cls(module, n_actions, obs_shape, kind=kind, **kwargs)
 
     @classmethod
     def from_sb3(cls, model: Any, # a stable-baselines3 / sb3-contrib model, or the path of its saved .zip
                  algo: str | None = None, # "dqn", "qrdqn", "ppo" or "a2c"; read from the zip when omitted
                  device: str | torch.device = "auto", **kwargs) -> "Policy":
-        "Adapter for stable-baselines3 DQN, sb3-contrib QR-DQN (mean over quantiles), PPO and A2C (discrete actions)."
+        """Adapter for stable-baselines3 DQN, sb3-contrib QR-DQN (mean over quantiles), PPO and A2C (discrete actions).
+        Raises `FileNotFoundError` for a missing zip, `ValueError` naming the file for a corrupt zip, a zip without SB3's
+        `data`, or an `algo` other than the zip's, and `TypeError` for an object that is not an SB3 model."""
         if isinstance(model, (str, Path)): model = load_sb3(model, algo=algo, device=device)
         return sb3_policy(model, device=device, **kwargs)
 
@@ -216,15 +521,31 @@ _SB3_ALGOS = {"dqn": ("stable_baselines3", "DQN"), "qrdqn": ("sb3_contrib", "QRD
               "ppo": ("stable_baselines3", "PPO"), "a2c": ("stable_baselines3", "A2C"),
               "ddqn": ("rlexplain.agents", "DDQN"), "sa-ddqn": ("rlexplain.agents", "SADDQN")}  # dueling double DQN (notebook 02)
 
-def _sb3_class(algo: str):
+def sb3_class(algo: str) -> type:
+    "The SB3 (or sb3-contrib, or rlexplain) model class of `algo`. Raises `ValueError` for an unknown algorithm."
     import importlib
     if algo not in _SB3_ALGOS: raise ValueError(f"unknown SB3 algorithm {algo!r}; expected one of {sorted(_SB3_ALGOS)}.")
     mod, name = _SB3_ALGOS[algo]
     return getattr(importlib.import_module(mod), name)
 
+def _zip_data(path: str | Path) -> dict:
+    "The JSON `data` entry of a saved SB3 model zip. Raises `FileNotFoundError` / `ValueError` naming the file."
+    path = Path(path)
+    if not path.exists(): raise FileNotFoundError(f"no SB3 model at {path}")
+    try:
+        with zipfile.ZipFile(path) as z: raw = z.read("data")
+    except zipfile.BadZipFile as e:
+        raise ValueError(f"{path} is not a zip file ({e}); expected a model saved by stable-baselines3's model.save().") from None
+    except KeyError:
+        raise ValueError(f"{path} has no 'data' entry; expected a model zip saved by stable-baselines3's model.save().") from None
+    try: return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: its 'data' entry is not SB3's JSON ({e}); the zip may be corrupt.") from None
+
 def sb3_algo_of_zip(path: str | Path) -> str:
-    "Read the algorithm (`dqn`, `qrdqn`, `ppo`, `a2c`) from a saved SB3 zip's `data`. Raises `ValueError` if unknown."
-    with zipfile.ZipFile(path) as z: data = json.loads(z.read("data"))
+    """Read the algorithm (`dqn`, `qrdqn`, `ppo`, `a2c`) from a saved SB3 zip's `data`. Raises `FileNotFoundError`,
+    or `ValueError` naming the file for a corrupt zip, a zip without `data`, or an unknown algorithm."""
+    data = _zip_data(path)
     module = data.get("policy_class", {}).get("__module__", "") if isinstance(data.get("policy_class"), dict) else ""
     if module.startswith("sb3_contrib.qrdqn"): return "qrdqn"
     if module.startswith("stable_baselines3.dqn"): return "dqn"
@@ -235,7 +556,7 @@ def sb3_algo_of_zip(path: str | Path) -> str:
 def _spaces_from_zip(path: Path) -> dict:
     "Rebuild Box/Discrete spaces from the readable fields of an SB3 zip's `data` as gymnasium spaces."
     import gymnasium as gym
-    with zipfile.ZipFile(path) as z: data = json.loads(z.read("data"))
+    data = _zip_data(path)
     out = {}
     for key in ("observation_space", "action_space"):
         d = data.get(key, {})
@@ -251,17 +572,29 @@ def _spaces_from_zip(path: Path) -> dict:
     return out
 
 def load_sb3(path: str | Path, algo: str | None = None, device: str | torch.device = "auto"):
-    "Load a saved SB3 model zip for inference (optimizer and schedules skipped). Raises `FileNotFoundError`."
+    """Load a saved SB3 model zip for inference (optimizer and schedules skipped). Raises `FileNotFoundError` for a
+    missing file and `ValueError` naming it for a corrupt zip, a zip without SB3's `data`, or an `algo` other than the zip's."""
     path = Path(path)
-    if not path.exists(): raise FileNotFoundError(f"no SB3 model at {path}")
-    algo = algo or sb3_algo_of_zip(path)
+    data = _zip_data(path)
+    if algo is not None and algo not in _SB3_ALGOS:
+        raise ValueError(f"unknown SB3 algorithm {algo!r}; expected one of {sorted(_SB3_ALGOS)}.")
+    try: found = sb3_algo_of_zip(path)
+    except ValueError: found = None   # a custom policy class: trust `algo`
+    family = lambda a: "value" if a in ("dqn", "qrdqn", "ddqn", "sa-ddqn") else "actor-critic"
+    if algo is None:
+        if found is None: sb3_algo_of_zip(path)   # raises, naming the file
+        algo = found
+    elif found is not None and (family(found) != family(algo) or {found, algo} == {"dqn", "qrdqn"}):
+        raise ValueError(f"{path} holds a {found.upper()} model; got algo={algo!r}. Pass algo={found!r} or leave it out.")
     custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "exploration_schedule": lambda _: 0.0,
               "clip_range": lambda _: 0.0, "optimize_memory_usage": False, "replay_buffer_kwargs": {}}
     custom.update(_spaces_from_zip(path))  # zips saved with the old `gym` package pickle its spaces
-    return _sb3_class(algo).load(path, device=str(get_device(device)), custom_objects=custom)
+    return sb3_class(algo).load(path, device=str(get_device(device)), custom_objects=custom)
 
-class _SB3Head(nn.Module):
-    "Maps [0, 1] (or raw tabular) observations through an SB3 policy to q-values or logits."
+class SB3Head(nn.Module):
+    """Maps `(B, *obs_shape)` float32 observations (images in [0, 1], tabular raw) through an SB3 policy to `(B, n_actions)`
+    q-values (`mode` "dqn"; "qrdqn": the mean over quantiles) or logits (`mode` "ac"); `scale` is 255 for image policies
+    that divide by 255 themselves, else 1."""
     def __init__(self, policy: nn.Module, mode: str, scale: float):
         super().__init__(); self.policy, self.mode, self.scale = policy, mode, scale
         from gymnasium import spaces
@@ -288,7 +621,11 @@ class _SB3Head(nn.Module):
 def sb3_policy(model: Any, device: str | torch.device = "auto", name: str | None = None) -> Policy:
     "Wrap a loaded SB3 model (see `Policy.from_sb3`). Raises `TypeError` for non-discrete action spaces."
     import gymnasium as gym
+    from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.preprocessing import is_image_space
+    if not isinstance(model, BaseAlgorithm):
+        raise TypeError(f"expected a stable-baselines3 / sb3-contrib model (DQN, QRDQN, PPO, A2C) or the path of its saved "
+                        f".zip; got {type(model).__name__}. For a plain torch network use Policy.from_module.")
     if not isinstance(model.action_space, gym.spaces.Discrete):
         raise TypeError(f"rlexplain explains discrete-action agents; got action space {model.action_space}.")
     cls = type(model).__name__.lower()
@@ -297,43 +634,71 @@ def sb3_policy(model: Any, device: str | torch.device = "auto", name: str | None
     space = model.observation_space
     scale = 255.0 if (is_image_space(space) and getattr(model.policy, "normalize_images", True)) else 1.0
     kind = "logits" if mode == "ac" else "q"
-    return Policy(_SB3Head(model.policy, mode, scale), int(model.action_space.n), tuple(space.shape),
+    return Policy(SB3Head(model.policy, mode, scale), int(model.action_space.n), tuple(space.shape),
                   kind=kind, device=device, name=name or cls)
 
-# %% ../nbs/00_core.ipynb #6c71e4fb
-def atomic_write(path: str | Path, data: bytes | str | Callable[[Path], Any]) -> Path:
-    """Write `data` (bytes, text, or a function that writes to the temp path it is given) to `path` atomically.
+_sb3_class, _SB3Head = sb3_class, SB3Head   # old private names, kept until every importer uses the public ones
 
-    Parent folders are created. Returns `path`."""
+# %% ../nbs/00_core.ipynb #6c71e4fb
+def _fsync_dir(folder: Path):
+    "fsync a folder so that a rename in it survives a power cut (a no-op where folders cannot be opened, e.g. Windows)."
+    try: fd = os.open(folder, os.O_RDONLY)
+    except OSError: return
+    try: os.fsync(fd)
+    except OSError: pass
+    finally: os.close(fd)
+
+def atomic_write(path: str | Path, data: bytes | str | Callable[[Path], Any]) -> Path:
+    """Write `data` (bytes, text, or a function that writes to the temporary path it is given) to `path` atomically:
+    into a temporary file `.<name>.<random>.tmp` beside `path`, fsync'ed, then `os.replace`d onto `path` (and the
+    folder fsync'ed). On any failure, including `KeyboardInterrupt`, the temporary file is removed and `path` keeps
+    its old content; a process killed outright may leave one behind, which `RunDir` removes when it opens the folder.
+    Parent folders are created. Returns `path`. Raises `TypeError` for other `data`."""
+    if not (callable(data) or isinstance(data, (bytes, bytearray, memoryview, str))):
+        raise TypeError(f"data must be bytes, str or a function of the temporary path; got {type(data).__name__}.")
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd); tmp = Path(tmp)
+    tmp = Path(tmp)
     try:
-        if callable(data): data(tmp)
-        elif isinstance(data, str): tmp.write_text(data)
-        else: tmp.write_bytes(data)
+        if callable(data):
+            os.close(fd); fd = None; data(tmp)
+        else:
+            with os.fdopen(fd, "wb") as f:
+                fd = None; f.write(data.encode() if isinstance(data, str) else data)
         umask = os.umask(0); os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600 files; give the usual permissions
+        with open(tmp, "rb+") as f: os.fsync(f.fileno())
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
     finally:
+        if fd is not None: os.close(fd)
         if tmp.exists(): tmp.unlink()
     return path
 
-def _json_default(o):
+def json_default(o):
+    """`json.dumps(..., default=json_default)`: NumPy scalars and arrays, paths, dataclasses and sets as plain JSON.
+    Raises `TypeError` for anything else (as `json` expects)."""
     if isinstance(o, (np.integer,)): return int(o)
     if isinstance(o, (np.floating,)): return float(o)
+    if isinstance(o, np.bool_): return bool(o)
     if isinstance(o, np.ndarray): return o.tolist()
     if isinstance(o, Path): return str(o)
-    if dataclasses.is_dataclass(o): return dataclasses.asdict(o)
+    if isinstance(o, (set, frozenset)): return sorted(o, key=repr)
+    if dataclasses.is_dataclass(o) and not isinstance(o, type): return dataclasses.asdict(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+_json_default = json_default   # old private name, kept until every importer uses `json_default`
 
 def save_json(path: str | Path, obj: Any) -> Path:
     "Atomically write `obj` as indented JSON (NumPy scalars and arrays, paths and dataclasses allowed)."
-    return atomic_write(path, json.dumps(obj, indent=2, default=_json_default, sort_keys=False))
+    return atomic_write(path, json.dumps(obj, indent=2, default=json_default, sort_keys=False))
 
 def load_json(path: str | Path) -> Any:
-    "Read a JSON file."
-    return json.loads(Path(path).read_text())
+    "Read a JSON file. Raises `FileNotFoundError`, or `json.JSONDecodeError` (a `ValueError`) naming the file when it is not valid JSON."
+    path = Path(path)
+    try: return json.loads(path.read_text())
+    except json.JSONDecodeError as e:   # still a JSONDecodeError (a ValueError), now naming the file
+        raise json.JSONDecodeError(f"{path} is not valid JSON (truncated?): {e.msg}", e.doc, e.pos) from None
 
 def save_table(path: str | Path, df: pd.DataFrame) -> Path:
     "Atomically write a DataFrame as Parquet."
@@ -398,21 +763,97 @@ def load_result(path: str | Path) -> Result:
     return RESULT_TYPES[name].load(path)
 
 # %% ../nbs/00_core.ipynb #48deb5de
+class ConfigMismatchError(ValueError):
+    "A run folder holds results of another configuration (raised by `RunDir`; its message names each differing field)."
+
+def _plain(config: Any) -> Any:
+    "A configuration as plain JSON values (tuples become lists, dataclasses dicts), so that saved and given compare equal."
+    if dataclasses.is_dataclass(config) and not isinstance(config, type): config = dataclasses.asdict(config)
+    return json.loads(json.dumps(config, default=json_default, sort_keys=True))
+
+def _config_diff(saved: Any, given: Any, prefix: str = "") -> list[str]:
+    "`field: saved=..., given=...` for every field whose value differs (nested dicts by dotted names)."
+    if isinstance(saved, dict) and isinstance(given, dict):
+        out = []
+        for k in sorted(set(saved) | set(given), key=str):
+            name = f"{prefix}{k}"
+            if k not in saved: out.append(f"{name}: saved=<absent>, given={given[k]!r}")
+            elif k not in given: out.append(f"{name}: saved={saved[k]!r}, given=<absent>")
+            else: out += _config_diff(saved[k], given[k], name + ".")
+        return out
+    return [] if saved == given else [f"{prefix.rstrip('.') or 'config'}: saved={saved!r}, given={given!r}"]
+
+def encode_unit_name(name: str) -> str:
+    """The relative file path of unit `name`: `/` separates folders; within each part every character but letters,
+    digits and `_.-~ =,+@` is percent-encoded, a leading dot too, and an empty part is `%`. Injective, so any two
+    names get two paths; no suffix is ever cut off (`p=0.5` -> `p=0.5`, `fgsm eps=0.5/255` -> `fgsm eps=0.5/255`
+    as folder `fgsm eps=0.5` and file `255`). Raises `TypeError` for a non-string and `ValueError` for an empty name."""
+    if not isinstance(name, str): raise TypeError(f"unit names are strings; got {type(name).__name__} {name!r}.")
+    if not name: raise ValueError("unit names must be non-empty strings; got ''.")
+    def part(s):
+        if not s: return "%"
+        q = urllib.parse.quote(s, safe=" =,+@")
+        return "%2E" + q[1:] if q.startswith(".") else q
+    return "/".join(part(s) for s in name.split("/"))
+
+_UNIT_EXTS = (".parquet", ".npz", ".json")
+
 class RunDir:
     """An experiment's folder. `unit(name, fn)` runs `fn()` only if unit `name` has no saved result yet,
-    saves what it returns (a DataFrame -> Parquet, a dict of arrays -> npz, anything else -> JSON) atomically,
-    and returns it; so an interrupted run resumes where it stopped."""
-    def __init__(self, path: str | Path):
+    saves what it returns (a `Result` -> folder, a DataFrame -> Parquet, a dict of arrays -> npz, anything else -> JSON)
+    atomically, and returns it; so an interrupted run resumes where it stopped.
+
+    With `config` (a dict or dataclass of JSON-able values) the folder records it in `config.json` and the run's
+    machine and compute settings in `meta.json`; opening the folder again with a different `config` raises
+    `ConfigMismatchError` naming each differing field, so that one table never mixes two configurations, unless
+    `force=True`, which removes every saved unit and records the new configuration. `config=None` checks nothing.
+    A folder with units but no recorded configuration is refused too (its configuration is unknown).
+    Leftover temporary files of writes that were killed are removed on opening."""
+    def __init__(self, path: str | Path | "RunDir",
+                 config: Any = None,   # the configuration these results depend on (dict or dataclass)
+                 force: bool = False,  # remove every saved unit (and a recorded configuration) first
+                ):
         self.path = Path(path); self.path.mkdir(parents=True, exist_ok=True)
+        for tmp in self.path.rglob(".*.tmp"):   # atomic_write's temporaries of writes that were killed
+            try: tmp.unlink()
+            except OSError: pass
+        cfg_path = self.path / "config.json"
+        if force:
+            shutil.rmtree(self.path / "units", ignore_errors=True)
+            if cfg_path.exists(): cfg_path.unlink()
+        self.config = None if config is None else _plain(config)
+        if self.config is None: return
+        if cfg_path.exists():
+            saved = load_json(cfg_path)
+            diff = _config_diff(saved, self.config)
+            if diff:
+                raise ConfigMismatchError(f"{self.path} holds results of another configuration ({'; '.join(diff)}); "
+                                          "use --force / force=True to recompute, or another output folder.")
+        else:
+            if (self.path / "units").exists() and any((self.path / "units").iterdir()):
+                raise ConfigMismatchError(f"{self.path} holds results with no recorded configuration (an older run); "
+                                          "use --force / force=True to recompute, or another output folder.")
+            save_json(cfg_path, self.config)
+        save_json(self.path / "meta.json", run_metadata())
 
     def __repr__(self): return f"RunDir({str(self.path)!r})"
+    def __fspath__(self): return str(self.path)
     def __truediv__(self, name): return self.path / name
 
+    def _unit_base(self, name: str) -> Path: return self.path / "units" / encode_unit_name(name)
+
     def _unit_path(self, name: str) -> Path | None:
-        if (self.path / "units" / name / "result.json").exists(): return self.path / "units" / name
-        for ext in (".parquet", ".npz", ".json"):
-            p = self.path / "units" / f"{name}{ext}"
+        base = self._unit_base(name)
+        if (base / "result.json").exists(): return base
+        for ext in _UNIT_EXTS:
+            p = base.parent / (base.name + ext)
             if p.exists(): return p
+        legacy = self.path / "units" / name   # saved by rlexplain <= 0.1.0 under the raw name (right when it had no dot)
+        if legacy != base and "." not in name.rsplit("/", 1)[-1] and ".." not in name.split("/"):
+            if (legacy / "result.json").exists(): return legacy
+            for ext in _UNIT_EXTS:
+                p = legacy.parent / (legacy.name + ext)
+                if p.exists(): return p
         return None
 
     def done(self, name: str) -> bool:
@@ -424,18 +865,18 @@ class RunDir:
         p = self._unit_path(name)
         if p is None: raise KeyError(f"unit {name!r} has no result in {self.path}")
         if p.is_dir(): return load_result(p)
-        if p.suffix == ".parquet": return pd.read_parquet(p)
-        if p.suffix == ".npz": return load_arrays(p)
+        if p.name.endswith(".parquet"): return pd.read_parquet(p)
+        if p.name.endswith(".npz"): return load_arrays(p)
         return load_json(p)
 
     def save_unit(self, name: str, value: Any) -> Any:
-        "Save the result of unit `name` atomically (a `Result`, DataFrame, dict of arrays, or JSON-able)."
-        base = self.path / "units" / name
+        "Save the result of unit `name` atomically (a `Result`, DataFrame, dict of arrays, or JSON-able); return `value`."
+        base = self._unit_base(name)
         if isinstance(value, Result): value.save(base)
-        elif isinstance(value, pd.DataFrame): save_table(base.with_suffix(".parquet"), value)
+        elif isinstance(value, pd.DataFrame): save_table(base.parent / (base.name + ".parquet"), value)
         elif isinstance(value, dict) and value and all(isinstance(v, np.ndarray) for v in value.values()):
-            save_arrays(base.with_suffix(".npz"), **value)
-        else: save_json(base.with_suffix(".json"), value)
+            save_arrays(base.parent / (base.name + ".npz"), **value)
+        else: save_json(base.parent / (base.name + ".json"), value)
         return value
 
     def unit(self, name: str, fn: Callable[[], Any]) -> Any:
@@ -462,7 +903,7 @@ def run_jobs(fn: Callable,                  # picklable function of one job argu
         else: todo.append(i)
     def _finish(i, value):
         results[i] = run_dir.save_unit(names[i], value) if (run_dir is not None and names is not None) else value
-    bar = tqdm(total=len(todo), desc=desc, disable=not todo)
+    bar = progress(total=len(todo), desc=desc, disable=not todo)
     if executor is None and max_workers <= 1:
         for i in todo: _finish(i, fn(jobs[i])); bar.update()
     else:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 # %% auto #0
-__all__ = ['PD_METHODS', 'DENSE_MAX_D', 'BASELINE', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS', 'nld_gradients', 'rayleigh',
-           'principal_direction', 'top_eigenvalues', 'feature_correlation_quotient', 'PrincipalDirection', 'ranld',
-           'RANLDConfig', 'QuotientTable', 'ranld_protocol', 'paper_tables', 'paper_shifts', 'game_name',
-           'ranld_tables', 'plot_tables', 'tables_config', 'spectral_entropy', 'high_freq_fraction', 'top_mass',
-           'PolicyComparison', 'compare_policies']
+__all__ = ['PD_METHODS', 'DENSE_MAX_D', 'LANCZOS_MIN', 'BASELINE', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS',
+           'nld_gradients', 'rayleigh', 'principal_direction', 'top_eigenvalues', 'feature_correlation_quotient',
+           'PrincipalDirection', 'ranld', 'RANLDConfig', 'QuotientTable', 'ranld_protocol', 'paper_tables',
+           'paper_shifts', 'game_name', 'ranld_tables', 'plot_tables', 'tables_config', 'spectral_entropy',
+           'high_freq_fraction', 'top_mass', 'PolicyComparison', 'compare_policies']
 
 # %% ../nbs/20_ranld.ipynb #fd8ac3fb
 import gymnasium as gym
@@ -64,6 +64,7 @@ def nld_gradients(policy: Policy,          # any Policy: q-values or logits (B, 
 # %% ../nbs/20_ranld.ipynb #f048e76e
 PD_METHODS = ("auto", "gram", "svd", "lanczos", "lowrank", "dense")
 DENSE_MAX_D = 8192
+LANCZOS_MIN = 512    # min(n, d) above which "auto" uses Lanczos: measured by `bench/ranld.py --switch` (real Atari gradients: 400-600)
 
 def _as_matrix(grads: Any, what: str = "grads") -> Tensor:
     if isinstance(grads, np.ndarray): grads = torch.from_numpy(np.ascontiguousarray(grads))
@@ -90,39 +91,61 @@ def rayleigh(z: Any, grads: Any) -> float:
     if z.numel() != A.shape[1]: raise ValueError(f"direction has {z.numel()} entries but the gradients have d = {A.shape[1]}.")
     return float((A @ z).double().pow(2).sum() / A.shape[0])
 
-def principal_direction(grads: Any,           # (n, d) gradient rows g(s_i), e.g. from nld_gradients
-                        method: str = "auto", # one of PD_METHODS
-                        seed: int = 0,        # randomised methods' seed (lowrank; lanczos start vector)
-                        ) -> tuple[Tensor, float]: # G_S (d,) float32 unit norm; eigenvalue G^T L G (L = A^T A / n)
-    """Top eigenvector of L(S) = (1/n) sum g g^T (Korkmaz 2024, Proposition 3.3), as the top right singular vector of
-    the gradient matrix. Raises `ValueError` for an empty or non-finite matrix, all-zero gradients, an unknown method,
-    or `method="dense"` with d > 8192."""
-    A = _as_matrix(grads); n, d = A.shape
-    if method not in PD_METHODS: raise ValueError(f"method must be one of {PD_METHODS}; got {method!r}.")
-    if float(A.max()) == 0 and float(A.min()) == 0:
-        raise ValueError("all gradients are zero, so L(S) = 0 and has no principal direction; the softmax may be "
-                         "saturated: raise the temperature.")
-    if method == "auto": method = "gram" if n <= 2048 else "lanczos"
-    if method == "lanczos" and min(n, d) < 2: method = "gram"
-    if method == "gram":
+def _exact_top(A: Tensor, k: int) -> tuple[Tensor, np.ndarray]:
+    """Exact route: eigh (float64) of the smaller Gram matrix, A A^T (n x n) when n <= d, else A^T A (d x d).
+    Returns (z (d,) unnormalised top right singular direction, top-k eigenvalues of L = A^T A / n, descending)."""
+    n, d = A.shape
+    if n <= d:
         K = (A @ A.T).double()            # n x n, float32 products accumulated by BLAS, eigh in float64
-        _, U = torch.linalg.eigh(K)
+        w, U = torch.linalg.eigh(K)
         z = A.T @ U[:, -1].float()
+    else:
+        K = torch.zeros(d, d, dtype=torch.float64)   # d x d, small (e.g. tabular features): accumulated in float64 row blocks
+        for i in range(0, n, 4096): Ab = A[i:i + 4096].double(); K += Ab.T @ Ab
+        w, V = torch.linalg.eigh(K)
+        z = V[:, -1].float()
+    return z, (w.flip(0)[:k] / n).clamp_min(0).numpy()
+
+def _lanczos_top(A: Tensor, k: int, seed: int) -> tuple[Tensor, np.ndarray]:
+    """Lanczos route: ARPACK `eigsh` on the implicit operator A A^T (n <= d) or A^T A (n > d), as a LinearOperator
+    (only A v and A^T u products; no n x n or d x d matrix is formed). Same return as `_exact_top`."""
+    import scipy.sparse.linalg as sla
+    n, d = A.shape; An = A.numpy(); m = min(n, d)
+    f32 = lambda v: np.ascontiguousarray(v, dtype=np.float32).ravel()
+    if n <= d: mv = lambda u: (An @ (An.T @ f32(u))).astype(np.float64)
+    else: mv = lambda v: (An.T @ (An @ f32(v))).astype(np.float64)
+    op = sla.LinearOperator((m, m), matvec=mv, dtype=np.float64)
+    v0 = np.random.default_rng(int(seed)).standard_normal(m)
+    try:
+        w, V = sla.eigsh(op, k=k, which="LA", tol=1e-9, v0=v0)
+    except sla.ArpackNoConvergence:   # (a near-degenerate top of the spectrum) the exact route always answers
+        return _exact_top(A, k)
+    order = np.argsort(w)[::-1]; w, V = w[order], V[:, order]
+    top = torch.from_numpy(np.ascontiguousarray(V[:, 0], dtype=np.float32))
+    z = A.T @ top if n <= d else top
+    return z, np.clip(w / n, 0, None)
+
+def _auto_method(n: int, d: int, k: int = 1) -> str:
+    "The faster exact route for an (n, d) matrix (measured in bench/ranld.py): Lanczos when min(n, d) > LANCZOS_MIN."
+    return "lanczos" if min(n, d) > LANCZOS_MIN and min(n, d) > 3 * k else "gram"
+
+def _decompose(A: Tensor, method: str, seed: int, k: int) -> tuple[Tensor, float, np.ndarray]:
+    """(G_S unit (d,), its Rayleigh quotient, top-k eigenvalues of L (k=0: none)) of a checked matrix A, with ONE
+    decomposition: the exact and Lanczos routes give the direction and the eigenvalues together."""
+    n, d = A.shape; kk = max(1, min(int(k), n, d))
+    if method == "auto": method = _auto_method(n, d, kk)
+    if method == "lanczos" and min(n, d) <= kk + 1: method = "gram"   # eigsh needs k < the operator's size
+    eig = None
+    if method == "gram":
+        z, eig = _exact_top(A, kk)
+    elif method == "lanczos":
+        z, eig = _lanczos_top(A, kk, seed)
     elif method == "svd":
         z = torch.linalg.svd(A, full_matrices=False)[2][0]
     elif method == "lowrank":
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
             z = torch.svd_lowrank(A, q=min(8, n, d), niter=8, M=None)[2][:, 0]
-    elif method == "lanczos":
-        import scipy.sparse.linalg as sla
-        An = A.numpy()
-        # float32 products (A is float32), float64 Lanczos vectors so that ARPACK's tolerance is reachable
-        op = sla.LinearOperator((n, d), matvec=lambda v: (An @ v.astype(np.float32).ravel()).astype(np.float64),
-                                rmatvec=lambda u: (An.T @ u.astype(np.float32).ravel()).astype(np.float64), dtype=np.float64)
-        v0 = np.random.default_rng(int(seed)).standard_normal(min(n, d))
-        _, _, vt = sla.svds(op, k=1, tol=1e-7, v0=v0, solver="arpack")
-        z = torch.from_numpy(np.ascontiguousarray(vt[0], dtype=np.float32))
     else:  # dense: Algorithm 1 as written
         if d > DENSE_MAX_D:
             raise ValueError(f"method='dense' forms the d x d matrix L: d = {d} needs {d * d * 8 / 2**30:.1f} GiB; "
@@ -131,23 +154,39 @@ def principal_direction(grads: Any,           # (n, d) gradient rows g(s_i), e.g
         z = torch.linalg.eigh(L)[1][:, -1].float()
     z = z / z.norm()
     z = _orient(z, A)
-    return z.contiguous(), rayleigh(z, A)
+    if k > 0 and eig is None: eig = _exact_top(A, kk)[1] if _auto_method(n, d, kk) == "gram" else _lanczos_top(A, kk, seed)[1]
+    return z.contiguous(), rayleigh(z, A), (eig if k > 0 else np.zeros(0))
+
+def principal_direction(grads: Any,           # (n, d) gradient rows g(s_i), e.g. from nld_gradients
+                        method: str = "auto", # one of PD_METHODS
+                        seed: int = 0,        # randomised methods' seed (lowrank; lanczos start vector)
+                        ) -> tuple[Tensor, float]: # G_S (d,) float32 unit norm; eigenvalue G^T L G (L = A^T A / n)
+    """Top eigenvector of L(S) = (1/n) sum g g^T (Korkmaz 2024, Proposition 3.3), as the top right singular vector of
+    the gradient matrix. Raises `ValueError` for an empty or non-finite matrix, all-zero gradients, an unknown method,
+    or `method="dense"` with d > 8192."""
+    A = _checked(grads, method)
+    z, lam, _ = _decompose(A, method, seed, 0)
+    return z, lam
+
+def _checked(grads: Any, method: str) -> Tensor:
+    A = _as_matrix(grads)
+    if method not in PD_METHODS: raise ValueError(f"method must be one of {PD_METHODS}; got {method!r}.")
+    if float(A.max()) == 0 and float(A.min()) == 0:
+        raise ValueError("all gradients are zero, so L(S) = 0 and has no principal direction; the softmax may be "
+                         "saturated: raise the temperature.")
+    return A
 
 def top_eigenvalues(grads: Any,      # (n, d) gradient rows
-                    k: int = 5,      # how many
+                    k: int = 5,      # how many (>= 1; more than min(n, d) gives min(n, d))
                     ) -> np.ndarray: # (min(k, n, d),) the largest eigenvalues of L = A^T A / n, descending
-    """The top `k` eigenvalues of L(S), from the n x n Gram matrix (n <= 2048) or ARPACK (larger n); L is never formed.
-    The ratio lambda_2 / lambda_1 tells how well G_S is determined: near 1, G_S can swing between two directions."""
-    A = _as_matrix(grads); n, d = A.shape; k = max(1, min(int(k), n, d))
-    if n <= 2048 or min(n, d) - 1 < k:
-        w = torch.linalg.eigvalsh((A @ A.T).double()).flip(0)[:k] / n
-        return w.clamp_min(0).numpy()
-    import scipy.sparse.linalg as sla
-    An = A.numpy()
-    op = sla.LinearOperator((n, d), matvec=lambda v: (An @ v.astype(np.float32).ravel()).astype(np.float64),
-                            rmatvec=lambda u: (An.T @ u.astype(np.float32).ravel()).astype(np.float64), dtype=np.float64)
-    s = sla.svds(op, k=k, tol=1e-6, v0=np.random.default_rng(0).standard_normal(min(n, d)), return_singular_vectors=False)
-    return np.sort(s ** 2 / n)[::-1].copy()
+    """The top `k` eigenvalues of L(S), from the smaller Gram matrix (exact) or Lanczos (`eigsh`, where it is faster);
+    L is never formed. The ratio lambda_2 / lambda_1 tells how well G_S is determined: near 1, G_S can swing between
+    two directions. Raises `ValueError` for k < 1 and for the matrices `principal_direction` refuses (all-zero gives zeros)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k (how many eigenvalues) must be an integer >= 1; got {k!r}.")
+    A = _as_matrix(grads); n, d = A.shape; kk = min(int(k), n, d)
+    if float(A.abs().max()) == 0: return np.zeros(kk)
+    return (_exact_top(A, kk) if _auto_method(n, d, kk) == "gram" or min(n, d) <= kk + 1 else _lanczos_top(A, kk, 0))[1].copy()
 
 # %% ../nbs/20_ranld.ipynb #e857e075
 def _direction_of(x: Any) -> Tensor:
@@ -297,14 +336,17 @@ def ranld(policy: Policy,              # any Policy (q-values or logits)
           n_eigenvalues: int = 5,      # top eigenvalues of L(S) to report (the eigen-gap diagnostic); 0 skips
           ) -> PrincipalDirection:
     """RA-NLD, Korkmaz (2024) Algorithm 1: gradients of J at every state, then the principal non-Lipschitz direction
-    (computed from the gradient matrix, never forming L). Raises `ValueError` for an empty set, NaN or a wrong shape."""
+    (computed from the gradient matrix, never forming L; one decomposition gives G_S and the top eigenvalues). Raises
+    `ValueError` for an empty set, NaN, a wrong shape, all-zero gradients, an unknown method or n_eigenvalues < 0."""
+    if isinstance(n_eigenvalues, bool) or not isinstance(n_eigenvalues, (int, np.integer)) or n_eigenvalues < 0:
+        raise ValueError(f"n_eigenvalues must be an integer >= 0 (0 skips the eigen-gap diagnostic); got {n_eigenvalues!r}.")
+    if method not in PD_METHODS: raise ValueError(f"method must be one of {PD_METHODS}; got {method!r}.")
     G, acts = _greedy_gradients(policy, states, temperature, batch_size)
-    z, lam = principal_direction(G, method=method)
+    z, lam, eig = _decompose(_checked(G, method), method, 0, int(n_eigenvalues))   # one decomposition: direction and eigenvalues
     sq = torch.linalg.vector_norm(G, dim=1).double().pow(2)
     return PrincipalDirection(z.reshape(policy.obs_shape).numpy(), lam, sq.numpy(), acts.numpy(),
                               G.numpy() if keep_gradients else np.zeros((0, G.shape[1]), np.float32),
-                              float(temperature), method, name,
-                              top_eigenvalues(G, n_eigenvalues) if n_eigenvalues > 0 else np.zeros(0))
+                              float(temperature), method, name, eig)
 
 # %% ../nbs/20_ranld.ipynb #281cd612
 @dataclasses.dataclass(frozen=True)

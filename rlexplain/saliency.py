@@ -12,8 +12,8 @@ import warnings
 from typing import Any, Callable
 
 # %% auto #0
-__all__ = ['LIME_SEGMENTATIONS', 'SALIENCY_METHODS', 'PAPER_PARAMS', 'SaliencyMap', 'occlusion', 'gaussian_blur',
-           'noise_sensitivity', 'sarfa_scores', 'sarfa', 'RISE', 'rise', 'segment', 'lime', 'paper_saliency']
+__all__ = ['LIME_SEGMENTATIONS', 'SALIENCY_METHODS', 'PAPER_PARAMS', 'SaliencyMap', 'occlusion', 'noise_sensitivity', 'sarfa',
+           'RISE', 'rise', 'segment', 'lime', 'paper_saliency']
 
 # %% ../nbs/30_saliency.ipynb #e2f7dfc6
 import matplotlib.pyplot as plt
@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from .attribution import check_int, forward_batches, gauss_matrix, gaussian_blur, resolve_actions, sarfa_score, resize_bilinear
 from .core import Policy, Result
 
 # %% ../nbs/30_saliency.ipynb #23efb1e3
@@ -95,44 +96,12 @@ def _prepare(policy: Policy, obs: Any, action: Any) -> tuple[Tensor, Tensor, np.
     x = policy.obs(obs)
     if len(x) == 0: raise ValueError("obs is empty (B = 0).")
     with torch.no_grad(): q = policy.forward(x).detach().float()
-    return x, q, _resolve_actions(action, q)
-
-def _resolve_actions(action: Any, q: Tensor) -> np.ndarray:
-    B, A = q.shape
-    if action is None: return q.argmax(-1).cpu().numpy().astype(np.int64)
-    a = np.asarray(action.detach().cpu() if isinstance(action, Tensor) else action)
-    if a.dtype.kind not in "iu": raise ValueError(f"action must be an int or an integer array of shape ({B},); got dtype {a.dtype}.")
-    a = np.broadcast_to(a, (B,)) if a.ndim == 0 else a
-    if a.shape != (B,): raise ValueError(f"action must be an int or have shape ({B},) (one per state); got shape {a.shape}.")
-    if (a < 0).any() or (a >= A).any():
-        raise ValueError(f"action index out of range: got {a.tolist()} for a policy with {A} actions (valid: 0..{A - 1}).")
-    return a.astype(np.int64).copy()
-
-def _forward_chunks(policy: Policy, n: int, make: Callable[[int, int], Tensor], batch_size: int) -> Tensor:
-    "Outputs `(n, A)` float32 on the policy's device for the perturbed batches `make(i, j)` (images i..j-1)."
-    if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
-    outs = []
-    with torch.no_grad():
-        for i in range(0, n, int(batch_size)):
-            outs.append(policy.forward(make(i, min(n, i + int(batch_size)))).detach().float())
-    return torch.cat(outs)
+    return x, q, resolve_actions(action, q)
 
 def _states(n: int, desc: str):
     "Loop over states, with a progress bar when there are many."
     return tqdm(range(n), desc=desc, disable=n < 8, leave=False)
 
-def _check_int(name: str, value: Any, lo: int = 1, hi: int | None = None, hint: str = "") -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int; got {value!r}.")
-    if value < lo or (hi is not None and value > hi):
-        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-        raise ValueError(f"{name} must be {rng}; got {value}.{(' ' + hint) if hint else ''}")
-    return int(value)
-
-def _upsample(grid: Tensor, H: int, W: int) -> Tensor:
-    "Bilinear resize `(h, w) -> (H, W)` with half-pixel centres (as cv2.resize, PIL and skimage `order=1`)."
-    if tuple(grid.shape) == (H, W): return grid
-    return F.interpolate(grid[None, None], size=(H, W), mode="bilinear", align_corners=False)[0, 0]
 
 # %% ../nbs/30_saliency.ipynb #baedda32
 def occlusion(policy: Policy,             # any Policy with image observations; q-values or logits (B, A)
@@ -151,7 +120,7 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
     image, a colour outside [0, 1] or an unknown `score`/`upsample`."""
     x, q, acts = _prepare(policy, obs, action)
     B, C, H, W = x.shape
-    patch = _check_int("patch", patch, 1, min(H, W), hint=f"The image is {H}x{W}.")
+    patch = check_int("patch", patch, 1, min(H, W), hint=f"The image is {H}x{W}.")
     if not 0.0 <= float(color) <= 1.0: raise ValueError(f"color must be in [0, 1] (0 black, 0.5 grey); got {color}.")
     if score not in ("one_minus", "diff"): raise ValueError(f"score must be 'one_minus' or 'diff'; got {score!r}.")
     if upsample not in ("bilinear", "nearest"): raise ValueError(f"upsample must be 'bilinear' or 'nearest'; got {upsample!r}.")
@@ -165,36 +134,17 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
             idx = torch.arange(i, j, device=x.device)
             m = (cell_y[None, :, None] == (idx // nx)[:, None, None]) & (cell_x[None, None, :] == (idx % nx)[:, None, None])
             return torch.where(m[:, None], torch.as_tensor(float(color), device=x.device), xb[None])
-        out = _forward_chunks(policy, ny * nx, make, batch_size)
+        out = forward_batches(policy, ny * nx, make, batch_size)
         ref = q[b]
         if softmax: out, ref = out.softmax(-1), ref.softmax(-1)
         a = int(acts[b])
         s = (1.0 - out[:, a]) if score == "one_minus" else (ref[a] - out[:, a])
         grid = s.reshape(ny, nx).cpu()
-        maps[b] = grid[cell_y.cpu()][:, cell_x.cpu()] if upsample == "nearest" else _upsample(grid, H, W)
+        maps[b] = grid[cell_y.cpu()][:, cell_x.cpu()] if upsample == "nearest" else resize_bilinear(grid, H, W)
     return SaliencyMap(maps.numpy(), acts, "occlusion",
                        dict(patch=patch, color=float(color), softmax=bool(softmax), score=score, upsample=upsample))
 
 # %% ../nbs/30_saliency.ipynb #f4d513f2
-@functools.lru_cache(maxsize=64)
-def _gauss_matrix(n: int, sigma: float) -> np.ndarray:
-    "`(n, n)` matrix G with `G @ v == scipy.ndimage.gaussian_filter1d(v, sigma, mode='reflect')` (truncate 4)."
-    import scipy.ndimage
-    return scipy.ndimage.gaussian_filter1d(np.eye(n), float(sigma), axis=0, mode="reflect")
-
-def gaussian_blur(x: Tensor,               # (..., C, H, W) float images
-                  sigma: float = 3.0,      # standard deviation, pixels
-                  frames: bool = False,    # also blur across the C axis (the benchmark code's behaviour)
-                  ) -> Tensor:             # same shape; equals scipy.ndimage.gaussian_filter on the same axes
-    "Gaussian blur of images, exactly `scipy.ndimage.gaussian_filter` (mode 'reflect', truncate 4), on x's device."
-    if not sigma > 0: raise ValueError(f"sigma must be > 0; got {sigma}.")
-    C, H, W = x.shape[-3:]
-    gh = torch.as_tensor(_gauss_matrix(H, sigma), dtype=x.dtype, device=x.device)
-    gw = torch.as_tensor(_gauss_matrix(W, sigma), dtype=x.dtype, device=x.device)
-    y = gh @ x @ gw.T
-    if frames: y = torch.einsum("dc,...chw->...dhw", torch.as_tensor(_gauss_matrix(C, sigma), dtype=x.dtype, device=x.device), y)
-    return y
-
 _UNIT_DISK = ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1))   # x^2 + y^2 <= 1 (Greydanus et al.'s mask core)
 
 def _gauss_columns(g: Tensor, idx: Tensor) -> Tensor:
@@ -205,8 +155,8 @@ def _gauss_columns(g: Tensor, idx: Tensor) -> Tensor:
 def _blur_masks(cy: Tensor, cx: Tensor, H: int, W: int, sigma: float) -> Tensor:
     """`(k, H, W)` Gaussian-blurred unit disks around (cy, cx), each normalised to max 1 (Greydanus et al.).
     The blurred disk is a sum of separable terms, one per row offset: `sum_dy u_dy (sum_dx w_dx)^T`, one bmm."""
-    gh = torch.as_tensor(_gauss_matrix(H, sigma), dtype=torch.float32, device=cy.device)
-    gw = torch.as_tensor(_gauss_matrix(W, sigma), dtype=torch.float32, device=cy.device)
+    gh = torch.as_tensor(gauss_matrix(H, sigma), dtype=torch.float32, device=cy.device)
+    gw = torch.as_tensor(gauss_matrix(W, sigma), dtype=torch.float32, device=cy.device)
     rows = sorted({dy for dy, _ in _UNIT_DISK})
     u = torch.stack([_gauss_columns(gh, cy + dy) for dy in rows], -1)                      # (k, H, R)
     v = torch.stack([sum(_gauss_columns(gw, cx + dx) for d, dx in _UNIT_DISK if d == dy) for dy in rows], 1)  # (k, R, W)
@@ -231,17 +181,17 @@ def _grid_outputs(policy: Policy, xb: Tensor, radius: int, perturbation: str, bl
         if perturbation == "blur":
             return torch.addcmul(xb[None], delta[None], _blur_masks(cy, cx, H, W, radius)[:, None])
         return xb[None] * (1.0 - _black_disks(cy, cx, H, W, radius)[:, None])
-    return _forward_chunks(policy, gh * gw, make, batch_size), gh, gw
+    return forward_batches(policy, gh * gw, make, batch_size), gh, gw
 
 def _grid_to_map(scores: Tensor, gh: int, gw: int, H: int, W: int) -> Tensor:
     "Resize the grid of scores bilinearly to (H, W) and rescale to keep the grid's maximum (Greydanus et al.)."
     grid = scores.reshape(gh, gw).cpu()
-    up = _upsample(grid, H, W)
+    up = resize_bilinear(grid, H, W)
     top = up.max()
     return up * (grid.max() / top) if top > 0 else up
 
 def _check_disk_args(radius, perturbation, blur_sigma, H, W) -> int:
-    radius = _check_int("radius", radius, 1, min(H, W), hint=f"The image is {H}x{W}.")
+    radius = check_int("radius", radius, 1, min(H, W), hint=f"The image is {H}x{W}.")
     if perturbation not in ("blur", "black"): raise ValueError(f"perturbation must be 'blur' or 'black'; got {perturbation!r}.")
     if not blur_sigma > 0: raise ValueError(f"blur_sigma must be > 0; got {blur_sigma}.")
     return radius
@@ -276,28 +226,12 @@ def noise_sensitivity(policy: Policy,           # any Policy with image observat
                             blur_frames=bool(blur_frames)))
 
 # %% ../nbs/30_saliency.ipynb #a181cb79
-def sarfa_scores(q: Tensor,        # (A,) outputs on the original image
-                 q_pert: Tensor,   # (n, A) outputs on n perturbed images
-                 action: int,      # the explained action
-                 kl: str = "paper", # "paper": KL(P'_rem || P_rem); "code": KL(P_rem || P'_rem)
-                 ) -> Tensor:      # (n,) SARFA scores in [0, 1)
-    "SARFA's score `2 K dP / (K + dP)` if `dP > 0` else 0 (Puri et al. 2020, Eqs. 1-3; Huber et al. 2023, Eq. A4)."
-    A = q.shape[-1]
-    if A < 2: raise ValueError(f"SARFA needs at least 2 actions; got {A}.")
-    if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")
-    dp = q.softmax(-1)[action] - q_pert.softmax(-1)[:, action]
-    rest = torch.arange(A, device=q.device) != action
-    lp, lpp = q[rest].log_softmax(-1)[None], q_pert[:, rest].log_softmax(-1)
-    d_kl = (lpp.exp() * (lpp - lp)).sum(-1) if kl == "paper" else (lp.exp() * (lp - lpp)).sum(-1)
-    k = 1.0 / (1.0 + d_kl.clamp_min(0.0))
-    return torch.where(dp > 0, 2 * k * dp / (k + dp).clamp_min(1e-12), torch.zeros_like(dp))
-
 def sarfa(policy: Policy,             # any Policy with image observations and >= 2 actions
           obs: Any,                   # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
           action: Any = None,         # None: greedy action; an int or (B,) ints
           radius: int = 2,            # r: disk radius and grid stride, pixels
           perturbation: str = "black", # "black" disk (benchmark's final) or "blur" (Noise Sensitivity's blurred disk)
-          kl: str = "paper",          # KL direction: "paper" KL(P'||P) or "code" KL(P||P') (see sarfa_scores)
+          kl: str = "paper",          # KL direction: "paper" KL(P'||P) or "code" KL(P||P') (see rlexplain.attribution.sarfa_score)
           blur_sigma: float = 3.0,    # sigma of the blurred image for perturbation="blur", pixels
           blur_frames: bool = False,  # also blur across frames (the benchmark code's quirk)
           batch_size: int = 512,      # perturbed images per forward pass
@@ -315,7 +249,7 @@ def sarfa(policy: Policy,             # any Policy with image observations and >
     maps = torch.zeros(B, H, W)
     for b in _states(B, "sarfa"):
         out, gh, gw = _grid_outputs(policy, x[b], radius, perturbation, blur_sigma, blur_frames, batch_size)
-        maps[b] = _grid_to_map(sarfa_scores(q[b], out, int(acts[b]), kl), gh, gw, H, W)
+        maps[b] = _grid_to_map(sarfa_score(q[b], out, int(acts[b]), kl), gh, gw, H, W)
     return SaliencyMap(maps.numpy(), acts, "sarfa", dict(radius=radius, perturbation=perturbation, kl=kl,
                                                          blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames)))
 
@@ -331,10 +265,10 @@ class RISE:
                  seed: int = 0,               # seed of the masks and their shifts
                  softmax: bool = False,       # weight masks by softmax probabilities instead of raw outputs
                  batch_size: int = 512):      # masked images per forward pass
-        self.n_masks = _check_int("n_masks", n_masks, 1)
-        self.s = _check_int("s", s, 1)
+        self.n_masks = check_int("n_masks", n_masks, 1)
+        self.s = check_int("s", s, 1)
         if not 0.0 < float(p) <= 1.0: raise ValueError(f"p must be in (0, 1]; got {p}.")
-        self.p, self.seed, self.softmax, self.batch_size = float(p), _check_int("seed", seed, 0), bool(softmax), int(batch_size)
+        self.p, self.seed, self.softmax, self.batch_size = float(p), check_int("seed", seed, 0), bool(softmax), int(batch_size)
         self._masks: dict = {}
 
     def __repr__(self): return f"RISE(n_masks={self.n_masks}, s={self.s}, p={self.p}, seed={self.seed}, softmax={self.softmax})"
@@ -370,7 +304,7 @@ class RISE:
         maps = torch.zeros(B, H, W)
         for b in _states(B, "rise"):
             xb = x[b]
-            out = _forward_chunks(policy, self.n_masks, lambda i, j: xb[None] * masks[i:j, None], self.batch_size)
+            out = forward_batches(policy, self.n_masks, lambda i, j: xb[None] * masks[i:j, None], self.batch_size)
             if self.softmax: out = out.softmax(-1)
             maps[b] = (out[:, int(acts[b])] @ flat).reshape(H, W).cpu() / (self.n_masks * self.p)
         return SaliencyMap(maps.numpy(), acts, "rise", self.params)
@@ -395,11 +329,14 @@ LIME_SEGMENTATIONS = {   # name -> (scikit-image parameters, LIME samples): Hube
     "felzenszwalb": (dict(scale=21, sigma=0.5, min_size=4), 1000),
 }
 
+_SEG_POSITIVE = ("n_segments", "compactness", "kernel_size", "scale")   # scikit-image parameters that must be > 0
+_SEG_NONNEG = ("sigma", "max_dist", "ratio", "min_size")               # ... and >= 0
+
 def segment(image: Any,                # (C, H, W) one observation, float in [0, 1] (tensor or array)
             method: str | Callable = "slic", # "slic", "quickshift", "felzenszwalb", or f((H, W, C) float64) -> (H, W) ints
             **params,                  # scikit-image parameters overriding LIME_SEGMENTATIONS[method][0]
             ) -> np.ndarray:           # (H, W) int64 labels 0..F-1
-    "Superpixels of a channel-first observation with scikit-image, renumbered 0..F-1. Raises `ValueError` for an unknown method."
+    "Superpixels of a channel-first observation with scikit-image, renumbered 0..F-1. Raises `ValueError` for an unknown method or a size/scale parameter out of range (e.g. `n_segments=-5`)."
     from skimage import segmentation as sks
     img = np.asarray(image.detach().cpu() if isinstance(image, Tensor) else image, dtype=np.float64)
     if img.ndim != 3: raise ValueError(f"segment expects one (C, H, W) observation; got shape {img.shape}.")
@@ -407,6 +344,11 @@ def segment(image: Any,                # (C, H, W) one observation, float in [0,
     if callable(method): seg = method(hwc, **params)
     elif method in LIME_SEGMENTATIONS:
         kw = {**LIME_SEGMENTATIONS[method][0], **params}
+        for k, v in kw.items():   # scikit-image would fail deep inside (or silently) on these
+            if k in _SEG_POSITIVE and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0):
+                raise ValueError(f"{method} parameter {k} must be a number > 0; got {v!r}.")
+            if k in _SEG_NONNEG and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v >= 0):
+                raise ValueError(f"{method} parameter {k} must be a number >= 0; got {v!r}.")
         if method == "slic": seg = sks.slic(hwc, channel_axis=-1, **kw)
         elif method == "quickshift":
             kw.setdefault("convert2lab", hwc.shape[-1] == 3)
@@ -444,10 +386,10 @@ def lime(policy: Policy,               # any Policy with image observations; raw
     B, C, H, W = x.shape
     if num_samples is None:
         num_samples = LIME_SEGMENTATIONS[segmentation][1] if isinstance(segmentation, str) and segmentation in LIME_SEGMENTATIONS else 1000
-    num_samples = _check_int("num_samples", num_samples, 2)
+    num_samples = check_int("num_samples", num_samples, 2)
     if not 0.0 <= float(hide_color) <= 1.0: raise ValueError(f"hide_color must be in [0, 1]; got {hide_color}.")
     if not kernel_width > 0: raise ValueError(f"kernel_width must be > 0; got {kernel_width}.")
-    seed = _check_int("seed", seed, 0)
+    seed = check_int("seed", seed, 0)
     kernel = lambda d: np.sqrt(np.exp(-(d ** 2) / kernel_width ** 2))
     maps = np.zeros((B, H, W), np.float32); n_segments, r2 = [], []
     for b in _states(B, "lime"):
@@ -461,7 +403,7 @@ def lime(policy: Policy,               # any Policy with image observations; raw
         def make(i, j):
             keep = data_t[i:j].index_select(1, seg_t).reshape(j - i, 1, H, W)
             return torch.addcmul(torch.full_like(xb, float(hide_color))[None], (xb - float(hide_color))[None], keep)
-        labels = _forward_chunks(policy, num_samples, make, batch_size).double().cpu().numpy()
+        labels = forward_batches(policy, num_samples, make, batch_size).double().cpu().numpy()
         dist = pairwise_distances(data, data[0].reshape(1, -1), metric="cosine").ravel()
         with threadpool_limits(1, user_api="blas"):   # a small Ridge; multi-threaded BLAS only adds contention
             _, exp, score, _ = LimeBase(kernel, random_state=rs).explain_instance_with_data(

@@ -34,8 +34,9 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from .agents import best_zoo_entry, env_slug
+from .attribution import forward_batches, resolve_actions
 from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
-from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap, _resolve_actions
+from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap
 
 # %% ../nbs/31_saliency_bench.ipynb #0e1ef6fc
 BENCH_METHODS = {   # key -> (rlexplain.saliency method, parameters)
@@ -69,11 +70,6 @@ def _map_values(maps: Any, x: Tensor) -> np.ndarray:
     if not np.isfinite(v).all(): raise ValueError(f"saliency maps contain NaN or infinite values ({int((~np.isfinite(v)).sum())} of {v.size}).")
     return v
 
-def _outputs(policy: Policy, x: Tensor, batch_size: int = 1024) -> Tensor:
-    "No-grad outputs `(B, A)` float32 on the policy's device."
-    with torch.no_grad():
-        return torch.cat([policy.forward(x[i:i + batch_size]).detach().float() for i in range(0, len(x), batch_size)])
-
 def random_saliency(policy: Policy,   # any Policy with image observations
                     obs: Any,         # (B, C, H, W) float32 in [0, 1] or uint8
                     action: Any = None, # None: greedy action; an int or (B,) ints
@@ -81,7 +77,7 @@ def random_saliency(policy: Policy,   # any Policy with image observations
                     ) -> SaliencyMap: # values (B, H, W) uniform in [0, 1)
     "The benchmark's baseline: uniformly random saliency maps (Huber et al. 2023, Table 1, 'Baseline')."
     x = _image_obs(policy, obs)
-    acts = _resolve_actions(action, _outputs(policy, x))
+    acts = resolve_actions(action, policy.outputs(x))
     B, C, H, W = x.shape
     return SaliencyMap(np.random.default_rng(seed).random((B, H, W), dtype=np.float32), acts, "random", dict(seed=int(seed)))
 
@@ -316,7 +312,7 @@ def sanity_check(policy: Policy,           # the trained agent
     if bad: raise ValueError(f"unknown similarity metrics {bad}; expected some of {SIMILARITY_METRICS}.")
     ref = reference if reference is not None else explain(method, policy, x, action, **overrides)
     vals = _map_values(ref, x)
-    acts = ref.actions if isinstance(ref, SaliencyMap) else _resolve_actions(action, _outputs(policy, x))
+    acts = ref.actions if isinstance(ref, SaliencyMap) else resolve_actions(action, policy.outputs(x))
     name = method if isinstance(method, str) else getattr(method, "__name__", "custom")
     orig = minmax(vals); hog_orig = hog_features(orig) if "hog" in metrics else None
     steps = cascading_randomization(policy, seed, layers)
@@ -452,8 +448,8 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
         raise ValueError(f"pixels_per_step must be an int >= 1; got {pixels_per_step!r}.")
     if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
     B, C, H, W = x.shape
-    out0 = _outputs(policy, x)
-    acts = _resolve_actions(action, out0)
+    out0 = policy.outputs(x).to(x.device)
+    acts = resolve_actions(action, out0)
     HW = H * W; K = math.ceil(HW / pixels_per_step) + 1; S = len(starts)
     thr = torch.clamp(torch.arange(K, device=x.device) * int(pixels_per_step), max=HW)
     ranks = torch.as_tensor(insertion_ranks(vals, seed), device=x.device)
@@ -466,8 +462,7 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
             mask = (ranks[i:j, None, :] < thr[None, :, None]).reshape(n, 1, K, 1, H, W)
             base = torch.stack([_start_images(s, x[i:j], seed, i) for s in starts], 1)          # (n, S, C, H, W)
             imgs = torch.where(mask, x[i:j, None, None], base[:, :, None]).reshape(n * S * K, C, H, W)
-            out = torch.cat([policy.forward(imgs[u:u + int(batch_size)]).detach().float()
-                             for u in range(0, len(imgs), int(batch_size))]).reshape(n, S, K, -1)
+            out = forward_batches(policy, len(imgs), lambda u, v: imgs[u:v], batch_size).reshape(n, S, K, -1)
             qa = out.gather(-1, a_t[i:j].view(n, 1, 1, 1).expand(n, S, K, 1)).squeeze(-1)
             q[i:j] = qa.cpu(); adv[i:j] = (qa - out.mean(-1)).cpu()
     name = method if method is not None else (saliency.method if isinstance(saliency, SaliencyMap) else "")
@@ -484,7 +479,7 @@ def penultimate_features(policy: Policy,         # any Policy
     last = model_layers(policy)[-1][1]
     x = policy.obs(obs); feats = []
     h = last.register_forward_pre_hook(lambda mod, args: feats.append(args[0].detach().flatten(1).float().cpu()))
-    try: _outputs(policy, x, batch_size)
+    try: policy.outputs(x, batch_size)
     finally: h.remove()
     return torch.cat(feats).numpy()
 
@@ -539,7 +534,7 @@ def highlights_div(policy: Policy,          # the agent (q-values or logits, >= 
     if not isinstance(budget, (int, np.integer)) or budget < 1: raise ValueError(f"budget must be an int >= 1; got {budget!r}.")
     if context < 0 or min_gap < 0: raise ValueError(f"context and min_gap must be >= 0; got {context}, {min_gap}.")
     if not 0 <= percentile <= 100: raise ValueError(f"percentile must be in [0, 100]; got {percentile}.")
-    imp = highlights_importance(_outputs(policy, x))
+    imp = highlights_importance(policy.outputs(x))
     f = penultimate_features(policy, x) if features is None else np.asarray(features, dtype=np.float64)
     if len(f) != N: raise ValueError(f"features has {len(f)} rows for {N} states.")
     ep = np.zeros(N, np.int64) if episode is None else np.asarray(episode).reshape(-1)

@@ -20,7 +20,7 @@ import pandas as pd
 from .agents import best_zoo_entry, load_agent, untrained_agent
 from .core import Policy, Result, ScaledConfig
 from .envs import make_parallel_env, team_returns
-from .timeseries import CausalImpact, PerformanceSeries, causal_impact, episode_seed, forecast
+from .timeseries import CausalImpact, PerformanceSeries, _check_study_config, causal_impact, episode_seed, forecast
 
 # %% ../nbs/51_switching.ipynb #4beb1a44
 def switching_series(team: Policy,               # the deployed team's policy (parameter sharing: every slot runs it)
@@ -62,7 +62,8 @@ def switching_series(team: Policy,               # the deployed team's policy (p
 class SwitchingConfig(ScaledConfig):
     """An ad hoc switching study (Fujimoto et al. 2024, Figure 4). Units: `n_episodes`, `T`, `window`, `horizon` in
     episodes; `seeds` are the M fixed seeds; teams are zoo training seeds of `pipeline` on `env_id`. Raises
-    `ValueError` for fewer than 2 seeds, T outside [1, n_episodes - 1] or team == donor."""
+    `ValueError` for fewer than 2 seeds, T outside [1, n_episodes - 1], team == donor, no switch or a k < 1, and the
+    bad sizes `timeseries.TimeSeriesConfig` rejects (n_boot, horizon, window, levels, agg, interval)."""
     env_id: str = "mpe2/simple_spread_v3"
     pipeline: str = "ppo-mpe"
     team: int = 0                 # zoo seed of the deployed team
@@ -75,15 +76,20 @@ class SwitchingConfig(ScaledConfig):
     window: int = 5               # rolling mean of the plotted and forecast series (the paper: 25)
     horizon: int = 10             # forecast horizon, episodes
     level: float = 0.99           # prediction-interval level (the paper: 99%)
-    ci_level: float = 0.95        # bootstrap interval of the DiD
-    n_boot: int = 2000
+    ci_level: float = 0.95        # coverage of the DiD interval
+    interval: str = "t"           # the DiD interval: "t" (Student-t on per-seed DiDs) or "bootstrap" (percentile, over seeds)
+    n_boot: int = 2000            # bootstrap resamples (the percentile bootstrap is reported beside the t interval)
     agg: str = "mean"             # seed aggregate of Eq. 1: "mean" or "iqm"
     deterministic: bool = True
 
     def __post_init__(self):
-        if len(self.seeds) < 2: raise ValueError(f"a switching study needs >= 2 seeds for its bootstrap; got {len(self.seeds)}.")
-        if not 1 <= self.T <= self.n_episodes - 1: raise ValueError(f"T must be in [1, n_episodes - 1 = {self.n_episodes - 1}]; got {self.T}.")
+        _check_study_config(self, "a switching study")
         if self.team == self.donor: raise ValueError(f"team and donor must be different zoo seeds; both are {self.team}.")
+        for name in ("ks", "untrained_ks"):
+            v = tuple(getattr(self, name))
+            if not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1 for k in v):
+                raise ValueError(f"{name} (agents switched) must hold integers >= 1; got {v}.")
+        if not self.ks and not self.untrained_ks: raise ValueError("give at least one switch: ks or untrained_ks must be non-empty.")
 
     @classmethod
     def demo(cls, **kw) -> "SwitchingConfig":
@@ -123,27 +129,30 @@ class SwitchingStudy(Result):
         "The `CausalImpact` of one treatment against the control (recomputed from the series)."
         c = self.cfg; p = self.performance
         return causal_impact(p, p, c.T, agg=c.agg, n_boot=c.n_boot, level=c.ci_level, treatment_condition=condition,
-                             control_condition="control", label=condition)
+                             control_condition="control", label=condition, interval=c.interval)
 
     def plot(self, axes=None):
-        "Figure 4 analogue: one row of Brodersen panels (original, pointwise, cumulative) per treatment."
+        "Figure 4 analogue: one row of Brodersen panels (original, pointwise, cumulative) per treatment, y-axes in team return; returns the (K, 3) Axes."
         tr = self.treatments
         if axes is None: _, axes = plt.subplots(len(tr), 3, figsize=(8, 1.9 * len(tr)), squeeze=False)
         for row, cond in zip(axes, tr):
             self.impact(cond).plot(row, window=self.cfg.window)
-            row[0].set_ylabel(cond, fontsize=7); row[0].figure.suptitle("")
-        axes[0][0].figure.tight_layout()
+            row[0].set_title(f"{cond}: original" + (f" (rolling {self.cfg.window})" if self.cfg.window and self.cfg.window > 1 else ""), fontsize=8)
+            row[0].figure.suptitle("")
+            for ax in row: ax.set_ylabel(ax.get_ylabel().replace("return", "team return"), fontsize=7)
+        axes[0][0].figure.set_size_inches(8, 2.3 * len(tr)); axes[0][0].figure.tight_layout()
         return axes
 
     def plot_effects(self, ax=None):
-        "DiD per treatment with its bootstrap interval, and the placebo's."
+        "DiD per treatment with its interval (the study's `interval`, over its seeds), and the placebo's; returns the Axes."
         if ax is None: _, ax = plt.subplots(figsize=(4.5, 1.8))
         d = self.impacts; y = np.arange(len(d))
         ax.errorbar(d.did, y, xerr=[d.did - d.ci_low, d.ci_high - d.did], fmt="o", color="C3", ms=4, capsize=2, label="DiD")
         ax.errorbar(d.placebo, y + 0.25, xerr=[d.placebo - d.placebo_low, d.placebo_high - d.placebo], fmt="s", color="gray",
                     ms=3, capsize=2, label="placebo")
         ax.axvline(0, color="k", lw=0.5); ax.set_yticks(y, d.label, fontsize=7); ax.tick_params(labelsize=7)
-        ax.set_xlabel(f"effect on team return ({self.cfg.ci_level:.0%} bootstrap interval)", fontsize=7); ax.legend(fontsize=6)
+        ax.set_xlabel(f"effect on team return per episode ({self.cfg.ci_level:.0%} {self.cfg.interval} interval, "
+                      f"{len(self.cfg.seeds)} seeds)", fontsize=7); ax.legend(fontsize=6)
         return ax
 
 def run_switching_study(cfg: SwitchingConfig | None = None, # None: SwitchingConfig.from_scale()
@@ -151,7 +160,7 @@ def run_switching_study(cfg: SwitchingConfig | None = None, # None: SwitchingCon
                         teams: dict | None = None,          # {"team": Policy, "donor": Policy, "untrained": Policy} overriding the zoo
                         ) -> SwitchingStudy:
     """Play the control and every switching treatment with the same fixed seeds, and estimate each switch's causal
-    effect by DiD (Eq. 4) with a bootstrap interval and a placebo. Raises `LookupError` when the zoo lacks a team."""
+    effect by DiD (Eq. 4) with an interval over seeds (Student-t by default, the percentile bootstrap beside it) and a placebo. Raises `LookupError` when the zoo lacks a team."""
     cfg = cfg or SwitchingConfig.from_scale()
     teams = dict(teams or {})
     if "team" not in teams or "untrained" not in teams:
@@ -167,7 +176,7 @@ def run_switching_study(cfg: SwitchingConfig | None = None, # None: SwitchingCon
     perf = PerformanceSeries.concat(parts)
     post = float(perf.matrix(None, "control").to_numpy()[:, cfg.T:].mean())
     rows = [{**causal_impact(perf, perf, cfg.T, agg=cfg.agg, n_boot=cfg.n_boot, level=cfg.ci_level, treatment_condition=cond,
-                             control_condition="control", label=cond).summary(), "control_post_mean": post}
+                             control_condition="control", label=cond, interval=cfg.interval).summary(), "control_post_mean": post}
             for cond in perf.conditions[1:]]
     fc = forecast(perf, cfg.horizon, cfg.level, cfg.window, cfg.agg)
     return SwitchingStudy(perf.table, pd.DataFrame(rows), fc.summary, dataclasses.asdict(cfg),
@@ -182,10 +191,13 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
     sec.note(f"Ad hoc switching on {cfg.env_id}: team {cfg.team} ({study.teams['team']}) deployed for {cfg.n_episodes} episodes "
              f"x {len(cfg.seeds)} fixed seeds; from episode T={cfg.T} the last k agents are replaced by team {cfg.donor}'s "
              f"agents (k in {list(cfg.ks)}) or by untrained agents (k in {list(cfg.untrained_ks)}).")
-    cols = ["label", "did", "ci_low", "ci_high", "pre_gap", "placebo", "placebo_low", "placebo_high", "control_post_mean", "n_seeds"]
+    cols = ["label", "did", "ci_low", "ci_high", "interval", "n_seeds", "boot_low", "boot_high", "pre_gap", "placebo", "placebo_low",
+            "placebo_high", "control_post_mean"]
     sec.table("switching_did", study.impacts[cols],
-              f"DiD (Eq. 4) of each switch on the team return, {cfg.ci_level:.0%} bootstrap interval over seeds, pre-period gap and placebo")
+              f"DiD (Eq. 4) of each switch on the team return, {cfg.ci_level:.0%} {cfg.interval} interval over n_seeds seeds (the "
+              "percentile bootstrap beside it: boot_low, boot_high), pre-period gap and placebo")
     sec.figure("switching_fig4", study.plot()[0][0].figure, f"Figure 4 analogue: original (rolling {cfg.window}), pointwise and cumulative effect per switch")
-    sec.figure("switching_effects", study.plot_effects().figure, "effect of each switch and its placebo")
+    sec.figure("switching_effects", study.plot_effects().figure,
+               f"effect of each switch and its placebo ({cfg.ci_level:.0%} {cfg.interval} intervals over {len(cfg.seeds)} seeds)")
     sec.table("switching_forecast", study.forecast_summary,
               f"damped-trend forecast of each condition {cfg.horizon} episodes ahead, {cfg.level:.0%} prediction interval")

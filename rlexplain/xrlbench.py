@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 # %% auto #0
-__all__ = ['FEATURE_NAMES', 'EXPLAINERS', 'TABULAR_METHODS', 'IMAGE_METHODS', 'FIDELITY_METRICS', 'feature_names', 'xrlbench_mlp',
-           'load_xrlbench_policy', 'generate_dataset', 'save_dataset', 'load_dataset', 'state_columns',
-           'dataset_arrays', 'Explanation', 'waterfall_plot', 'Explainer', 'TabularSHAP', 'TabularLIME', 'sarfa_score',
-           'gaussian_blur', 'PerturbationSaliency', 'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients',
-           'make_explainer', 'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS',
-           'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig', 'paper_results', 'image_states', 'run_image_benchmark',
-           'image_agent']
+__all__ = ['FEATURE_NAMES', 'EXPLAINERS', 'TABULAR_METHODS', 'IMAGE_METHODS', 'FIDELITY_METRICS', 'RIS_VARIANTS', 'feature_names',
+           'xrlbench_mlp', 'load_xrlbench_policy', 'generate_dataset', 'save_dataset', 'load_dataset', 'dataset_arrays',
+           'Explanation', 'waterfall_plot', 'Explainer', 'TabularSHAP', 'TabularLIME', 'PerturbationSaliency', 'SARFA',
+           'DeepSHAP', 'GradientSHAP', 'IntegratedGradients', 'make_explainer', 'FidelityResult', 'FidelityMetric',
+           'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS', 'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig',
+           'paper_results', 'image_states', 'run_image_benchmark', 'image_agent']
 
 # %% ../nbs/40_xrlbench.ipynb #4ea68046
 import matplotlib.pyplot as plt
@@ -29,6 +28,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from .attribution import as_states, gaussian_blur, resolve_actions, sarfa_score, state_columns
 from .core import Policy, Result, get_scale, load_json, save_json, save_table, ScaledConfig
 
 # %% ../nbs/40_xrlbench.ipynb #a1c9578a
@@ -76,8 +76,6 @@ def load_xrlbench_policy(path: str | Path,              # a `{CartPole,LunarLand
     return Policy(net, n_out, (n_in,), kind="q", device=device, name=name or path.stem)
 
 # %% ../nbs/40_xrlbench.ipynb #3f159d8c
-_META_COLUMNS = ("action", "reward", "episode", "step")
-
 def _output_prefix(policy) -> str: return "q_" if getattr(policy, "kind", "q") == "q" else "logit_"
 
 def generate_dataset(policy: Policy,          # a tabular Policy, obs_shape (D,)
@@ -136,12 +134,6 @@ def load_dataset(path: str | Path) -> pd.DataFrame:
     df = pd.read_parquet(path / "data.parquet")
     df.attrs["card"] = load_json(path / "card.json") if (path / "card.json").exists() else {}
     return df
-
-def state_columns(df: pd.DataFrame) -> list:
-    "The state-feature columns of a dataset: the card's `features`, else every column that is not action/reward/episode/step/q_*/logit_*."
-    feats = (df.attrs.get("card") or {}).get("features")
-    if feats and all(f in df.columns for f in feats): return list(feats)
-    return [c for c in df.columns if c not in _META_COLUMNS and not str(c).startswith(("q_", "logit_"))]
 
 def dataset_arrays(df: pd.DataFrame) -> tuple:
     "`(states (N, D) float32, actions (N,) int64)` of a dataset. Raises `ValueError` without an `action` column."
@@ -232,27 +224,6 @@ def waterfall_plot(ex: Explanation,          # a tabular Explanation (SHAP metho
 
 
 # %% ../nbs/40_xrlbench.ipynb #f18552bb
-def _as_states(x: Any, policy, what: str = "states") -> np.ndarray:
-    "Validate states for `policy` and return them as a new `(N, *obs_shape)` float32 array on the CPU."
-    if isinstance(x, pd.DataFrame): x = x[state_columns(x)].to_numpy(np.float32)
-    shape = tuple(policy.obs_shape)
-    arr = x.detach().cpu() if isinstance(x, Tensor) else np.asarray(x)
-    if len(shape) == 1 and np.ndim(arr) in (1, 2) and np.shape(arr)[-1] != shape[0]:
-        raise ValueError(f"{what} must have D = {shape[0]} features (the policy's obs_shape {shape}); got shape {tuple(np.shape(arr))}.")
-    try: t = policy.obs(arr)
-    except ValueError as e: raise ValueError(f"{what}: {e}") from None
-    return t.detach().cpu().numpy().astype(np.float32, copy=True)
-
-def _as_actions(actions: Any, n: int, n_actions: int) -> np.ndarray:
-    a = np.asarray(actions.detach().cpu() if isinstance(actions, Tensor) else actions)
-    if a.ndim == 0: a = np.full(n, a)
-    if a.shape != (n,): raise ValueError(f"actions must have shape ({n},), one per state; got {a.shape}.")
-    if not np.issubdtype(a.dtype, np.integer):
-        if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)): raise ValueError(f"actions must be integers; got dtype {a.dtype}.")
-    a = a.astype(np.int64)
-    if n and (a.min() < 0 or a.max() >= n_actions): raise ValueError(f"actions must lie in [0, {n_actions}); got range [{a.min()}, {a.max()}].")
-    return a
-
 def _pick(policy, action: int) -> nn.Module:
     "`policy.module` followed by a bias-free `nn.Linear(A, 1)` with one-hot weights: the network's output for `action` only (shap sees a plain Linear)."
     lin = nn.Linear(policy.n_actions, 1, bias=False)
@@ -288,7 +259,7 @@ class Explainer:
         if self.needs_background and background is None:
             raise ValueError(f"{self.name} needs background states (the agent's dataset): make_explainer({self.name!r}, policy, background=states).")
         names = list(state_columns(background)) if isinstance(background, pd.DataFrame) else None
-        self.background = None if background is None else _as_states(background, policy, "background")
+        self.background = None if background is None else as_states(background, policy, "background")
         if self.background is not None and len(self.background) == 0: raise ValueError("background is empty.")
         D = int(np.prod(policy.obs_shape))
         self.feature_names = tuple(feature_names or names or (f"f{i}" for i in range(D if not self.is_image else 0)))
@@ -322,8 +293,8 @@ class Explainer:
                 ) -> Explanation:
         """Explain `actions` in `states`. Raises `ValueError` for a feature-count / shape mismatch, NaN or infinite
         states, channel-last images, or actions outside `[0, A)`."""
-        x = _as_states(states, self.policy)
-        a = self.greedy(x) if actions is None else _as_actions(actions, len(x), self.policy.n_actions)
+        x = as_states(states, self.policy)
+        a = resolve_actions(actions, self.policy.outputs(x, batch_size=self.batch_size)) if len(x) else np.zeros(0, np.int64)
         self._progress = progress
         t0 = time.perf_counter()
         imp, per, base = self._explain(x, a) if len(x) else (np.zeros_like(x), None, None)
@@ -355,7 +326,7 @@ class TabularSHAP(Explainer):
         import lightgbm, shap
         from sklearn.model_selection import train_test_split
         X = self.background
-        y = self.greedy(X) if background_actions is None else _as_actions(background_actions, len(X), policy.n_actions)
+        y = self.greedy(X) if background_actions is None else resolve_actions(background_actions, np.zeros((len(X), policy.n_actions)))
         if len(np.unique(y)) < 2:
             raise ValueError(f"TabularSHAP needs >= 2 different actions in the background; the policy takes only action {int(y[0])}.")
         Xtr, Xva, ytr, yva = train_test_split(X, y, test_size=test_size, random_state=self.seed)
@@ -439,45 +410,6 @@ class TabularLIME(Explainer):
         return per[np.arange(N), a], per, None
 
 # %% ../nbs/40_xrlbench.ipynb #76865fbb
-def sarfa_score(q: Any,          # (..., A) outputs on the original state
-                q_perturbed: Any, # (..., A) outputs on the perturbed state
-                action: Any,     # (...) explained action(s), broadcast against the leading axes
-                ) -> np.ndarray: # (...) SARFA saliency >= 0
-    """SARFA's specific-and-relevant saliency (Puri et al. 2020, Eq. 3): `2 K dP / (K + dP)` where dP > 0, else 0.
-
-    `K = 1 / (1 + KL(P_rest || P'_rest))`, softmax over the actions other than `action`, natural log (the benchmark's
-    and SARFA's code)."""
-    q, qp = np.asarray(q, np.float64), np.asarray(q_perturbed, np.float64)
-    q, qp = np.broadcast_arrays(q, qp)
-    A = q.shape[-1]
-    a = np.broadcast_to(np.asarray(action, np.int64), q.shape[:-1])
-    lse = lambda z: z - np.logaddexp.reduce(z, axis=-1, keepdims=True)
-    lp, lpp = lse(q), lse(qp)
-    dP = np.exp(np.take_along_axis(lp, a[..., None], -1)[..., 0]) - np.exp(np.take_along_axis(lpp, a[..., None], -1)[..., 0])
-    mask = np.arange(A) == a[..., None]
-    if A > 1:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            lr, lrp = lse(np.where(mask, -np.inf, q)), lse(np.where(mask, -np.inf, qp))
-            kl = np.where(mask, 0.0, np.exp(lr) * (lr - lrp)).sum(-1)
-    else: kl = np.zeros(q.shape[:-1])
-    K = 1.0 / (1.0 + kl)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s = np.where(dP > 0, 2 * K * dP / (K + dP), 0.0)
-    return np.nan_to_num(s)
-
-def gaussian_blur(x: Tensor,     # (B, C, H, W)
-                  sigma: float,  # standard deviation, pixels
-                  truncate: float = 4.0) -> Tensor:
-    "Spatial Gaussian blur of every channel separately (separable kernel of radius `truncate * sigma`, replicate padding)."
-    r = int(truncate * sigma + 0.5)
-    t = torch.arange(-r, r + 1, dtype=x.dtype, device=x.device)
-    k = torch.exp(-t ** 2 / (2 * sigma ** 2)); k = k / k.sum()
-    C = x.shape[1]
-    y = torch.nn.functional.pad(x, (r, r, 0, 0), mode="replicate")
-    y = torch.nn.functional.conv2d(y, k.view(1, 1, 1, -1).expand(C, 1, 1, -1), groups=C)
-    y = torch.nn.functional.pad(y, (0, 0, r, r), mode="replicate")
-    return torch.nn.functional.conv2d(y, k.view(1, 1, -1, 1).expand(C, 1, -1, 1), groups=C)
-
 class _PerturbationExplainer(Explainer):
     "Shared machinery of PS and SARFA: one perturbed copy of each state per feature (tabular) or grid point (images)."
     def __init__(self, policy: Policy, background: Any = None,
@@ -524,7 +456,7 @@ class _PerturbationExplainer(Explainer):
         qp = np.empty((N, 1, len(M), q.shape[1]))
         for i in tqdm(range(N), desc=self.name, disable=not self._progress):
             xi = torch.as_tensor(x[i:i + 1], device=self.device)
-            b = gaussian_blur(xi, self.blur_sigma)
+            b = gaussian_blur(xi, self.blur_sigma, mode="nearest")   # edge replicated, as XRL-Bench's code
             xp = xi * (1 - M[:, None]) + b * M[:, None]                                # (G, C, H, W)
             qp[i, 0] = self.policy.outputs(xp, batch_size=self.batch_size).double().numpy()
         return q, qp
@@ -563,16 +495,20 @@ class SARFA(_PerturbationExplainer):
 
     def __init__(self, policy: Policy, background: Any = None,
                  all_actions: bool | None = None,  # also score every action (per_action); default: tabular yes, images no
+                 kl: str = "code",                 # KL direction of `sarfa_score`: "code" (XRL-Bench's and SARFA's code) or "paper"
                  **kw):
-        super().__init__(policy, background, **kw); self.all_actions = all_actions
+        super().__init__(policy, background, **kw); self.all_actions, self.kl = all_actions, kl
+        if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")
+
+    def params(self) -> dict: return {**super().params(), "kl": self.kl}
 
     def _explain(self, x, a):
         q, qp = self._perturbed_outputs(x)
         qb = q[:, None, None, :]
-        imp = self._to_map(sarfa_score(qb, qp, a[:, None, None]).mean(1))
+        imp = self._to_map(sarfa_score(qb, qp, a[:, None, None], kl=self.kl).mean(1))
         per = None
         if (not self.is_image) if self.all_actions is None else self.all_actions:
-            per = np.stack([self._to_map(sarfa_score(qb, qp, b).mean(1)) for b in range(q.shape[1])], 1)
+            per = np.stack([self._to_map(sarfa_score(qb, qp, b, kl=self.kl).mean(1)) for b in range(q.shape[1])], 1)
         return imp, per, None
 
 # %% ../nbs/40_xrlbench.ipynb #223d70f4
@@ -679,7 +615,7 @@ class IntegratedGradients(_GradientExplainer):
             if self.baseline == "zeros": return np.zeros((1, *self.policy.obs_shape), np.float32)
             refs = super().references()
             return refs.mean(0, keepdims=True) if self.baseline == "mean" else refs
-        return _as_states(self.baseline, self.policy, "baseline")
+        return as_states(self.baseline, self.policy, "baseline")
 
     def _attribute(self, act, x, refs):
         from captum.attr import IntegratedGradients as _IG
@@ -722,8 +658,9 @@ def make_explainer(name: str,            # one of EXPLAINERS (case-insensitive; 
 # %% ../nbs/40_xrlbench.ipynb #73490945
 @dataclasses.dataclass(frozen=True)
 class FidelityResult(Result):
-    """A fidelity curve: `scores (n_orders, K)` at each `ks (K,)` for each ranking in `orders` ("abs" / "raw").
-    `auc` is the mean over the ks per ranking; `value` the better of them (the paper's reported number)."""
+    """A fidelity curve: `scores (n_orders, K)` at each `ks (K,)` for each ranking in `orders` ("abs" / "raw"), and
+    `per_state (n_orders, N)` each state's mean over the ks. `auc` is the mean over the ks per ranking; `value` the AUC of
+    the |importance| ranking (the paper's protocol) when it was computed, else of the only ranking. Rankings are never max'ed."""
     metric: str
     higher_is_better: bool
     ks: np.ndarray
@@ -731,15 +668,16 @@ class FidelityResult(Result):
     orders: tuple
     method: str
     params: dict
+    per_state: np.ndarray | None = None
 
     @property
     def auc(self) -> dict: return {o: float(s.mean()) for o, s in zip(self.orders, self.scores)}
     @property
-    def best_order(self) -> str:
-        auc = self.auc
-        return (max if self.higher_is_better else min)(auc, key=auc.get)
+    def order(self) -> str:
+        "The ranking `value` reports: 'abs' when computed (the paper's), else the only one."
+        return "abs" if "abs" in self.orders else self.orders[0]
     @property
-    def value(self) -> float: return self.auc[self.best_order]
+    def value(self) -> float: return self.auc[self.order]
 
     def to_frame(self) -> pd.DataFrame:
         "One row per (ranking, k)."
@@ -771,7 +709,7 @@ class FidelityMetric:
 
     def __init__(self, policy: Policy,              # the explained agent
                  ks: Sequence[int] | None = None,   # k values; default 1..D-1 (tabular), W, 2W, .. < HW (images)
-                 order: str = "both",               # "abs", "raw" or "both" rankings
+                 order: str = "abs",                # "abs" (the paper's and its code's ranking), "raw" (signed) or "both" (reported apart)
                  reference_value: float = 0.0,      # masking value (AIM / AUM), raw units
                  noise_std: float = 0.5,            # PGI / PGU noise std, in units of each feature's std
                  feature_std: Any = None,           # (*obs_shape,) std per feature; default: over the evaluated states
@@ -804,11 +742,11 @@ class FidelityMetric:
 
     def _prepare(self, states, importance, actions):
         e, e_actions, method = _importance_array(importance)
-        x = _as_states(states, self.policy)
+        x = as_states(states, self.policy)
         if e.shape != x.shape: raise ValueError(f"importance must have the states' shape {x.shape}; got {e.shape}.")
         if not np.isfinite(e).all(): raise ValueError("importance contains NaN or infinite values.")
         q = self.policy.outputs(x, batch_size=self.batch_size).double().numpy()
-        if actions is not None: a = _as_actions(actions, len(x), self.policy.n_actions)
+        if actions is not None: a = resolve_actions(actions, q)
         elif e_actions is not None: a = np.asarray(e_actions, np.int64)
         else: a = q.argmax(1)
         units = e.reshape(len(x), x.shape[1], -1).sum(1) if self.is_image else e      # (N, U)
@@ -825,18 +763,18 @@ class FidelityMetric:
         tie = np.random.default_rng(self.seed + 1).random(units.shape)
         return np.lexsort((tie, -key if self.which == "top" else key), axis=-1)
 
-    def _score(self, x, sel, a, q, z) -> float:
-        "Score one selection `sel (N, U)` bool of changed units."
+    def _score(self, x, sel, a, q, z) -> np.ndarray:
+        "Per-state scores `(N,)` of one selection `sel (N, U)` bool of changed units."
         N = len(x)
         m = sel.reshape(N, 1, *x.shape[2:]) if self.is_image else sel
         if self.perturbation == "mask":
             xp = np.where(m, np.float32(self.reference_value), x)
-            return float((self.policy.outputs(xp, batch_size=self.batch_size).numpy().argmax(1) == q.argmax(1)).mean())
+            return (self.policy.outputs(xp, batch_size=self.batch_size).numpy().argmax(1) == q.argmax(1)).astype(np.float64)
         xp = x[None] + np.where(m[None], z, 0.0)
         if self.is_image: xp = np.clip(xp, 0.0, 1.0)
         qp = self.policy.outputs(xp.reshape(-1, *x.shape[1:]).astype(np.float32), batch_size=self.batch_size).double().numpy()
         qp = qp.reshape(self.n_draws, N, -1)[:, np.arange(N), a]
-        return float(np.abs(q[np.arange(N), a][None] - qp).mean())
+        return np.abs(q[np.arange(N), a][None] - qp).mean(0)
 
     def _curve(self, x, units, a, q, z, order, ks) -> np.ndarray:
         rank = self._ranking(units, order)
@@ -857,17 +795,17 @@ class FidelityMetric:
         if order not in ("abs", "raw"): raise ValueError(f"order must be 'abs' or 'raw'; got {order!r}.")
         ks = self._check_ks([k])
         x, units, a, q, z, _ = self._prepare(states, importance, actions)
-        return float(self._curve(x, units, a, q, z, order, ks)[0])
+        return float(self._curve(x, units, a, q, z, order, ks)[0].mean())
 
     def __call__(self, states: Any, importance: Any, actions: Any = None) -> FidelityResult:
         """The curve over `ks` for each ranking and its AUC (mean over the ks). Raises `ValueError` for states or
         importances of the wrong shape, NaN, or actions out of range."""
         x, units, a, q, z, method = self._prepare(states, importance, actions)
         orders = ("abs", "raw") if self.order == "both" else (self.order,)
-        scores = np.stack([self._curve(x, units, a, q, z, o, self.ks) for o in orders])
+        per = np.stack([self._curve(x, units, a, q, z, o, self.ks) for o in orders])     # (n_orders, K, N)
         params = {"reference_value": self.reference_value, "noise_std": self.noise_std, "n_draws": self.n_draws,
                   "seed": self.seed, "n_states": int(len(x)), "perturbation": self.perturbation, "which": self.which}
-        return FidelityResult(self.name, self.higher_is_better, self.ks, scores, orders, method, params)
+        return FidelityResult(self.name, self.higher_is_better, self.ks, per.mean(-1), orders, method, params, per.mean(1))
 
 class AIM(FidelityMetric):
     """Accuracy on Important features Masked: fraction of states whose greedy action survives setting the top-k
@@ -896,7 +834,7 @@ FIDELITY_METRICS = {"AIM": AIM, "AUM": AUM, "PGI": PGI, "PGU": PGU}
 # %% ../nbs/40_xrlbench.ipynb #435ec701
 @dataclasses.dataclass(frozen=True)
 class RISResult(Result):
-    "RIS per state `per_state (N,)` and its summary `value` (mean over states; max for the original variant)."
+    "RIS per state `per_state (N,)` and its summary `value` (mean over states; max over states for the original variant)."
     per_state: np.ndarray
     value: float
     variant: str
@@ -917,58 +855,88 @@ class RISResult(Result):
 def _signed_floor(v: np.ndarray, eps: float) -> np.ndarray:
     return np.where(np.abs(v) < eps, np.where(v < 0, -eps, eps), v)
 
+RIS_VARIANTS = ("paper", "code", "original")
+
 class RIS:
-    """Relative Input Stability (Agarwal et al. 2022; Alvarez-Melis & Jaakkola 2018; Xiong et al. 2024, Eq. 3). Lower
-    is better. Call with `(explainer, states, explanation=None, actions=None)`; returns a `RISResult`."""
+    """Relative Input Stability (Xiong et al. 2024, Eq. 3; Alvarez-Melis & Jaakkola 2018; Agarwal et al. 2022). Lower is better.
+    Call with `(explainer, states, explanation=None, actions=None)`; returns a `RISResult`. Variants (each named, never mixed):
+
+    - `"paper"` (default): Eq. 3. Per state, the largest `||(e - e')/e||_p / max(||(x - x')/x||_p, eps)` over `n_neighbors`
+      neighbours `x' = x + N(0, (noise_std * std)^2)`; the divisions by `e` and `x` are floored at `+-eps`; the mean over states.
+    - `"code"`: the formula of XRL-Bench's current code: relative changes normalised by `max(|e|, |e'|)` and `max(|x|, |x'|)`
+      (floored at eps), same neighbourhood and mean over states as "paper".
+    - `"original"`: XRL-Bench's first release: one neighbour per state (noise 0.5 std), divisions by `clip(., 1e-3)` (which floors
+      negative values), and the maximum over states.
+
+    `explainer`: an `Explainer` of this module, or any callable `f(states (M, *obs_shape) float32, actions (M,)) -> values`."""
     name, higher_is_better = "RIS", False
     reference = "Xiong et al. (2024), XRL-Bench Eq. 3; Agarwal et al. (2022); Alvarez-Melis & Jaakkola (2018)"
 
-    def __init__(self, n_neighbors: int = 10,       # neighbours sampled per state (neighbourhood variant)
+    def __init__(self, n_neighbors: int = 10,       # neighbours sampled per state ("paper", "code")
                  noise_std: float | None = None,    # neighbour noise in units of each feature's std; default 0.05 (0.5 original)
                  p: float = 2,                      # norm
                  eps: float = 1e-3,                 # floor for the divisions
-                 variant: str = "neighbourhood",    # "neighbourhood" (the definition) or "original" (the benchmark's code)
+                 variant: str = "paper",            # "paper" (Eq. 3), "code" (XRL-Bench's current code) or "original" (its first release)
                  feature_std: Any = None,           # (*obs_shape,) std per feature; default: over the evaluated states
                  seed: int = 0):
-        if variant not in ("neighbourhood", "original"): raise ValueError(f"variant must be 'neighbourhood' or 'original'; got {variant!r}.")
-        if int(n_neighbors) < 1: raise ValueError(f"n_neighbors must be >= 1; got {n_neighbors}.")
+        if variant == "neighbourhood": variant = "paper"     # the name "paper" had before the code's variant was added
+        if variant not in RIS_VARIANTS: raise ValueError(f"variant must be one of {RIS_VARIANTS}; got {variant!r}.")
+        if not isinstance(n_neighbors, (int, np.integer)) or int(n_neighbors) < 1: raise ValueError(f"n_neighbors must be an int >= 1; got {n_neighbors!r}.")
         self.variant, self.p, self.eps, self.seed, self.feature_std = variant, p, float(eps), int(seed), feature_std
         self.n_neighbors = 1 if variant == "original" else int(n_neighbors)
         self.noise_std = float(noise_std if noise_std is not None else (0.5 if variant == "original" else 0.05))
 
     def __repr__(self): return f"RIS(variant={self.variant!r}, n_neighbors={self.n_neighbors}, noise_std={self.noise_std})"
 
-    def __call__(self, explainer: Explainer,        # re-explains the neighbours
+    def __call__(self, explainer: Any,              # an Explainer (re-explains the neighbours) or f(states, actions) -> values
                  states: Any = None,                # (N, *obs_shape); default: the explanation's states
-                 explanation: Explanation | None = None, # explanation of `states`; computed when None
+                 explanation: Any = None,           # Explanation of `states`, or its values (N, *obs_shape); computed when None
                  actions: Any = None,               # explained actions; default: the explanation's, else greedy
                  ) -> RISResult:
-        "RIS of `explainer` around `states`. Raises `ValueError` if neither states nor an explanation is given, or shapes disagree."
-        if states is None and explanation is None: raise ValueError("pass states or an explanation.")
-        x = explanation.states if states is None else _as_states(states, explainer.policy)
-        if explanation is None: explanation = explainer.explain(x, actions)
-        if explanation.importance.shape != x.shape: raise ValueError(f"explanation has shape {explanation.importance.shape}; states {x.shape}.")
-        a = explanation.actions if actions is None else _as_actions(actions, len(x), explainer.policy.n_actions)
-        e = explanation.importance.astype(np.float64)
+        """RIS of `explainer` around `states`. Raises `ValueError` if neither states nor an explanation is given, states are empty,
+        or shapes disagree; `TypeError` for an explainer that is neither an Explainer nor callable."""
+        bound = isinstance(explainer, Explainer)
+        if not bound and not callable(explainer): raise TypeError(f"explainer must be an Explainer or a callable; got {type(explainer).__name__}.")
+        f = (lambda s, acts: explainer.explain(s, acts).importance) if bound else explainer
+        if states is None and not isinstance(explanation, Explanation): raise ValueError("pass states, or an Explanation that holds them.")
+        x = explanation.states if states is None else (as_states(states, explainer.policy) if bound else np.asarray(states, np.float32))
+        if len(x) == 0: raise ValueError("states is empty (N = 0); RIS needs at least one state.")
+        if explanation is None:
+            if not bound: raise ValueError("with a callable explainer, pass the explanation's values and actions.")
+            explanation = explainer.explain(x, actions)
+        is_ex = isinstance(explanation, Explanation)
+        e = np.asarray(explanation.importance if is_ex else explanation, np.float64)
+        if e.shape != x.shape: raise ValueError(f"explanation has shape {e.shape}; states {x.shape}.")
+        if actions is not None: a = np.asarray(actions, np.int64).reshape(-1)
+        elif is_ex: a = explanation.actions
+        elif bound: a = explainer.greedy(x)
+        else: raise ValueError("with a callable explainer, pass the explained actions.")
+        if len(a) != len(x): raise ValueError(f"got {len(a)} actions for {len(x)} states.")
         N, m = len(x), self.n_neighbors
         std = x.std(0) if self.feature_std is None else np.asarray(self.feature_std, np.float64)
         xn = x[None] + np.random.default_rng(self.seed).standard_normal((m, *x.shape)) * self.noise_std * std
         if len(x.shape) == 4: xn = np.clip(xn, 0.0, 1.0)
         xn = xn.astype(np.float32)
-        en = explainer.explain(xn.reshape(m * N, *x.shape[1:]), np.tile(a, m)).importance.astype(np.float64).reshape(m, *x.shape)
+        en = np.asarray(f(xn.reshape(m * N, *x.shape[1:]), np.tile(a, m)), np.float64).reshape(m, *x.shape)
         flat = lambda v: v.reshape(*v.shape[:2], -1)
+        norm = lambda v: np.linalg.norm(flat(v), ord=self.p, axis=-1)
         if self.variant == "original":
-            num = np.linalg.norm(flat((e[None] - en) / np.clip(e, self.eps, None)[None]), ord=self.p, axis=-1)
-            den = np.linalg.norm(flat((x[None] - xn) / np.clip(x, self.eps, None)[None]), ord=self.p, axis=-1)
+            num = norm((e[None] - en) / np.clip(e, self.eps, None)[None])
+            den = norm((x[None] - xn) / np.clip(x, self.eps, None)[None])
             with np.errstate(divide="ignore", invalid="ignore"): per = np.nan_to_num((num / den)[0], nan=0.0)
             value = float(per.max())
         else:
-            num = np.linalg.norm(flat((e[None] - en) / _signed_floor(e, self.eps)[None]), ord=self.p, axis=-1)
-            den = np.maximum(np.linalg.norm(flat((x[None] - xn) / _signed_floor(x.astype(np.float64), self.eps)[None]), ord=self.p, axis=-1), self.eps)
-            per = (num / den).max(0)
+            if self.variant == "paper":
+                ne, nx = _signed_floor(e, self.eps)[None], _signed_floor(x.astype(np.float64), self.eps)[None]
+            else:
+                ne = np.maximum(np.maximum(np.abs(e)[None], np.abs(en)), self.eps)
+                nx = np.maximum(np.maximum(np.abs(x.astype(np.float64))[None], np.abs(xn.astype(np.float64))), self.eps)
+            per = (norm((e[None] - en) / ne) / np.maximum(norm((x[None] - xn) / nx), self.eps)).max(0)
             value = float(per.mean())
-        return RISResult(per, value, self.variant, explanation.method,
+        method = explanation.method if is_ex else getattr(explainer, "name", "")
+        return RISResult(per, value, self.variant, method,
                          {"n_neighbors": m, "noise_std": self.noise_std, "p": self.p, "eps": self.eps, "seed": self.seed})
+
 
 # %% ../nbs/40_xrlbench.ipynb #193052db
 @dataclasses.dataclass(frozen=True)
@@ -980,29 +948,30 @@ class XRLBenchResult(Result):
     params: dict
 
     def summary(self) -> pd.DataFrame:
-        "The paper's columns: AIM (lower better), AUM, PGI (higher better), PGU, RIS (lower better), ms per explained state."
-        cols = [c for c in ("AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample") if c in self.table.columns]
+        """The paper's columns: AIM (lower better), AUM, PGI (higher better), PGU (|importance| ranking), RIS (lower better, Eq. 3),
+        ms per explained state, and TabularSHAP's student agreement with the policy (held-out share of equal actions; NaN for other methods)."""
+        cols = [c for c in ("AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample", "student_agreement") if c in self.table.columns]
         return self.table.set_index("method")[cols]
 
     def to_frame(self) -> pd.DataFrame: return self.table.assign(env_id=self.env_id)
 
-    def plot(self, metric: str = "AIM", ax=None):
-        """The curves of `metric` over k for each method (its better ranking), each method with its own marker and line
+    def plot(self, metric: str = "AIM", ax=None, order: str = "abs"):
+        """The curves of `metric` over k for each method (ranking `order`: "abs", the paper's, or "raw"), each method with its own marker and line
         style so that coinciding curves stay visible; the title says whether lower or higher is better. Returns the Axes.
         Raises `ValueError` if this result has no curves of `metric`."""
         if metric not in set(self.curves.metric):
             raise ValueError(f"this result has no {metric!r} curves; it has {sorted(set(self.curves.metric))}.")
         ax = ax or plt.subplots(figsize=(4, 2.6))[1]
         c = self.curves[self.curves.metric == metric]
-        best = self.table.set_index("method")[f"{metric}_order"]   # each method's better ranking (abs or raw)
         for i, (m, g) in enumerate(c.groupby("method", sort=False)):
-            g = g[g.order == best[m]]
+            g = g[g.order == order]
             ax.plot(g.k, g.score, marker="osD^vPX"[i % 7], ms=3.5, mfc="none", lw=1, ls=("-", "--", ":", "-.")[i % 4],
                     alpha=0.85, label=m)
         cls = FIDELITY_METRICS.get(metric)
         better = None if cls is None else ("higher" if cls.higher_is_better else "lower")
         ax.set_xlabel("k", fontsize=8); ax.set_ylabel(metric, fontsize=8); ax.tick_params(labelsize=7)
         ax.set_title(f"{self.env_id}: {metric}" + (f" ({better} is better)" if better else ""), fontsize=8); ax.legend(fontsize=6)
+        if order != "abs": ax.set_xlabel(f"k ({order} ranking)", fontsize=8)
         return ax
 
 def run_benchmark(policy: Policy,               # the agent
@@ -1018,12 +987,18 @@ def run_benchmark(policy: Policy,               # the agent
                   seed: int = 0,
                   progress: bool = False) -> XRLBenchResult:
     """Explain `states` with each method and score the explanations (Xiong et al. 2024, Sec. 4, Tables 2-4, Figure 2).
-    Raises `ValueError` for unknown methods or metrics and for states that do not fit the policy."""
+    Columns: each metric with the |importance| ranking (the paper's) and `{metric}_raw` with the signed ranking; `RIS` (Eq. 3),
+    `RIS_code` (XRL-Bench's current code) and `RIS_original` (its first release) on the first `n_ris` states.
+    Raises `ValueError` for unknown methods or metrics, empty states, `n_ris < 0`, and for states that do not fit the policy."""
     unknown = [m for m in metrics if m not in FIDELITY_METRICS]
     if unknown: raise ValueError(f"unknown metrics {unknown}; known: {list(FIDELITY_METRICS)}.")
+    if not isinstance(n_ris, (int, np.integer)) or isinstance(n_ris, bool) or n_ris < 0:
+        raise ValueError(f"n_ris must be an int >= 0 (0 skips RIS); got {n_ris!r}.")
     method_params = method_params or {}
-    x = _as_states(states, policy)
-    bg = _as_states(background, policy, "background")
+    x = as_states(states, policy)
+    if len(x) == 0: raise ValueError("states is empty (N = 0); pass at least one state to explain.")
+    bg = as_states(background, policy, "background")
+    if len(bg) == 0: raise ValueError("background is empty (M = 0); pass the agent's dataset states.")
     std = bg.std(0)
     rows, curves = [], []
     for name in tqdm(methods, desc=f"explainers {env_id}", disable=not progress):
@@ -1034,13 +1009,14 @@ def run_benchmark(policy: Policy,               # the agent
         row = {"method": ex.name, "ms_per_sample": 1e3 * e.seconds_per_sample, "setup_s": setup}
         if isinstance(ex, TabularSHAP): row.update(student_agreement=ex.agreement, student_trees=ex.n_trees)
         for m in metrics:
-            r = FIDELITY_METRICS[m](policy, feature_std=std, seed=seed)(x, e)
-            row.update({m: r.value, f"{m}_order": r.best_order, **{f"{m}_{o}": v for o, v in r.auc.items()}})
+            r = FIDELITY_METRICS[m](policy, feature_std=std, seed=seed, order="both")(x, e)
+            row.update({m: r.auc["abs"], f"{m}_raw": r.auc["raw"]})
             curves.append(r.to_frame())
         if n_ris:
             n = min(int(n_ris), len(x))
             sub = dataclasses.replace(e, importance=e.importance[:n], actions=e.actions[:n], states=e.states[:n], per_action=None)
             row["RIS"] = RIS(n_neighbors=ris_neighbors, noise_std=ris_noise, feature_std=std, seed=seed)(ex, explanation=sub).value
+            row["RIS_code"] = RIS(n_neighbors=ris_neighbors, noise_std=ris_noise, feature_std=std, seed=seed, variant="code")(ex, explanation=sub).value
             row["RIS_original"] = RIS(variant="original", feature_std=std, seed=seed)(ex, explanation=sub).value
         rows.append(row)
     params = {"n_states": int(len(x)), "n_background": int(len(bg)), "n_ris": int(n_ris), "ris_neighbors": int(ris_neighbors),

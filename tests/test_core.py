@@ -104,19 +104,268 @@ def test_scaled_config_picks_demo_or_paper(monkeypatch):
         Cfg.from_scale("huge")
 
 
-def test_policy_runs_conv_nets_channels_last_with_unchanged_values():
-    "Policy switches conv nets to channels-last memory order for speed: outputs and input gradients stay the same."
+# --- run folders: configuration, unit names, atomic writes (issue 18.3) ---
+
+def test_rundir_records_config_and_refuses_another(tmp_path):
+    from rlexplain.core import ConfigMismatchError, load_json
+    rd = RunDir(tmp_path, config={"states": 10, "agents": (1, 2), "mode": "sample"})
+    rd.unit("a", lambda: {"x": 1})
+    assert load_json(tmp_path / "config.json") == {"agents": [1, 2], "mode": "sample", "states": 10}
+    assert RunDir(tmp_path, config={"states": 10, "agents": [1, 2], "mode": "sample"}).done("a")   # same: resumes
+    with pytest.raises(ConfigMismatchError) as e:
+        RunDir(tmp_path, config={"states": 20, "agents": (1, 2, 3), "mode": "sample"})
+    msg = str(e.value)
+    assert "states: saved=10, given=20" in msg and "agents: saved=[1, 2], given=[1, 2, 3]" in msg and "--force" in msg
+    assert "mode" not in msg and isinstance(e.value, ValueError)
+    assert RunDir(tmp_path).done("a")                       # config=None: no check, as before
+
+
+def test_rundir_force_removes_units_and_records_new_config(tmp_path):
+    from rlexplain.core import load_json
+    RunDir(tmp_path, config={"n": 1}).unit("a", lambda: [1])
+    calls = []
+    rd = RunDir(tmp_path, config={"n": 2}, force=True)
+    assert rd.unit("a", lambda: calls.append(1) or [2]) == [2] and calls == [1]
+    assert load_json(tmp_path / "config.json") == {"n": 2}
+
+
+def test_rundir_refuses_units_of_unknown_configuration(tmp_path):
+    from rlexplain.core import ConfigMismatchError
+    RunDir(tmp_path).unit("a", lambda: 1)                   # an older run: units, no config.json
+    with pytest.raises(ConfigMismatchError, match="no recorded configuration"):
+        RunDir(tmp_path, config={"n": 1})
+
+
+def test_rundir_records_run_metadata(tmp_path):
+    from rlexplain.core import load_json
+    RunDir(tmp_path, config={"n": 1})
+    meta = load_json(tmp_path / "meta.json")
+    assert {"torch_threads", "compute_settings", "cpus", "load_average", "torch"} <= set(meta)
+
+
+@pytest.mark.parametrize("kind", ["json", "frame", "arrays"])
+def test_unit_names_of_any_characters_round_trip(tmp_path, kind):
+    rd = RunDir(tmp_path)
+    names = ["fgsm eps=0.5/255", "p=0.5", "p=0.25", "a.b.c", "..", ".hidden", "50%", "x/", "tab\tname", "über"]
+    make = {"json": lambda i: {"i": i}, "frame": lambda i: pd.DataFrame({"i": [i]}),
+            "arrays": lambda i: {"i": np.array([i])}}[kind]
+    for i, n in enumerate(names): rd.save_unit(n, make(i))
+    for i, n in enumerate(names):
+        assert rd.done(n), n
+        v = rd.load_unit(n)
+        got = v["i"] if kind == "json" else int(np.asarray(v["i"])[0])
+        assert got == i, n                                  # two names never share a file
+    assert not any(p.resolve() == tmp_path.parent.resolve() or not p.resolve().is_relative_to(tmp_path.resolve())
+                   for p in tmp_path.rglob("*"))
+    assert not rd.done("p=0")
+
+
+def test_rundir_reads_units_saved_under_raw_names_by_older_versions(tmp_path):
+    (tmp_path / "units" / "ir" / "dqn").mkdir(parents=True)
+    (tmp_path / "units" / "ir" / "dqn" / "seed 1.json").write_text("[1, 2]")
+    assert RunDir(tmp_path).load_unit("ir/dqn/seed 1") == [1, 2]
+
+
+def test_atomic_write_fsyncs_before_replace(tmp_path, monkeypatch):
+    import os
+    from rlexplain import core
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(core.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(core.os, "replace", lambda a, b: (events.append("replace"), real_replace(a, b))[1])
+    core.atomic_write(tmp_path / "f.txt", "hello")
+    assert (tmp_path / "f.txt").read_text() == "hello"
+    assert "fsync" in events and events.index("fsync") < events.index("replace")
+    events.clear(); core.atomic_write(tmp_path / "g.bin", lambda p: p.write_bytes(b"x"))
+    assert events.index("fsync") < events.index("replace")
+
+
+def test_atomic_write_failure_keeps_old_file_and_rundir_removes_killed_temporaries(tmp_path):
+    from rlexplain.core import atomic_write
+    atomic_write(tmp_path / "units" / "a.json", "[1]")
+    def boom(p): p.write_text("half"); raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(tmp_path / "units" / "a.json", boom)
+    assert (tmp_path / "units" / "a.json").read_text() == "[1]"
+    assert not list(tmp_path.rglob("*.tmp"))
+    (tmp_path / "units" / ".b.json.x1y2.tmp").write_text("half")   # what a SIGKILL leaves behind
+    RunDir(tmp_path)
+    assert not list(tmp_path.rglob("*.tmp"))
+    with pytest.raises(TypeError, match="data must be"):
+        atomic_write(tmp_path / "c", 3)
+
+
+def test_load_json_names_a_truncated_file(tmp_path):
+    from rlexplain.core import load_json
+    (tmp_path / "card.json").write_text('{"id": "x", "eval')
+    with pytest.raises(ValueError, match="card.json"):
+        load_json(tmp_path / "card.json")
+
+
+# --- progress bars (issue 18.5) ---
+
+def test_progress_is_quiet_in_logs(monkeypatch):
+    import io
+    from rlexplain.core import progress
+    monkeypatch.setenv("RLEXPLAIN_PROGRESS", "auto")
+    buf = io.StringIO()                                      # not a terminal: log mode
+    for _ in progress(range(2000), desc="units", file=buf): pass
+    out = buf.getvalue()
+    assert "\r" not in out and out.count("\n") == 1 and "2000/2000" in out
+    buf = io.StringIO()
+    for _ in progress(range(10), file=buf, leave=False): pass
+    assert buf.getvalue() == ""
+    monkeypatch.setenv("RLEXPLAIN_PROGRESS", "off"); buf = io.StringIO()
+    for _ in progress(range(10), file=buf): pass
+    assert buf.getvalue() == ""
+    monkeypatch.setenv("RLEXPLAIN_PROGRESS", "widgets")
+    with pytest.raises(ValueError, match="RLEXPLAIN_PROGRESS"):
+        progress(range(3))
+
+
+def test_public_names_replace_private_imports():
+    from rlexplain import core
+    assert core.sb3_class("dqn").__name__ == "DQN" and core._sb3_class is core.sb3_class
+    assert core.SB3Head is core._SB3Head and core.json_default is core._json_default
+    assert core.json_default(np.float32(0.5)) == 0.5 and core.json_default({2, 1}) == [1, 2]
+
+
+# --- the Policy contract and its errors (issues 16.3, 18.1) ---
+
+def _conv_net(in_ch=4, n=3):
+    return torch.nn.Sequential(torch.nn.Conv2d(in_ch, 8, 8, 4), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 20 * 20, n))
+
+
+def test_from_module_channel_last_obs_shape_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"channel-first.*obs_shape=\(4, 84, 84\)"):
+        Policy.from_module(_conv_net(), (84, 84, 4), device="cpu")
+    with pytest.raises(ValueError, match="channel-first"):
+        Policy.from_module(_conv_net(), (84, 84, 4), n_actions=3, device="cpu")
+
+
+def test_from_module_output_of_wrong_rank_is_a_clear_error():
+    class Bad(torch.nn.Module):
+        def forward(self, x): return torch.zeros(len(x), 3, 1)
+    with pytest.raises(ValueError, match=r"must return \(B, n_actions\).*returned \(1, 3, 1\)"):
+        Policy.from_module(Bad(), (5,), device="cpu")
+    with pytest.raises(ValueError, match=r"obs_shape must be"):
+        Policy.from_module(torch.nn.Linear(3, 2), (3, -1), device="cpu")
+
+
+def test_forward_rejects_nonfinite_outputs():
+    net = torch.nn.Linear(3, 2)
+    with torch.no_grad(): net.weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN or infinite outputs"):
+        Policy.from_module(net, (3,), n_actions=2, device="cpu").outputs(np.ones((2, 3), np.float32))
+
+
+def test_obs_uint8_is_scaled_for_images_only():
+    x = to_obs_tensor(np.array([[3, 255]], np.uint8), (2,))
+    assert x.tolist() == [[3.0, 255.0]]                     # tabular counts keep their values
+    img = to_obs_tensor(np.full((1, 1, 2, 2), 255, np.uint8), (1, 2, 2))
+    assert float(img.max()) == 1.0
+    assert to_obs_tensor(np.zeros((0, 4, 84, 84), np.uint8), (4, 84, 84)).shape == (0, 4, 84, 84)
+    with pytest.raises(TypeError, match="real-valued"):
+        to_obs_tensor(np.zeros((1, 2), np.complex64), (2,))
+
+
+def test_policy_like_lists_what_methods_use():
+    from rlexplain.core import PolicyLike
+    pol = Policy.from_module(torch.nn.Linear(3, 2), (3,), device="cpu")
+    assert isinstance(pol, PolicyLike)
+    members = {"name", "kind", "n_actions", "obs_shape", "stochastic", "device", "module", "obs", "forward", "outputs",
+               "action_probs", "act"}
+    assert members <= set(dir(PolicyLike)) | set(PolicyLike.__annotations__)
+
+    class NoOutputs:   # the old protocol's members only
+        n_actions, obs_shape, kind, module = 2, (3,), "q", torch.nn.Linear(3, 2)
+        def forward(self, obs): ...
+        def action_probs(self, obs, temperature=1.0): ...
+        def act(self, obs, deterministic=True): ...
+    assert not isinstance(NoOutputs(), PolicyLike)
+
+
+def _dqn_zip(tmp_path):
+    from stable_baselines3 import DQN
+    model = DQN("MlpPolicy", "CartPole-v1", learning_starts=0, buffer_size=100, device="cpu")
+    model.save(tmp_path / "dqn.zip")
+    return tmp_path / "dqn.zip"
+
+
+def test_from_sb3_errors_name_the_file(tmp_path):
+    import zipfile
+    bad = tmp_path / "corrupt.zip"; bad.write_bytes(b"not a zip at all")
+    with pytest.raises(ValueError, match=r"corrupt\.zip.*not a zip"):
+        Policy.from_sb3(bad, device="cpu")
+    nodata = tmp_path / "nodata.zip"
+    with zipfile.ZipFile(nodata, "w") as z: z.writestr("policy.pth", b"")
+    with pytest.raises(ValueError, match=r"nodata\.zip has no 'data'"):
+        Policy.from_sb3(nodata, device="cpu")
+    with pytest.raises(FileNotFoundError, match="missing.zip"):
+        Policy.from_sb3(tmp_path / "missing.zip", device="cpu")
+    dqn = _dqn_zip(tmp_path)
+    with pytest.raises(ValueError, match=r"dqn\.zip holds a DQN model; got algo='ppo'"):
+        Policy.from_sb3(dqn, algo="ppo", device="cpu")
+    assert Policy.from_sb3(dqn, device="cpu").kind == "q"
+    with pytest.raises(TypeError, match="stable-baselines3"):
+        Policy.from_sb3(torch.nn.Linear(3, 2), device="cpu")
+
+
+# --- thread, layout and batch policy (issue 19.1) ---
+
+def test_torch_threads_policy_and_overrides(monkeypatch):
+    from rlexplain.core import torch_threads
+    old = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("RLEXPLAIN_THREADS", "2")
+        assert torch_threads() == 2 == torch.get_num_threads()
+        monkeypatch.delenv("RLEXPLAIN_THREADS")
+        assert torch_threads() == 1
+        assert torch_threads(2) == 2
+        with pytest.raises(ValueError, match="positive integer"):
+            torch_threads(0)
+        monkeypatch.setenv("RLEXPLAIN_THREADS", "many")
+        with pytest.raises(ValueError, match="RLEXPLAIN_THREADS"):
+            torch_threads()
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_compute_settings_calibrate_cache_and_override(tmp_path, monkeypatch):
+    from rlexplain import core
+    monkeypatch.setenv("RLEXPLAIN_CACHE", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(core, "_calibrate", lambda *a, **k: calls.append(1) or ("channels_last", 64, 1000.0))
+    pol = Policy.from_module(_conv_net(), (4, 84, 84), device="cpu")
+    s = core.compute_settings(pol, refresh=True)
+    assert (s.layout, s.batch_size, s.source) == ("channels_last", 64, "calibrated") and s.threads >= 1 and s.workers >= 1
+    core._SETTINGS.clear()
+    assert core.compute_settings(pol).source == "cache" and calls == [1]        # read back from the disk cache
+    assert core.compute_settings(pol, layout="contiguous", batch_size=32).layout == "contiguous"
+    monkeypatch.setenv("RLEXPLAIN_BATCH", "16"); monkeypatch.setenv("RLEXPLAIN_WORKERS", "1")
+    o = core.compute_settings(pol)
+    assert (o.batch_size, o.workers, o.source) == (16, 1, "override")
+    with pytest.raises(ValueError, match="layout must be one of"):
+        core.compute_settings(pol, layout="nhwc")
+    mlp = core.compute_settings(Policy.from_module(torch.nn.Linear(3, 2), (3,), device="cpu"))
+    assert mlp.source in ("rule", "override") and mlp.layout == "contiguous"
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_policy_outputs_same_values_in_every_layout_batch_and_worker_count(layout):
+    "Layout, chunking and worker threads change speed only: outputs and input gradients stay the same."
     import copy
+    from rlexplain.core import ComputeSettings
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 8, 4), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 20 * 20, 3))
-    ref = copy.deepcopy(net)
+    net = _conv_net(); ref = copy.deepcopy(net)
     pol = Policy.from_module(net, (4, 84, 84), device="cpu")
-    assert pol.channels_last and pol.module[0].weight.is_contiguous(memory_format=torch.channels_last)
-    x = torch.rand(5, 4, 84, 84, requires_grad=True)
-    torch.testing.assert_close(pol.forward(x), ref(x), rtol=1e-5, atol=1e-5)
+    pol.apply_settings(ComputeSettings(1, 2, layout, 3, "override"))
+    assert pol.channels_last == (layout == "channels_last")
+    x = torch.rand(10, 4, 84, 84, requires_grad=True)
+    with torch.no_grad(): want = ref(x)
+    torch.testing.assert_close(pol.outputs(x), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(pol.outputs(x, batch_size=4), want, rtol=1e-5, atol=1e-5)
     g, = torch.autograd.grad(pol.forward(x)[:, 1].sum(), x)
     g_ref, = torch.autograd.grad(ref(x)[:, 1].sum(), x)
     torch.testing.assert_close(g, g_ref, rtol=1e-5, atol=1e-6)
-    assert g.shape == x.shape and g.view(5, -1).shape == (5, 4 * 84 * 84)
-    mlp = Policy.from_module(torch.nn.Linear(4, 2), (4,), device="cpu")
-    assert not mlp.channels_last
+    assert g.is_contiguous()

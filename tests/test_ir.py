@@ -66,3 +66,83 @@ def test_matrix_on_real_states_and_save_load(tmp_path):
     assert m2.summary()["original"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="same action count"):
         ir_matrix([a, Policy.from_module(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4 * 84 * 84, 3)), (4, 84, 84), device="cpu")], obs)
+
+
+# --- bad input at the public entry points and configurations that never mix (issue 18) ---
+import json
+import shutil
+import warnings
+
+from rlexplain.agents import ZOO_DIR
+from rlexplain.core import ConfigMismatchError
+from rlexplain.ir import IRConfig, ir_jobs, run_ir
+
+_TB_DQN = ZOO_DIR / "toybox-breakout" / "dqn"
+
+
+def test_unknown_intervention_names_list_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown interventions \['no_such_intervention'\].*paddle_width_6"):
+        IRConfig(interventions=("no_such_intervention",))
+    with pytest.raises(TypeError, match="string"):
+        IRConfig(interventions="paddle_width_6")
+    with pytest.raises(ValueError, match="pass None"):
+        IRConfig(interventions=())
+    IRConfig(interventions=("paddle_width_6", "drop_row_0"))    # valid names pass
+
+
+def test_more_agents_than_the_zoo_has_is_an_error():
+    with pytest.raises(ValueError, match=r"n_agents=9.*seeds \[1, 2, 3, 4, 5\]"):
+        ir_jobs(IRConfig(pipelines=("dqn",), n_agents=9))
+
+
+def test_missing_zoo_folder_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no_such_zoo"):
+        ir_jobs(IRConfig(zoo=str(tmp_path / "no_such_zoo")))
+
+
+@pytest.mark.parametrize("sto", [[True, False], [True] * 4, [[True, True, True]]])
+def test_stochastic_of_the_wrong_length(sto):
+    p = np.full((2, 3, 2), 0.5)
+    with pytest.raises(ValueError, match="one per agent"):
+        ir_from_agents(p, sto)
+    with pytest.raises(TypeError, match="bools"):
+        ir_from_agents(p, [0.5, 0.5, 0.5])
+
+
+def test_valid_and_names_of_the_wrong_shape():
+    a = Policy.from_module(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(8, 2)), (8,), kind="q", device="cpu")
+    obs = np.zeros((2, 3, 8), np.float32)
+    assert ir_matrix([a, a], obs, np.ones((2, 3), bool)).R.shape == (2, 3)
+    with pytest.raises(ValueError, match="valid must have shape"):
+        ir_matrix([a, a], obs, np.ones((3, 2), bool))
+    with pytest.raises(ValueError, match="intervention names"):
+        ir_matrix([a, a], obs, interventions=["none"])
+    with pytest.raises(ValueError, match="obs must have shape"):
+        ir_matrix([a, a], obs.reshape(6, 8))
+
+
+def _small_zoo(tmp_path):
+    "Breakout DQN seeds 0-2 at 5e4 frames and one corrupt card of another game."
+    if not _TB_DQN.exists(): pytest.skip("the demo zoo's Breakout DQN agents are absent")
+    root = tmp_path / "zoo"
+    for s in range(3):
+        shutil.copytree(_TB_DQN / f"seed{s}" / "0000050000", root / "toybox-breakout" / "dqn" / f"seed{s}" / "0000050000")
+    bad = root / "cartpole-v1" / "dqn-mlp" / "seed0" / "0000060000"; bad.mkdir(parents=True)
+    (bad / "card.json").write_text('{"id": "cartpole-v1/dqn-mlp/seed0/6')
+    return root
+
+
+def test_a_corrupt_card_does_not_break_a_study_and_reruns_never_mix(tmp_path):
+    root = _small_zoo(tmp_path)
+    cfg = IRConfig(pipelines=("dqn",), n_agents=2, p=3, t=2, interventions=("paddle_width_48",), zoo=str(root))
+    with pytest.warns(UserWarning, match="card.json"):
+        s1 = run_ir(cfg, run_dir=tmp_path / "run")
+    assert s1.matrices[0].R.shape == (2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ConfigMismatchError, match="p: saved=3, given=4"):
+            run_ir(IRConfig(**{**cfg.__dict__, "p": 4}), run_dir=tmp_path / "run")
+        s2 = run_ir(IRConfig(**{**cfg.__dict__, "p": 4}), run_dir=tmp_path / "run", force=True)
+        assert s2.matrices[0].R.shape == (2, 4)
+        s3 = run_ir(IRConfig(**{**cfg.__dict__, "p": 4}), run_dir=tmp_path / "run")   # same configuration: resumes
+    np.testing.assert_array_equal(s3.matrices[0].R, s2.matrices[0].R)

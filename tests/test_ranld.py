@@ -169,3 +169,62 @@ def test_ranld_tables_and_comparison_on_zoo_ddqn(tmp_path):
     assert cmp.table[["spectral_entropy", "high_freq_fraction", "top1pct_mass", "grad_norm_cv"]].notna().all().all()
     cmp.save(tmp_path / "cmp"); assert np.allclose(load_result(tmp_path / "cmp").overlap, cmp.overlap)
     cmp.plot(); plt.close("all")
+
+
+# --- issue 19.3: one decomposition, Lanczos where it is faster ------------------------------------------------------------
+
+def test_ranld_decomposes_once(lin, monkeypatch):
+    "ranld() gets G_S and the top eigenvalues from one decomposition (it used to eigh the Gram matrix twice)."
+    import rlexplain.ranld as R
+    calls = []
+    for name in ("_exact_top", "_lanczos_top"):
+        f = getattr(R, name)
+        monkeypatch.setattr(R, name, lambda *a, _f=f, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    r = R.ranld(lin, torch.randn(50, 8), n_eigenvalues=5)
+    assert calls == ["_exact_top"] and len(r.eigenvalues) == 5
+    L = r.gradients.astype(np.float64).T @ r.gradients.astype(np.float64) / 50
+    assert np.allclose(r.eigenvalues, np.linalg.eigvalsh(L)[::-1][:5], rtol=1e-6)
+
+
+def test_lanczos_equals_gram_and_auto_switch():
+    from rlexplain.ranld import LANCZOS_MIN, _auto_method, _decompose
+    g = torch.Generator().manual_seed(5)
+    A = torch.randn(LANCZOS_MIN + 40, 700, generator=g) + 0.3 * torch.randn(1, 700, generator=g)
+    zg, lg, eg = _decompose(A, "gram", 0, 5)
+    zl, ll, el = _decompose(A, "lanczos", 0, 5)
+    assert float((zg - zl).abs().max()) <= 1e-5 and np.allclose(el, eg, rtol=1e-5) and ll == pytest.approx(lg, rel=1e-6)
+    za, _, ea = _decompose(A, "auto", 0, 5)                  # min(n, d) > LANCZOS_MIN: Lanczos
+    assert torch.equal(za, zl) and np.array_equal(ea, el)
+    assert _auto_method(800, 28224) == "lanczos" and _auto_method(400, 28224) == "gram" and _auto_method(100_000, 8) == "gram"
+    B = torch.randn(3000, 6, generator=g)                     # n > d: the d x d Gram matrix
+    w = np.linalg.eigvalsh((B.double().T @ B.double() / 3000).numpy())[::-1]
+    assert np.allclose(top_eigenvalues(B, 10), w, rtol=1e-6)  # k > d gives d eigenvalues
+
+
+def test_eigen_counts_are_checked(lin):
+    "top_eigenvalues(k=0) used to return one value; ranld(n_eigenvalues=-1) is refused too."
+    A = torch.randn(10, 4)
+    for k in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="k .* must be an integer >= 1"): top_eigenvalues(A, k)
+    with pytest.raises(ValueError, match="n_eigenvalues"): ranld(lin, torch.randn(5, 8), n_eigenvalues=-1)
+    with pytest.raises(ValueError, match="method"): ranld(lin, torch.randn(5, 8), method="qr")
+    assert len(ranld(lin, torch.randn(5, 8), n_eigenvalues=0).eigenvalues) == 0
+
+
+_vals = st.floats(allow_nan=True, allow_infinity=True, width=32)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 12), st.integers(0, 9), st.integers(0, 2**16), st.booleans(), st.sampled_from(["auto", "gram", "lanczos", "svd"]))
+def test_principal_direction_finite_or_clear_error(n, d, seed, poison, method):
+    "Random shapes (empty included), NaN/inf, zeros: a unit, finite direction and eigenvalues, or a ValueError."
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(n, d, generator=g) * (seed % 3)          # seed % 3 == 0: all zeros
+    if poison and n * d: A[seed % n, seed % d] = float("nan") if seed % 2 else float("inf")
+    try:
+        z, lam = principal_direction(A, method=method)
+    except ValueError:
+        return
+    assert torch.isfinite(z).all() and float(z.norm()) == pytest.approx(1.0, abs=1e-5) and np.isfinite(lam) and lam >= 0
+    e = top_eigenvalues(A, 3)
+    assert np.isfinite(e).all() and len(e) == min(3, n, d) and e[0] == pytest.approx(lam, rel=1e-4, abs=1e-6)

@@ -11,7 +11,7 @@ from torch import nn
 
 from rlexplain.core import Policy, load_result
 from rlexplain.saliency import (LIME_SEGMENTATIONS, PAPER_PARAMS, RISE, SaliencyMap, gaussian_blur, lime,
-                                noise_sensitivity, occlusion, paper_saliency, rise, sarfa, sarfa_scores, segment)
+                                noise_sensitivity, occlusion, paper_saliency, rise, sarfa, sarfa_score, segment)
 
 SHAPE = (4, 32, 32)
 ONES = np.ones((1, *SHAPE), np.float32)
@@ -100,7 +100,7 @@ def test_sarfa_one_region(reg):
     dp = np.exp(2) / np.exp([2, 1, 0]).sum() - 1 / 3
     for kl, d in [("paper", (h * np.log(h / p_rem)).sum()), ("code", (p_rem * np.log(p_rem / h)).sum())]:
         k = 1 / (1 + d)
-        got = sarfa_scores(torch.tensor([2.0, 1, 0]), torch.tensor([[1.0, 1, 1]]), 0, kl=kl).item()
+        got = sarfa_score(torch.tensor([2.0, 1, 0]), torch.tensor([[1.0, 1, 1]]), 0, kl=kl).item()
         assert got == pytest.approx(2 * k * dp / (k + dp), rel=1e-6)
 
 

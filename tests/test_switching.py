@@ -57,3 +57,23 @@ def test_study_on_the_zoo_teams(tmp_path):
     study.save(tmp_path / "s")
     again = SwitchingStudy.load(tmp_path / "s")
     assert again.impacts.equals(study.impacts) and again.cfg == study.cfg
+
+
+def test_config_rejects_bad_sizes_and_switches():
+    for kw, msg in [(dict(n_boot=0), "n_boot"), (dict(horizon=-1), "horizon"), (dict(window=-3), "window"),
+                    (dict(ks=(0,)), "ks"), (dict(ks=(), untrained_ks=()), "at least one switch"), (dict(interval="x"), "interval")]:
+        with pytest.raises(ValueError, match=msg): SwitchingConfig(**kw)
+
+
+def test_plots_label_units_and_seeds():
+    "Every panel has a y-label in team-return units; the effects plot says which interval and how many seeds."
+    import matplotlib.pyplot as plt
+    a, b = team(0), team(1)
+    cfg = SwitchingConfig(seeds=(0, 1, 2), n_episodes=6, T=3, window=2, horizon=2, ks=(1,), untrained_ks=())
+    study = run_switching_study(cfg, teams={"team": a, "donor": b, "untrained": b})
+    assert (study.impacts.n_seeds == 3).all() and (study.impacts.interval == "t").all()
+    axes = study.plot()
+    assert all("team return" in ax.get_ylabel() for ax in axes.ravel())
+    ax = study.plot_effects()
+    assert "95% t interval, 3 seeds" in ax.get_xlabel()
+    plt.close("all")

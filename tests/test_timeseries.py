@@ -131,3 +131,114 @@ def test_demo_outputs_names_and_pong_finding():
     assert ok and "ppo" in text
     fc2 = forecast({"ppo": np.linspace(-15, -14, 30), "a2c": np.linspace(5, 6, 30)}, horizon=5, window=3)
     assert _forecast_finding("pong_ppo_better", fc2)[0] is False
+
+
+# --- issue 17.2: intervals that hold their level with few seeds -------------------------------------------------------
+
+@pytest.mark.parametrize("M", [3, 10])
+def test_t_interval_covers_known_effect(M):
+    """A Student-t interval on the per-seed DiDs covers a known effect at >= 0.92 (nominal 0.95) with 3 and 10 seeds.
+    Vectorised over 800 simulated panels; `causal_impact` is checked to give the same interval on a few of them."""
+    from rlexplain.timeseries import _did_batch, simulate_did_panels, t_interval
+    X1, X0 = simulate_did_panels(800, M, n_episodes=12, T=6, effect=-2.0, seed=100 + M)
+    P = len(X1)
+    d = _did_batch(X1.reshape(P * M, -1), X0.reshape(P * M, -1), 6).reshape(P, M)   # per-seed DiD (Eq. 4)
+    lo, hi = t_interval(d.T, 0.95)                                                     # over the seed axis
+    cover = np.mean((lo <= -2.0) & (-2.0 <= hi))
+    assert 0.92 <= cover <= 0.98, cover
+    for p in range(5):
+        ci = causal_impact(X1[p], X0[p], T=6, n_boot=50)
+        assert (ci.interval, ci.n_seeds) == ("t", M)
+        assert (ci.ci_low, ci.ci_high) == pytest.approx((lo[p], hi[p]), abs=1e-12)
+        assert ci.did == pytest.approx(d[p].mean(), abs=1e-12)
+
+
+def test_percentile_bootstrap_undercovers_with_three_seeds_and_is_reported_beside():
+    "The reason for the default: with 3 seeds the percentile bootstrap covers the effect far less than 95%."
+    from rlexplain.timeseries import simulate_did_panels
+    X1, X0 = simulate_did_panels(200, 3, seed=7)
+    cis = [causal_impact(a, b, T=6, n_boot=400) for a, b in zip(X1, X0)]
+    boot = np.mean([c.boot_low <= -2 <= c.boot_high for c in cis]); t = np.mean([c.ci_low <= -2 <= c.ci_high for c in cis])
+    assert boot < 0.85 < 0.92 <= t, (boot, t)
+    b = causal_impact(X1[0], X0[0], T=6, interval="bootstrap", n_boot=400)
+    assert (b.ci_low, b.ci_high) == (b.boot_low, b.boot_high) and (b.t_low, b.t_high) == (cis[0].t_low, cis[0].t_high)
+    s = cis[0].summary()
+    assert s["n_seeds"] == 3 and s["interval"] == "t" and {"boot_low", "boot_high", "t_low", "t_high"} <= set(s)
+
+
+def test_t_interval_hand_values():
+    from rlexplain.timeseries import t_interval
+    lo, hi = t_interval([-1.0, -2.0, -3.0], 0.95)                 # mean -2, sd 1, t_{2, .975} = 4.302653
+    assert (lo, hi) == pytest.approx((-2 - 4.302653 / 3 ** 0.5, -2 + 4.302653 / 3 ** 0.5), abs=1e-5)
+    assert t_interval([5.0, 5.0], 0.9) == (5.0, 5.0)
+    with pytest.raises(ValueError, match="at least 2"): t_interval([1.0])
+    with pytest.raises(ValueError, match="level"): t_interval([1.0, 2.0], 1.5)
+
+
+# --- issue 18: clear errors at the public entry points ------------------------------------------------------------------
+
+def test_damped_trend_forecast_refuses_a_matrix():
+    "A (3, 60) array used to be flattened into one 180-point series (a forecast of about -110)."
+    x = np.random.default_rng(0).normal(size=(3, 60))
+    with pytest.raises(ValueError, match=r"one series of shape \(N,\); got shape \(3, 60\)"): damped_trend_forecast(x)
+    f = forecast({"a": x}, horizon=5, window=None)                 # forecast aggregates a (M, N) matrix over seeds
+    assert f.summary.shape[0] == 1 and np.isfinite(f.summary.forecast).all()
+
+
+def test_placebo_T_outside_pre_period_and_n_boot_zero():
+    x = np.random.default_rng(1).normal(size=(3, 40)); y = x.copy(); y[:, 20:] -= 1
+    with pytest.raises(ValueError, match=r"placebo_T .* must be an integer in \[1, 19\]; got 30"): causal_impact(y, x, T=20, placebo_T=30)
+    with pytest.raises(ValueError, match="placebo_T"): causal_impact(y, x, T=20, placebo_T=0)
+    with pytest.raises(ValueError, match="n_boot"): causal_impact(y, x, T=20, n_boot=0)
+    with pytest.raises(ValueError, match="interval must be"): causal_impact(y, x, T=20, interval="normal")
+    ci = causal_impact(y, x, T=1)
+    assert ci.placebo_T == -1 and np.isnan(ci.placebo)              # T = 1: no pre-period room for a placebo (documented)
+
+
+@pytest.mark.parametrize("window", [-5, 0, 61, 2.5])
+def test_window_outside_series_is_an_error(window):
+    y = np.linspace(0, 1, 60)
+    with pytest.raises(ValueError, match=r"window .* must be None or an integer in \[1, N=60\]"): damped_trend_forecast(y, window=window)
+    with pytest.raises(ValueError, match="window"): forecast({"a": y}, window=window)
+
+
+def test_config_rejects_bad_sizes():
+    for kw, msg in [(dict(n_boot=0), "n_boot"), (dict(horizon=-1), "horizon"), (dict(window=-3), "window"),
+                    (dict(window=13), "window"), (dict(ci_level=1.5), "ci_level"), (dict(level=0), "level"),
+                    (dict(interval="wald"), "interval"), (dict(seeds=(0, 0)), "distinct"), (dict(max_steps=0), "max_steps"),
+                    (dict(attack_prob=2.0), "attack_prob"), (dict(eps=(-1 / 255,)), "epsilon"), (dict(n_episodes=1, T=1), "n_episodes")]:
+        with pytest.raises(ValueError, match=msg): TimeSeriesConfig(**kw)
+    with pytest.raises(ValueError, match="horizon"): damped_trend_forecast(np.arange(10.0), horizon=-1)
+
+
+# --- issue 18.4: property tests over the public entry points -----------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis.extra.numpy import arrays
+
+_floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arrays(np.float64, st.tuples(st.integers(0, 5), st.integers(0, 9)), elements=_floats), st.integers(-2, 10), st.integers(-2, 10))
+def test_causal_impact_finite_or_clear_error(X, T, pT):
+    "Any matrix, T and placebo_T: a finite result, or a ValueError (never a NaN DiD, an IndexError or a silent reshape)."
+    try:
+        ci = causal_impact(X + 0.5, X, T=T, placebo_T=pT if pT != -2 else None, n_boot=20)
+    except ValueError:
+        return
+    assert np.isfinite([ci.did, ci.ci_low, ci.ci_high, ci.boot_low, ci.boot_high]).all()
+    assert ci.ci_low <= ci.did + 1e-9 <= ci.ci_high + 2e-9 and ci.n_seeds == X.shape[0]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arrays(np.float64, st.one_of(st.tuples(st.integers(0, 30)), st.tuples(st.integers(1, 3), st.integers(1, 12))),
+              elements=st.floats(-1e6, 1e6) | st.just(np.nan)),
+       st.one_of(st.none(), st.integers(-3, 40)), st.integers(-2, 6))
+def test_damped_trend_forecast_finite_or_clear_error(y, window, horizon):
+    try:
+        fc = damped_trend_forecast(y, horizon=horizon, window=window)
+    except ValueError:
+        return
+    assert y.ndim == 1 and len(fc["mean"]) == horizon
+    assert np.isfinite(fc["mean"]).all() and (fc["lower"] <= fc["upper"]).all()

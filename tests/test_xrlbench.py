@@ -82,8 +82,8 @@ def test_perfect_random_and_worst_explanations(data):
         assert min(best, bad) < cls(pol)(Xn, rand).value < max(best, bad)
     assert PGU(pol)(Xn, perfect).value == 0.0
     assert PGI(pol)(Xn, perfect).value > PGI(pol)(Xn, rand).value > PGI(pol)(Xn, worst).value == 0.0
-    r = AIM(pol)(Xn, -perfect)                                   # signed: raw ranking puts x0 last
-    assert r.auc == {"abs": 0.0, "raw": 1.0} and r.best_order == "abs"
+    r = AIM(pol, order="both")(Xn, -perfect)                     # signed: raw ranking puts x0 last
+    assert r.auc == {"abs": 0.0, "raw": 1.0} and r.value == 0.0 and r.order == "abs"   # reported apart, never max'ed
     assert AIM.higher_is_better is False and AUM.higher_is_better and "Xiong" in PGI.reference
 
 
@@ -120,7 +120,7 @@ def test_images_tiny_cnn():
         assert e.importance.shape == (3, 2, 12, 12)
     r = AIM(pol)(imgs[:3], e)
     assert list(r.ks) == list(range(12, 144, 12)) and 0 <= r.value <= 1
-    assert PGI(pol, pixel_step=36)(imgs[:3], e).scores.shape == (2, 3)
+    assert PGI(pol, pixel_step=36)(imgs[:3], e).scores.shape == (1, 3)      # one ranking by default: |importance|
     with pytest.raises(ValueError, match="explains tabular"):
         make_explainer("TabularLIME", pol, background=imgs)
 
@@ -160,7 +160,8 @@ def test_benchmark_and_results_roundtrip(tmp_path, data):
     pol = linear_policy([[1, 0.2, 0, 0], [-1, 0, 0.1, 0]])
     r = run_benchmark(pol, X, X[:20], methods=("TabularSHAP", "PS", "IG"), n_ris=4, ris_neighbors=2)
     assert list(r.table.method) == ["TabularSHAP", "PS", "IG"]
-    assert set(r.summary().columns) == {"AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample"}
+    assert set(r.summary().columns) == {"AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample", "student_agreement"}
+    assert {"AIM_raw", "RIS_code", "RIS_original"} <= set(r.table.columns) and "AIM_order" not in r.table.columns
     r.save(tmp_path / "bench")
     back = XRLBenchResult.load(tmp_path / "bench")
     pd.testing.assert_frame_equal(back.table, r.table)

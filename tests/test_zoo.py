@@ -156,3 +156,76 @@ def test_policy_outputs_equal_sb3s_own_forward(env_id, algo):
                else sb3.get_distribution(x * 255).distribution.logits)
     out = pol.outputs(x)
     torch.testing.assert_close(out.log_softmax(-1) if algo == "ppo" else out, ref, rtol=1e-5, atol=1e-5)
+
+
+# --- corrupt or mismatched zoo entries (issue 18): a clear error naming the file, and list_zoo skips the entry ---
+import json
+import shutil
+import warnings
+
+from rlexplain.agents import ZOO_DIR, load_card
+
+_CARTPOLE = ZOO_DIR / "cartpole-v1" / "dqn-mlp" / "seed0" / "0000060000"
+
+
+def _tiny_zoo(tmp_path, n=2):
+    "A zoo of `n` copies (seeds 0..n-1) of the shipped CartPole DQN; returns the root and the entry folders."
+    if not _CARTPOLE.exists(): pytest.skip("the shipped CartPole DQN is absent")
+    dirs = []
+    for s in range(n):
+        d = tmp_path / "zoo" / "cartpole-v1" / "dqn-mlp" / f"seed{s}" / "0000060000"
+        shutil.copytree(_CARTPOLE, d)
+        card = json.loads((d / "card.json").read_text()); card["seed"] = s; card["id"] = f"cartpole-v1/dqn-mlp/seed{s}/60000"
+        (d / "card.json").write_text(json.dumps(card))
+        dirs.append(d)
+    return tmp_path / "zoo", dirs
+
+
+def test_missing_zoo_folder_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no_such_zoo"):
+        list_zoo(tmp_path / "no_such_zoo")
+
+
+def test_truncated_card_is_skipped_by_list_zoo_and_named_on_load(tmp_path):
+    root, (good, bad) = _tiny_zoo(tmp_path)
+    text = (bad / "card.json").read_text(); (bad / "card.json").write_text(text[: len(text) // 2])
+    with pytest.warns(UserWarning, match=str(bad / "card.json").replace("\\", "\\\\")):
+        z = list_zoo(root)
+    assert list(z.path) == [str(good)]
+    with pytest.raises(ValueError, match="card.json is not valid JSON"):
+        load_agent(bad, device="cpu")
+    load_agent(good, device="cpu")   # the other entry still loads
+
+
+def test_card_without_id_is_named(tmp_path):
+    root, (d, _) = _tiny_zoo(tmp_path)
+    card = json.loads((d / "card.json").read_text()); del card["id"]; (d / "card.json").write_text(json.dumps(card))
+    with pytest.raises(ValueError, match=r"lacks the keys \['id'\]"):
+        load_card(d)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert len(list_zoo(root)) == 1
+    assert any("card.json" in str(x.message) for x in w)
+
+
+def test_truncated_weights_are_named(tmp_path):
+    _, (d, _) = _tiny_zoo(tmp_path)
+    raw = (d / "weights.safetensors").read_bytes(); (d / "weights.safetensors").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match="weights.safetensors"):
+        load_agent(d, device="cpu")
+
+
+@pytest.mark.parametrize("key,value", [("n_actions", 3), ("observation_shape", [6])])
+def test_card_that_disagrees_with_its_weights(tmp_path, key, value):
+    _, (d, _) = _tiny_zoo(tmp_path)
+    card = json.loads((d / "card.json").read_text()); card[key] = value; (d / "card.json").write_text(json.dumps(card))
+    with pytest.raises(ValueError, match="do not fit its card"):
+        load_agent(d, device="cpu")
+
+
+@pytest.mark.parametrize("value", [0, "2", [2]])
+def test_card_with_a_bad_action_count(tmp_path, value):
+    _, (d, _) = _tiny_zoo(tmp_path)
+    card = json.loads((d / "card.json").read_text()); card["n_actions"] = value; (d / "card.json").write_text(json.dumps(card))
+    with pytest.raises(ValueError, match="n_actions must be a positive integer"):
+        load_agent(d, device="cpu")

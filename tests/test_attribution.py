@@ -1,0 +1,168 @@
+"Tests of rlexplain.attribution: the one explainer verb, the metric registry, the shared primitives, and the papers' defaults."
+import numpy as np
+import pytest
+import scipy.ndimage
+import torch
+from torch import nn
+
+from rlexplain import saliency, saliency_bench, xrlbench
+from rlexplain.attribution import (EXPLAINERS, METRICS, Attribution, Explainer, MetricResult, explain, gaussian_blur,
+                                   resolve_actions, sarfa_score, score)
+from rlexplain.core import Policy
+
+torch.set_num_threads(1)
+
+FAST = {"occlusion": dict(patch=4), "noise_sensitivity": dict(radius=4), "sarfa": dict(radius=4), "rise": dict(n_masks=20, s=4),
+        "lime_slic": dict(num_samples=30, n_segments=10), "lime_quickshift": dict(num_samples=30),
+        "lime_felzenszwalb": dict(num_samples=30), "perturbation_saliency": dict(stride=4),
+        "deep_shap": dict(n_background=3), "gradient_shap": dict(n_background=3, nsamples=10),
+        "integrated_gradients": dict(n_background=2, n_steps=5), "random": {}}
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(2, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 7 * 7, 3))
+    pol = Policy.from_module(net, (2, 16, 16), device="cpu")
+    return pol, np.random.default_rng(0).random((3, 2, 16, 16)).astype(np.float32)
+
+
+def linear_policy(W, b=None):
+    W = np.asarray(W, np.float32)
+    lin = nn.Linear(W.shape[1], W.shape[0], bias=b is not None)
+    with torch.no_grad():
+        lin.weight[:] = torch.tensor(W)
+        if b is not None: lin.bias[:] = torch.tensor(b, dtype=torch.float32)
+    return Policy.from_module(lin, (W.shape[1],), device="cpu")
+
+
+def test_registries_are_complete_and_directed():
+    assert len(EXPLAINERS) >= 12 and len(METRICS) >= 8
+    for name in ("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic", "lime_quickshift", "lime_felzenszwalb",
+                 "tabular_shap", "tabular_lime", "perturbation_saliency", "deep_shap", "gradient_shap", "integrated_gradients"):
+        assert name in EXPLAINERS and EXPLAINERS[name].source
+    for name in ("AIM", "AUM", "PGI", "PGU", "RIS", "insertion_black_q", "insertion_random_advantage", "sanity_spearman",
+                 "sanity_ssim", "sanity_hog"):
+        assert name in METRICS
+    for m in METRICS.values(): assert isinstance(m.higher_is_better, bool) and m.source
+    assert not METRICS["AIM"].higher_is_better and METRICS["AUM"].higher_is_better and not METRICS["sanity_ssim"].higher_is_better
+
+
+def test_every_image_explainer_fits_the_states_and_is_scored(cnn):
+    pol, x = cnn
+    for name, cls in EXPLAINERS.items():
+        if "image" not in cls.modalities: continue
+        att = explain(name, pol, x, **FAST[name])
+        assert isinstance(att, Attribution) and att.values.shape == x.shape and att.method == name
+        np.testing.assert_array_equal(att.actions, pol.outputs(x).numpy().argmax(1))
+        aim = score("AIM", pol, x, att)
+        ins = score("insertion_black_q", pol, x, att)
+        assert isinstance(aim, MetricResult) and 0 <= aim.value <= 1 and aim.per_state.shape == (3,)
+        assert np.isfinite(ins.value) and ins.higher_is_better
+
+
+def test_pixel_methods_keep_their_maps(cnn):
+    "A pixel-map method's attribution sums over frames to the saliency lesson's map, bit for bit."
+    pol, x = cnn
+    m = saliency.occlusion(pol, x, patch=4)
+    np.testing.assert_array_equal(explain("occlusion", pol, x, patch=4).pixels(), m.values)
+    m = saliency.sarfa(pol, x, radius=4)
+    np.testing.assert_array_equal(explain("sarfa", pol, x, radius=4).pixels(), m.values)
+
+
+def test_tabular_only_refuses_images(cnn):
+    pol, x = cnn
+    for name in ("tabular_shap", "tabular_lime"):
+        with pytest.raises(ValueError, match="explains tabular states only"): explain(name, pol, x)
+    with pytest.raises(LookupError, match="known: occlusion"): explain("shapley", pol, x)
+    with pytest.raises(ValueError, match="image attributions only"):
+        score("insertion_black_q", linear_policy(np.eye(2, 3)), np.ones((2, 3), np.float32),
+              Attribution(np.ones((2, 3)), [0, 0], "x"))
+
+
+def test_tabular_explainers_and_metrics_hand_checks():
+    "Q = (x0, -x0): every tabular explainer puts the most weight on x0; the exact attribution has AIM 0 and AUM 1."
+    pol = linear_policy([[1, 0, 0, 0], [-1, 0, 0, 0]])
+    B = np.random.default_rng(1).normal(size=(400, 4)).astype(np.float32)
+    X = B.copy(); X[:, 0] = -np.abs(X[:, 0]) - 0.1            # greedy action 1 everywhere; masking x0 flips it to 0
+    for name, cls in EXPLAINERS.items():
+        if "tabular" not in cls.modalities or name == "random": continue
+        kw = {"num_samples": 300} if name == "tabular_lime" else {}
+        att = explain(name, pol, X[:20], background=B, **kw)
+        assert att.values.shape == (20, 4) and np.abs(att.values).mean(0).argmax() == 0, name
+    exact = Attribution(np.tile([1.0, 0, 0, 0], (len(X), 1)), pol.outputs(X).numpy().argmax(1), "exact")
+    assert score("AIM", pol, X, exact).value == 0.0 and score("AUM", pol, X, exact).value == 1.0
+    with pytest.raises(ValueError, match="shape"): score("AIM", pol, X[:5], exact)
+
+
+def test_ris_variants_on_linear_ig():
+    "For a linear Q and IG with a zero baseline, e = w_a x: the relative change of e equals that of x, so RIS = 1 (paper and code)."
+    pol = linear_policy([[0.5, -1.0, 2.0, 0.3]])
+    X = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32) + 4.0
+    att = explain("integrated_gradients", pol, X, baseline="zeros")
+    for variant in ("paper", "code"):
+        r = score("RIS", pol, X, att, variant=variant, n_neighbors=3)
+        np.testing.assert_allclose(r.per_state, 1.0, rtol=1e-4)
+        assert not r.higher_is_better and r.params["variant"] == variant
+
+
+def test_sanity_similarity_of_a_fixed_map_is_one(cnn):
+    "The random baseline does not depend on the network: its maps are identical after every randomisation (similarity 1)."
+    pol, x = cnn
+    att = explain("random", pol, x)
+    r = score("sanity_spearman", pol, x, att)
+    np.testing.assert_allclose(r.per_state, 1.0) ; assert len(r.curve) == 2      # two parametrised layers
+
+
+def test_one_blur_and_one_sarfa_score():
+    img = np.random.default_rng(0).random((2, 12, 14)).astype(np.float32)
+    for mode in ("reflect", "nearest"):
+        np.testing.assert_allclose(gaussian_blur(torch.tensor(img), 2.0, mode=mode).numpy(),
+                                   scipy.ndimage.gaussian_filter(img, (0, 2.0, 2.0), mode=mode), atol=1e-5)
+    assert saliency.gaussian_blur is gaussian_blur and xrlbench.gaussian_blur is gaussian_blur
+    assert saliency.sarfa_score is sarfa_score and xrlbench.sarfa_score is sarfa_score
+    for mod in (saliency, saliency_bench, xrlbench):
+        assert not hasattr(mod, "_resolve_actions") and not hasattr(mod, "_as_states")
+    q, qp = [2.0, 1.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.5]
+    assert sarfa_score(q, qp, 0, kl="paper") != pytest.approx(sarfa_score(q, qp, 0, kl="code"))
+
+
+def test_resolve_actions_and_bad_input(cnn):
+    pol, x = cnn
+    q = np.array([[0.0, 1.0, 0.5], [2.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(resolve_actions(None, q), [1, 0])
+    with pytest.raises(ValueError, match=r"\[0, 3\)"): resolve_actions([0, 3], q)
+    with pytest.raises(ValueError, match="states is empty"): explain("occlusion", pol, x[:0])
+    with pytest.raises(ValueError, match="channel-first"): explain("occlusion", pol, np.moveaxis(x, 1, -1))
+    with pytest.raises(TypeError, match="Attribution"): score("AIM", pol, x, x)
+    with pytest.raises(ValueError, match="n_segments must be a number > 0"): explain("lime_slic", pol, x, n_segments=-5)
+
+
+def test_xrlbench_defaults_are_the_papers_protocol():
+    "Each default pinned to XRL-Bench's protocol (Xiong et al. 2024 and its code)."
+    pol = linear_policy([[1, 0.5, 0, 0], [-1, 0, 0.2, 0]])
+    X = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
+    assert xrlbench.AIM(pol).order == "abs"                                    # rank by |importance|
+    assert xrlbench.RIS().variant == "paper" and xrlbench.RIS().noise_std == 0.05
+    ps = xrlbench.make_explainer("PS", pol, X); sa = xrlbench.make_explainer("SARFA", pol, X)
+    assert (ps.noise, ps.n_draws, sa.n_draws, sa.kl) == (0.05, 1, 1, "code")   # one N(0, 0.05 std) draw; the code's KL
+    ts = xrlbench.make_explainer("TabularSHAP", pol, X)
+    assert ts.hparams == dict(num_leaves=31, learning_rate=0.05, n_estimators=1000, test_size=0.1, early_stopping_rounds=10)
+    ig = xrlbench.make_explainer("IG", pol, X)
+    assert (ig.n_steps, ig.n_background, ig.background_seed) == (50, 100, 42)
+    r = xrlbench.run_benchmark(pol, X, X[:10], methods=("PS",), n_ris=2, ris_neighbors=2)
+    assert r.table.AIM.iloc[0] == xrlbench.AIM(pol, feature_std=X.std(0))(X[:10], xrlbench.make_explainer("PS", pol, X).explain(X[:10])).value
+    with pytest.raises(ValueError, match="n_ris must be an int >= 0"): xrlbench.run_benchmark(pol, X, X[:10], n_ris=-5)
+    with pytest.raises(ValueError, match="states is empty"): xrlbench.run_benchmark(pol, X, X[:0])
+
+
+def test_attribution_result_roundtrip_and_plot(tmp_path, cnn):
+    import matplotlib.pyplot as plt
+    pol, x = cnn
+    att = explain("occlusion", pol, x, patch=4)
+    back = Attribution.load(att.save(tmp_path / "a"))
+    np.testing.assert_array_equal(back.values, att.values); assert back.params["patch"] == 4
+    ax = att.plot(index=1)
+    assert f"action {att.actions[1]}" in ax.get_title() and len(ax.figure.axes) == 2     # the colour bar
+    plt.close(ax.figure)
+    assert len(att.to_frame()) == 3 * 16 * 16
