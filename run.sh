@@ -2,7 +2,10 @@
 # The README's two quick-start commands:
 #   bash run.sh demo   install everything into .venv, run every method at demo scale, write runs/demo/report.html and runs/demo/docs/
 #   bash run.sh test   install everything into .venv, run nbdev_test on every notebook and pytest on tests/
-# Environment: PYTHON (default python3.11), RLEXPLAIN_SCALE (demo|paper), WORKERS (default 2), OUT (default runs/demo).
+# and the lessons in JupyterLab:
+#   bash run.sh lab    install, then start JupyterLab on nbs/ without opening a browser (works headless); it prints the URL
+# Environment: PYTHON (default python3.11), RLEXPLAIN_SCALE (demo|paper), WORKERS (default 2), OUT (default runs/demo),
+#   LAB_IP / LAB_PORT (default 127.0.0.1 / 8888), SKIP_INSTALL=1 (use .venv as it is).
 set -euo pipefail
 cd "$(dirname "$0")"
 export MPLBACKEND=Agg PYTHONHASHSEED=0
@@ -10,6 +13,7 @@ PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 WORKERS=${WORKERS:-2}
 
 install() {
+  if [ "${SKIP_INSTALL:-0}" = 1 ] && [ -x .venv/bin/python ]; then return 0; fi
   "$PY" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else "rlexplain needs Python >= 3.11; set PYTHON=/path/to/python3.11")'
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   local stamp=.venv/.rlexplain-installed
@@ -33,7 +37,13 @@ case "${1:-}" in
     .venv/bin/nbdev_test --n_workers "$WORKERS" --timing
     .venv/bin/python -m pytest -q tests
     ;;
+  lab)
+    install
+    root=(); [ "$(id -u)" = 0 ] && root=(--allow-root)
+    echo "[run.sh] JupyterLab on nbs/: open the http://... URL printed below (Ctrl-C stops it)"
+    exec .venv/bin/jupyter lab --no-browser --notebook-dir=nbs --ip="${LAB_IP:-127.0.0.1}" --port="${LAB_PORT:-8888}" "${root[@]}"
+    ;;
   *)
-    echo "usage: bash run.sh demo|test" >&2; exit 2
+    echo "usage: bash run.sh demo|test|lab" >&2; exit 2
     ;;
 esac

@@ -13,27 +13,28 @@ expected = cfg_keys + "lib_name user branch license status min_python audience l
 for o in expected: assert o in cfg, "missing expected setting: {}".format(o)
 setup_cfg = {o: cfg[o] for o in cfg_keys}
 
-licenses = {'apache2': ('Apache Software License 2.0', 'OSI Approved :: Apache Software License')}
+licenses = {'apache2': 'Apache-2.0'}   # SPDX license expressions (PEP 639), not the deprecated license classifiers
 statuses = ['1 - Planning', '2 - Pre-Alpha', '3 - Alpha', '4 - Beta', '5 - Production/Stable', '6 - Mature', '7 - Inactive']
 py_versions = '3.11 3.12'.split()
 
 requirements = shlex.split(cfg.get('requirements', ''))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
-lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
+lic = licenses.get(cfg['license'].lower(), cfg['license'])
 min_python = cfg['min_python']
-lic_class = [] if lic[1] is None else ['License :: ' + lic[1]]
 
 setuptools.setup(
     name=cfg['lib_name'],
-    license=lic[0],
+    license=lic,
     classifiers=['Development Status :: ' + statuses[int(cfg['status'])],
                  'Intended Audience :: ' + cfg['audience'].title(),
                  'Natural Language :: ' + cfg['language'].title()]
-                + lic_class + ['Programming Language :: Python :: ' + o for o in py_versions[py_versions.index(min_python):]],
+                + ['Programming Language :: Python :: ' + o for o in py_versions[py_versions.index(min_python):]],
     url=cfg['git_url'],
-    packages=setuptools.find_packages(include=['rlexplain', 'rlexplain.*']),
+    # the zoo of trained agents is package data: its folder is declared as a (data-only) package so that setuptools ships it
+    packages=setuptools.find_packages(include=['rlexplain', 'rlexplain.*']) + ['rlexplain.zoo'],
     include_package_data=True,
-    package_data={'rlexplain': ['zoo/**/*', 'zoo/*/*/*/*']},
+    package_data={'rlexplain.zoo': ['*/*/*/*/card.json', '*/*/*/*/weights.safetensors', '*.json', '*.md']},
+    exclude_package_data={'rlexplain.zoo': ['_resume/**/*']},
     install_requires=requirements,
     extras_require={'dev': dev_requirements},
     dependency_links=cfg.get('dep_links', '').split(),

@@ -18,11 +18,12 @@ from typing import Any
 
 # %% auto #0
 __all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'SA_START', 'TABULAR_PIPELINES', 'MULTIAGENT_PIPELINES', 'PIPELINES',
-           'ZOO_DIR', 'CARD_KEYS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO',
-           'RANLD_ZOO', 'MPE_ZOO', 'CompactCNN', 'NatureConv', 'DuelingHead', 'DuelingQNetwork', 'DuelingDQNPolicy',
-           'DuelingCnnPolicy', 'DDQN', 'sa_margin', 'sa_regulariser', 'SADDQN', 'Pipeline', 'env_slug', 'entry_dir',
-           'TrainJob', 'evaluate_policy_returns', 'train_agent', 'load_card', 'list_zoo', 'load_agent',
-           'untrained_agent', 'evaluate_entry', 'train_zoo', 'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
+           'ZOO_DIR', 'LIST_KEYS', 'CARD_KEYS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO',
+           'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO', 'CompactCNN', 'NatureConv', 'DuelingHead', 'DuelingQNetwork',
+           'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN', 'sa_margin', 'sa_regulariser', 'SADDQN', 'Pipeline',
+           'env_slug', 'entry_dir', 'TrainJob', 'evaluate_policy_returns', 'train_agent', 'load_card', 'list_zoo',
+           'load_agent', 'untrained_agent', 'evaluate_entry', 'train_zoo', 'train_demo_zoo', 'best_zoo_entry',
+           'load_best_agent']
 
 # %% ../nbs/02_agents.ipynb #2f3ea5b9
 import gymnasium as gym
@@ -284,7 +285,13 @@ MULTIAGENT_PIPELINES = {
 PIPELINES = {**ATARI_PIPELINES, **TABULAR_PIPELINES, **MULTIAGENT_PIPELINES}
 
 # %% ../nbs/02_agents.ipynb #3a481cda
-ZOO_DIR = Path(os.environ.get("RLEXPLAIN_ZOO", Path(__file__).parent / "zoo" if "__file__" in globals() else "zoo"))
+def _default_zoo() -> Path:
+    "`RLEXPLAIN_ZOO` if set, else the zoo shipped inside the installed package (also when this lesson runs from nbs/)."
+    if os.environ.get("RLEXPLAIN_ZOO"): return Path(os.environ["RLEXPLAIN_ZOO"])
+    import rlexplain
+    return Path(rlexplain.__file__).parent / "zoo"
+
+ZOO_DIR = _default_zoo()
 
 def env_slug(env_id: str) -> str:
     "Folder name for an env id: `toybox/Breakout` -> `toybox-breakout`, `ALE/Pong-v5` -> `ale-pong-v5`."
@@ -471,20 +478,23 @@ def _preprocessing(env_id: str, env_kwargs: dict) -> dict:
     return dict(env_kwargs)
 
 # %% ../nbs/02_agents.ipynb #a851f92a
-CARD_KEYS = ("id", "algo", "pipeline", "env_id", "seed", "env_steps", "frames", "observation_shape", "n_actions")
+LIST_KEYS = ("id", "algo", "pipeline", "env_id", "seed", "env_steps", "frames")   # what `list_zoo` reads
+CARD_KEYS = LIST_KEYS + ("observation_shape", "n_actions")                         # what loading an agent needs
 
-def load_card(path: str | Path) -> dict:
+def load_card(path: str | Path, keys: tuple = CARD_KEYS) -> dict:
     """The card of a zoo entry: `path` is the entry's folder or its `card.json`. Checks that the file is whole JSON
-    with the keys `CARD_KEYS`, a positive integer `n_actions` and an `observation_shape` of positive integers.
-    Raises `FileNotFoundError` if the card is missing and `ValueError` naming the file if it is corrupt."""
+    with the `keys` (default `CARD_KEYS`), a positive integer `n_actions` and an `observation_shape` of positive
+    integers (when asked for). Raises `FileNotFoundError` if the card is missing and `ValueError` naming the file if
+    it is corrupt."""
     p = Path(path); p = p if p.name == "card.json" else p / "card.json"
     if not p.is_file(): raise FileNotFoundError(f"{p.parent} is not a zoo entry: {p} is missing.")
     try: card = json.loads(p.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{p} is not valid JSON ({e}); the zoo entry is corrupt: retrain it or delete its folder.") from e
     if not isinstance(card, dict): raise ValueError(f"{p} must hold a JSON object; got {type(card).__name__}.")
-    missing = [k for k in CARD_KEYS if k not in card]
-    if missing: raise ValueError(f"{p} lacks the keys {missing} (a zoo card needs {list(CARD_KEYS)}).")
+    missing = [k for k in keys if k not in card]
+    if missing: raise ValueError(f"{p} lacks the keys {missing} (a zoo card needs {list(keys)}).")
+    if "n_actions" not in keys: return card
     n, shape = card["n_actions"], card["observation_shape"]
     if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
         raise ValueError(f"{p}: n_actions must be a positive integer; got {n!r}.")
@@ -499,7 +509,7 @@ def list_zoo(root: str | Path | None = None) -> pd.DataFrame:
     root = Path(root or ZOO_DIR); rows = []
     if not root.is_dir(): raise FileNotFoundError(f"the zoo folder {root} does not exist (expected ROOT/<env>/<pipeline>/seed<k>/<frames>/card.json).")
     for card_path in sorted(root.glob("*/*/seed*/*/card.json")):
-        try: c = load_card(card_path)
+        try: c = load_card(card_path, LIST_KEYS)
         except ValueError as e:
             warnings.warn(f"list_zoo skips a corrupt zoo entry: {e}", stacklevel=2); continue
         ev = c.get("evaluation") or {}

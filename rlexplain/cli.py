@@ -19,7 +19,7 @@ from typing import Callable
 
 # %% auto #0
 __all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'Section', 'write_report', 'run_demo', 'api_html', 'math_to_mathml',
-           'render_docs', 'render_readme', 'build_parser', 'main']
+           'offline_html', 'for_readers', 'render_docs', 'render_readme', 'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
 import matplotlib
@@ -107,6 +107,91 @@ def write_report(out: str | Path, sections: list[Section], title: str = "rlexpla
            f"and figures as PNG beside this file.</p><ul>{toc}</ul>{''.join(parts)}</body></html>")
     return atomic_write(out / "report.html", doc)
 
+# %% ../nbs/90_cli.ipynb #e1f2a3b2
+def _game_slug(env_id: str) -> str:
+    "`ALE/Pong-v5` -> `pong`, `toybox/Breakout` -> `breakout` (the table names' game part)."
+    return env_id.split("/")[-1].split("-")[0].lower()
+
+def _timeseries_outputs(study) -> tuple[list, dict, str]:
+    """Figures, tables and a one-paragraph summary of a `rlexplain.timeseries.TimeSeriesStudy` for the report:
+    `([(name, fig, caption)], {name: (DataFrame, caption)}, text)`. Names start with `ts_<game>_` (e.g. `ts_pong_forecast`),
+    so that the studies of several games share one section; the scoreboard reads `ts_<game>_impacts`, `_forecast`, `_overlap`."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    c = study.cfg; g = _game_slug(study.env_id); G = study.env_id
+    imp = study.impacts; figs, tabs = [], {}
+    fc = study.forecast()
+    ax = fc.plot(plt.subplots(figsize=(6, 2.6))[1])
+    figs.append((f"ts_{g}_forecast", ax.figure, f"Fig. 5 analogue ({G}): rolling mean (window {c.window}) of X(t) under FGSM eps={c.obs_eps * 255:g}/255 "
+                 f"with attack probability {c.attack_prob:g}, damped-trend forecast and {c.level:.0%} prediction intervals"))
+    for agent in imp.agent.unique():
+        row = imp[imp.agent == agent].iloc[-1]
+        ci = study.impact(agent, f"{row['shift']} from t={c.T}")
+        axes = ci.plot(plt.subplots(1, 3, figsize=(8, 2.4))[1])
+        figs.append((f"ts_{g}_impact_{agent}", axes[0].figure, f"Fig. 3 analogue ({G}, {agent}, {row['shift']}): original, pointwise and cumulative "
+                     f"impact; DiD {ci.did:+.2f} [{ci.ci_low:+.2f}, {ci.ci_high:+.2f}] ({ci.level:.0%} {ci.interval} interval over {ci.n_seeds} seeds)"))
+    fig, ax = plt.subplots(figsize=(6, 2.4))
+    for k, agent in enumerate(imp.agent.unique()):
+        d = imp[imp.agent == agent].reset_index(drop=True); xs = np.arange(len(d)) + 0.15 * k
+        ax.errorbar(xs, d.did, yerr=[d.did - d.ci_low, d.ci_high - d.did], fmt="o", color=f"C{k}", capsize=3,
+                    label=f"{agent}: DiD ({c.ci_level:.0%} {c.interval}, {int(d.n_seeds.iloc[0])} seeds)")
+        ax.errorbar(xs + 0.07, d.placebo, yerr=[d.placebo - d.placebo_low, d.placebo_high - d.placebo], fmt="x", color=f"C{k}",
+                    alpha=0.6, label=f"{agent}: placebo (fake T={int(d.placebo_T.iloc[0])})", capsize=3)
+    ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=7); ax.axhline(0, color="gray", lw=0.5)
+    ax.set_ylabel("DiD (return per episode)"); ax.set_xlabel("FGSM budget of the treatment"); ax.legend(fontsize=6); fig.tight_layout()
+    figs.append((f"ts_{g}_did", fig, f"{G}: DiD (Eq. 4) with {c.ci_level:.0%} {c.interval} intervals over {len(c.seeds)} seeds per agent "
+                 "and FGSM budget, and the in-time placebo"))
+    tabs[f"ts_{g}_impacts"] = (imp.round(4), f"{G}: DiD per agent and shift: Eq. 4 (did), Eq. 5-6 (did_post), {c.ci_level:.0%} {c.interval} "
+                               f"interval (ci_low, ci_high; n_seeds seeds) with the percentile bootstrap beside it (boot_low, boot_high), "
+                               "pre-period gap, placebo")
+    tabs[f"ts_{g}_forecast"] = (fc.summary.round(4), f"{G}: damped-trend forecasts at horizon {c.horizon} ({c.level:.0%} prediction intervals)")
+    tabs[f"ts_{g}_overlap"] = (fc.overlap(), f"{G}: pairwise overlap of the prediction intervals at the horizon (no overlap = significant difference)")
+    means = study.series.groupby(["agent", "condition"], sort=False).agg(mean_return=("return", "mean"), mean_steps=("steps", "mean"),
+                                                                          attacked=("attacked", "mean")).reset_index()
+    tabs[f"ts_{g}_returns"] = (means.round(3), f"{G}: mean return, episode length and attacked fraction per agent and condition")
+    lines = [f"Time-series shift study on {study.env_id}: {len(c.seeds)} seeds x {c.n_episodes} episodes, FGSM from episode T={c.T}; "
+             "the paper's findings are scored in the reproduction scoreboard at the top of this report."]
+    for _, r in imp.iterrows():
+        lines.append(f"- {r.agent}, {r['shift']}: DiD {r.did:+.2f} ({c.ci_level:.0%} {r.interval} interval over {r.n_seeds} seeds "
+                     f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]; percentile bootstrap [{r.boot_low:+.2f}, {r.boot_high:+.2f}]); placebo {r.placebo:+.2f}.")
+    for _, r in fc.summary.iterrows():
+        lines.append(f"- forecast {r.label} at +{c.horizon}: {r.forecast:.2f} ({c.level:.0%} PI [{r.lower:.2f}, {r.upper:.2f}]).")
+    return figs, tabs, "\n".join(lines)
+
+def _demo_timeseries(sec: Section, scale: str, executor=None, max_workers: int = 1):
+    "The time-series demo (Fujimoto et al. 2024): one study per game of `STUDY_GAMES` with the zoo's A2C and PPO agents."
+    from rlexplain.timeseries import STUDY_GAMES, TimeSeriesConfig, run_study
+    for game in STUDY_GAMES:
+        cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
+        rd = RunDir(sec.dir / "run" / _game_slug(game), config=cfg, force=getattr(sec, "force", False))
+        # full treatment runs (no share_pre): the pre-period gap and the placebo then test the fixed-seed assumption
+        study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=rd)
+        figs, tabs, text = _timeseries_outputs(study)
+        sec.note(text.split("\n")[0])
+        for name, (df, cap) in tabs.items(): sec.table(name, df, cap)
+        for name, fig, cap in figs: sec.figure(name, fig, cap)
+
+def _demo_switching(sec: Section, scale: str, executor=None, max_workers: int = 1):
+    "The switching demo (Fujimoto et al. 2024, Figure 4): DiD table, Brodersen panels, effects and forecasts."
+    from rlexplain.switching import SwitchingConfig, run_switching_study
+    cfg = SwitchingConfig.from_scale(scale)
+    RunDir(sec.dir / "run", config=cfg, force=getattr(sec, "force", False))   # records (and checks) the configuration
+    study = run_switching_study(cfg)
+    study.save(sec.dir / "study")
+    sec.note(f"Ad hoc switching on {cfg.env_id}: team {cfg.team} ({study.teams['team']}) deployed for {cfg.n_episodes} episodes "
+             f"x {len(cfg.seeds)} fixed seeds; from episode T={cfg.T} the last k agents are replaced by team {cfg.donor}'s "
+             f"agents (k in {list(cfg.ks)}) or by untrained agents (k in {list(cfg.untrained_ks)}).")
+    cols = ["label", "did", "ci_low", "ci_high", "interval", "n_seeds", "boot_low", "boot_high", "pre_gap", "placebo", "placebo_low",
+            "placebo_high", "control_post_mean"]
+    sec.table("switching_did", study.impacts[[c for c in cols if c in study.impacts.columns]],
+              f"DiD (Eq. 4) of each switch on the team return, {cfg.ci_level:.0%} {cfg.interval} interval over n_seeds seeds (the "
+              "percentile bootstrap beside it: boot_low, boot_high), pre-period gap and placebo")
+    sec.figure("switching_fig4", study.plot()[0][0].figure, f"Figure 4 analogue: original (rolling {cfg.window}), pointwise and cumulative effect per switch")
+    sec.figure("switching_effects", study.plot_effects().figure,
+               f"effect of each switch and its placebo ({cfg.ci_level:.0%} {cfg.interval} intervals over {len(cfg.seeds)} seeds)")
+    sec.table("switching_forecast", study.forecast_summary,
+              f"damped-trend forecast of each condition {cfg.horizon} episodes ahead, {cfg.level:.0%} prediction interval")
+
 # %% ../nbs/90_cli.ipynb #b4a92514
 def _demo_ir(sec: Section, scale: str, executor=None, max_workers: int = 1):
     from rlexplain.ir import IRConfig, run_ir
@@ -140,8 +225,9 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
         maps[k] = m; rows.append({"method": k, "parameters": str(PAPER_PARAMS[k][1]), "states": n, "s_per_map": dt / n})
     sec.table("saliency_runtime", pd.DataFrame(rows), f"seconds per saliency map (batched over {n} states, this machine; paper: 1.5-3 s on a GTX Titan X)")
     fig, axs = plt.subplots(1, len(keys), figsize=(9, 2.2))
-    for ax, k in zip(axs, keys): maps[k].normalized().plot(ax, obs=states, title=k)
-    fig.tight_layout(); sec.figure("saliency_maps", fig, "Figure 2 analogue: the five perturbation saliency maps of one Breakout state (paper's final parameters)")
+    for ax, k in zip(axs, keys): maps[k].normalized().plot(ax, obs=states, title=f"{k}: action {maps[k].actions[0]}")
+    fig.tight_layout(); sec.figure("saliency_maps", fig, "Figure 2 analogue: the five perturbation saliency maps of one Breakout state (paper's final "
+                                   "parameters), each min-max scaled to [0, 1] (colour bar), for the agent's greedy action named above it")
 
 def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1):
     import numpy as np
@@ -161,7 +247,8 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
         tabs.append(t.reset_index().assign(env=env_id)); times[env_id] = r.table.set_index("method")["ms_per_sample"]
         sec.figure(f"xrl_{game.lower()}_aim", r.plot("AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k features")
     if tabs:
-        sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), RIS, next to the paper's values")
+        sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), "
+                  "features ranked by |importance| as in the paper; RIS (Eq. 3); TabularSHAP's student agreement with the agent; next to the paper's values")
         sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state")
     from rlexplain.xrlbench import image_agent, run_image_benchmark
     for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
@@ -212,6 +299,32 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
                   f"entropy and high-frequency share of G_S (Figure 2), top-1% mass (Figure 4), coefficient of variation of "
                   f"||grad J||^2 over time (Figure 3); overlap |<G_DDQN, G_SA-DDQN>| = {cmp.overlap[0, 1]:.3f}")
         sec.figure("ranld_vanilla_vs_adversarial", cmp.plot(), f"Figures 2-4 analogue on {env_id}: G_S, its Fourier magnitude and ||grad J||^2 over time, DDQN against SA-DDQN")
+def _demo_compare(sec: Section, scale: str, executor=None, max_workers: int = 1):
+    "Every explainer x every metric (nbs/41_explainers_metrics): rank tables and heat maps on the zoo's Breakout and LunarLander DQNs."
+    from rlexplain.compare import compare, finding, rank_agreement, settings
+    from rlexplain.xrlbench import dataset_arrays, generate_dataset, image_states
+    runs = []
+    try:
+        agent, card = load_best_agent("ALE/Breakout-v5", "dqn")
+        n = 4 if scale == "demo" else 32
+        x = image_states(agent, "ALE/Breakout-v5", n, seed=7, env_kwargs=card.get("env_kwargs"))
+        bg = image_states(agent, "ALE/Breakout-v5", 8, seed=8, env_kwargs=card.get("env_kwargs"))
+        runs.append(("breakout", compare(agent, x, *settings("image", scale), background=bg, agent=f"ALE Breakout DQN ({card['id']})")))
+    except LookupError as e: sec.note(f"ALE/Breakout-v5: skipped ({e})")
+    try:
+        agent, card = load_best_agent("LunarLander-v3", "dqn")
+        df = generate_dataset(agent, "LunarLander-v3", n_states=1000 if scale == "demo" else 5000, seed=0, min_episodes=2)
+        X, _ = dataset_arrays(df); n = 60 if scale == "demo" else 500
+        runs.append(("lunarlander", compare(agent, X[:n], *settings("tabular", scale), background=X[n:], agent=f"LunarLander DQN ({card['id']})")))
+    except LookupError as e: sec.note(f"LunarLander-v3: skipped ({e})")
+    for key, c in runs:
+        sec.note(finding(c))
+        sec.table(f"compare_{key}_ranks", c.ranks(), f"{c.params['agent']}: direction-aligned rank (1 = best) of each explainer on each metric, "
+                  f"with its 95% bootstrap interval over {c.params['n_states']} states")
+        sec.table(f"compare_{key}_values", c.table().reset_index(), f"{c.params['agent']}: mean over states [95% bootstrap interval] per explainer and metric")
+        sec.table(f"compare_{key}_agreement", rank_agreement(c), "Spearman rho between the methods' ranks: insertion vs AIM/AUM, sanity checks vs RIS")
+        ax = c.plot(); ax.figure.tight_layout()
+        sec.figure(f"compare_{key}_ranks", ax.figure, f"{c.params['agent']}: ranks of every explainer on every metric (numbers: rank and 95% interval)")
 
 DEMOS: dict[str, tuple[str, str, str]] = {
     # key: (title, text, "module:function")
@@ -237,11 +350,15 @@ DEMOS: dict[str, tuple[str, str, str]] = {
     "timeseries": ("Time-series evaluation under distribution shift (Fujimoto et al. 2024)",
                    "Fixed-seed control and FGSM treatment runs of the zoo's A2C and PPO agents on ALE Breakout and Pong: difference-in-differences with "
                    "bootstrap intervals and a placebo, and damped-trend forecasts with 99% prediction intervals.",
-                   "rlexplain.timeseries:demo_section"),
+                   "rlexplain.cli:_demo_timeseries"),
     "switching": ("Ad hoc agent switching as a distribution shift (Fujimoto et al. 2024, Fig. 4)",
                   "A PPO team of simple_spread deployed with fixed seeds; from episode T some agents are replaced by another "
                   "team's or by untrained agents: difference-in-differences per switch, with bootstrap intervals and a placebo.",
-                  "rlexplain.switching:demo_section"),
+                  "rlexplain.cli:_demo_switching"),
+    "compare": ("Every explainer x every metric (Huber et al. 2023 and Xiong et al. 2024 together)",
+                "All explainers of both papers scored by all of their metrics on the zoo's ALE Breakout and LunarLander DQNs: "
+                "direction-aligned ranks with bootstrap intervals over states, and whether the two papers' metrics rank the methods alike.",
+                "rlexplain.cli:_demo_compare"),
 }
 
 def _resolve(spec: str) -> Callable:
@@ -348,48 +465,101 @@ def math_to_mathml(md: str) -> str:
 
 def _execute(nb, path: Path, timeout: int):
     """Run a notebook in a fresh kernel with cwd `path`. The kernel draws figures inline even when this process runs
-    with `MPLBACKEND=Agg` (as `run.sh` sets): an inherited Agg backend would leave every figure out of the page."""
+    with `MPLBACKEND=Agg` (as `run.sh` sets): an inherited Agg backend would leave every figure out of the page.
+    Progress bars print text lines (`RLEXPLAIN_PROGRESS=log`), never widgets, so the pages show them."""
     from nbconvert.preprocessors import ExecutePreprocessor
-    old = os.environ.get("MPLBACKEND"); os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "RLEXPLAIN_PROGRESS": "log"}
+    old = {k: os.environ.get(k) for k in env}; os.environ.update(env)
     try: ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path)}})
     finally:
-        if old is None: os.environ.pop("MPLBACKEND", None)
-        else: os.environ["MPLBACKEND"] = old
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
     return nb
+
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
+_REMOTE_LINK = re.compile(r"<link\b[^>]*href=[\"']https?://[^>]*>", re.I)
+_MATHJAX_NOTE = re.compile(r"<!--[^>]*mathjax[^>]*-->\s*", re.I)
+
+def offline_html(page: str) -> str:
+    """`page` without scripts (nbconvert's jQuery, require.js, MathJax and mermaid from a CDN, widget state) or remote
+    stylesheets, and without this machine's absolute paths (the package folder -> `rlexplain`, the working folder ->
+    `.`, the home folder -> `~`): a page that works offline, on any machine. Equations are MathML already."""
+    page = _MATHJAX_NOTE.sub("", _REMOTE_LINK.sub("", _SCRIPT.sub("", page)))
+    pkg = str(Path(__file__).resolve().parent)
+    for path, short in ((pkg, "rlexplain"), (str(Path.cwd().resolve()), "."), (str(Path.home()), "~")):
+        if len(path) > 1: page = page.replace(path, short)
+    return page
+
+_DIRECTIVE = re.compile(r"^\s*#\s*\|")
+
+def for_readers(nb):
+    """The notebook as a reader sees it (what nbdev's docs show): cells with a `#| hide` directive (scaffolding tests,
+    `#| default_exp`) removed, and the remaining `#| ...` directive lines taken out of the code. Returns `nb`, changed."""
+    keep = []
+    for c in nb.cells:
+        if c.cell_type == "code":
+            lines = c.source.splitlines()
+            flags = [l.split("|", 1)[1].strip() for l in lines if _DIRECTIVE.match(l)]
+            if any(f.startswith(("hide", "default_exp")) for f in flags): continue
+            c.source = "\n".join(l for l in lines if not _DIRECTIVE.match(l)).strip("\n")
+        keep.append(c)
+    nb.cells = keep
+    return nb
+
+def _nb_summary(nb) -> tuple[str, str]:
+    "(title, one-line description) from a notebook's first markdown cell ('# title' and '> description')."
+    for c in nb.cells:
+        if c.cell_type != "markdown": continue
+        lines = c.source.splitlines()
+        title = next((l[2:].strip() for l in lines if l.startswith("# ")), "")
+        desc = " ".join(l[1:].strip() for l in lines if l.startswith(">"))
+        return title, desc
+    return "", ""
 
 def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs", execute: bool = True,
                 timeout: int = 1200) -> Path:
-    "Render every notebook of `nbs` (not starting with `_`) to `out/<name>.html` with its API docs, plus `out/index.html`."
+    """Render every notebook of `nbs` (not starting with `_`) to `out/<name>.html` with its module's API docs, and the
+    landing page `out/index.html`: the index notebook (the README's content) followed by the lesson plan, every lesson
+    in teaching order with its summary and module. Pages work offline (`offline_html`: no CDN scripts, MathML
+    equations, no absolute paths). `execute=False` uses the notebooks' stored outputs."""
     import nbformat
     from nbconvert import HTMLExporter
     nbs, out = Path(nbs), Path(out); out.mkdir(parents=True, exist_ok=True)
-    pages = []
+    pages, index_body = [], None
     for nb_path in sorted(p for p in nbs.glob("*.ipynb") if not p.name.startswith("_")):
         nb = nbformat.read(nb_path, as_version=4)
         if execute:
             print(f"[rlexplain docs] executing {nb_path.name} ...", flush=True)
             _execute(nb, nbs, timeout)
+        title, desc = _nb_summary(nb); for_readers(nb)
         for c in nb.cells:
             if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
         body, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
         mod = _module_of(nb_path)
+        if nb_path.stem == "index": index_body = body; continue
         if mod: body = body.replace("</body>", api_html(mod) + "</body>")
-        title = nb_path.stem
-        atomic_write(out / f"{title}.html", body); pages.append((title, mod))
-    links = "".join(f'<li><a href="{t}.html">{t}</a>{f" &mdash; <code>rlexplain.{m}</code>" if m else ""}</li>' for t, m in pages)
-    atomic_write(out / "index.html", f"<!doctype html><html><head><meta charset='utf-8'><title>rlexplain docs</title></head>"
-                 f"<body style='font-family:sans-serif;max-width:800px;margin:2em auto'><h1>rlexplain documentation</h1>"
-                 f"<p>Every notebook, executed, with its module's API.</p><ul>{links}</ul></body></html>")
+        atomic_write(out / f"{nb_path.stem}.html", offline_html(body)); pages.append((nb_path.stem, title, desc, mod))
+    rows = "".join(f"<tr><td><a href='{s}.html'>{html.escape(t or s)}</a></td><td>{html.escape(d)}</td>"
+                   f"<td>{f'<code>rlexplain.{m}</code>' if m else ''}</td></tr>" for s, t, d, m in pages)
+    plan = ("<section style='max-width:1000px;margin:2em auto;font-family:sans-serif'><h2 id='lessons'>Lessons</h2>"
+            "<p>In teaching order: each builds on the ones above it. Every page shows the lesson executed, then its module's API.</p>"
+            f"<table class='tbl'><tr><th>lesson</th><th>what it teaches</th><th>module</th></tr>{rows}</table></section>")
+    if index_body is None:
+        index_body = ("<!doctype html><html><head><meta charset='utf-8'><title>rlexplain docs</title></head>"
+                      "<body><h1 style='font-family:sans-serif;text-align:center'>rlexplain documentation</h1></body></html>")
+    atomic_write(out / "index.html", offline_html(index_body.replace("</body>", plan + "</body>", 1)))
     return out / "index.html"
 
 # %% ../nbs/90_cli.ipynb #6c50e06c
 def render_readme(nb: str | Path = "nbs/index.ipynb", out: str | Path = "README.md", execute: bool = True) -> Path:
-    "Execute `nb` (cwd: its folder) and write it as Markdown with outputs to `out` (the nbdev convention: README from index)."
+    """Execute `nb` (cwd: its folder) and write it as Markdown with outputs to `out` (the nbdev convention: README from
+    index); hidden cells and `#|` directives are left out (`for_readers`)."""
     import nbformat
     from nbconvert import MarkdownExporter
     nb_path = Path(nb); node = nbformat.read(nb_path, as_version=4)
     if execute: _execute(node, nb_path.parent, 600)
-    body, _ = MarkdownExporter().from_notebook_node(node)
+    body, _ = MarkdownExporter().from_notebook_node(for_readers(node))
     header = "<!-- generated from nbs/index.ipynb by `rlexplain readme`: edit the notebook, not this file -->\n\n"
     return atomic_write(out, header + body)
 

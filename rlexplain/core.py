@@ -140,7 +140,7 @@ def to_obs_tensor(obs: Any,                     # array-like: (C, H, W) / (B, C,
     its values (tabular features such as counts or flags), and float input is taken as is. A single observation gets
     a batch axis; an empty batch `(0, *obs_shape)` stays empty. Raises `TypeError` for strings, objects or complex
     numbers, and `ValueError` for channel-last images (e.g. `(B, 84, 84, 4)` when `(4, 84, 84)` is expected),
-    another shape, NaN or infinite values (also values too large for float32), and float images outside `[0, 1]`."""
+    another shape, NaN or infinite values (also values too large for float32), and images other than uint8 outside `[0, 1]`."""
     if isinstance(obs, (list, tuple)):
         try: obs = np.asarray(obs)
         except ValueError as e: raise ValueError(f"obs is ragged (observations of different shapes): {e}") from None
@@ -169,12 +169,12 @@ def to_obs_tensor(obs: Any,                     # array-like: (C, H, W) / (B, C,
     elif t.ndim not in (2, 4): raise ValueError(f"obs must be (D,), (B, D), (C, H, W) or (B, C, H, W); got shape {tuple(t.shape)}.")
     image = t.ndim == 4
     if is_uint8 and image: t = t / 255.0
-    if was_float and t.numel():   # integers are finite and uint8 images in range: nothing to check
+    if t.numel() and (was_float or (image and not is_uint8)):   # integers are finite; uint8 images are in range
         lo, hi = torch.aminmax(t)   # one pass (NaN propagates into both); 7x faster than isfinite + min + max
-        if not (torch.isfinite(lo) and torch.isfinite(hi)):
+        if was_float and not (torch.isfinite(lo) and torch.isfinite(hi)):
             raise ValueError(f"obs contains NaN or infinite values ({int((~torch.isfinite(t)).sum())} of {t.numel()}).")
         if image and (lo < 0 or hi > 1):
-            raise ValueError(f"float image observations must lie in [0, 1]; got range [{lo:.3g}, {hi:.3g}]. "
+            raise ValueError(f"{'float' if was_float else 'integer'} image observations other than uint8 must lie in [0, 1]; got range [{lo:.3g}, {hi:.3g}]. "
                              "Divide uint8 frames by 255 (or pass them as uint8).")
     return t
 
@@ -279,6 +279,8 @@ def compute_settings(policy: Any,                 # a `Policy` (its `module`, `o
         return v
     workers = _count(workers if workers is not None else env("RLEXPLAIN_WORKERS"), "workers")
     batch_size = _count(batch_size if batch_size is not None else env("RLEXPLAIN_BATCH"), "batch_size")
+    if workers and layout and batch_size:   # everything given: nothing to calibrate
+        return ComputeSettings(torch_threads() if not _THREADS_SET else torch.get_num_threads(), workers, layout, batch_size, "override")
     module, obs_shape, device = policy.module, tuple(policy.obs_shape), torch.device(policy.device)
     key = _net_key(module, obs_shape, device)
     s = None if refresh else _SETTINGS.get(key)
@@ -785,7 +787,8 @@ def _config_diff(saved: Any, given: Any, prefix: str = "") -> list[str]:
 
 def encode_unit_name(name: str) -> str:
     """The relative file path of unit `name`: `/` separates folders; within each part every character but letters,
-    digits and `_.-~ =,+@` is percent-encoded, a leading dot too, and an empty part is `%`. Injective, so any two
+    digits and `_.-~ =,+@` is percent-encoded, a leading dot too, an empty part is `%`, and a part longer than 180
+    characters keeps its first 120 and a SHA-256 of the whole after `%~`. Injective (up to SHA-256 collisions), so any two
     names get two paths; no suffix is ever cut off (`p=0.5` -> `p=0.5`, `fgsm eps=0.5/255` -> `fgsm eps=0.5/255`
     as folder `fgsm eps=0.5` and file `255`). Raises `TypeError` for a non-string and `ValueError` for an empty name."""
     if not isinstance(name, str): raise TypeError(f"unit names are strings; got {type(name).__name__} {name!r}.")
@@ -793,7 +796,12 @@ def encode_unit_name(name: str) -> str:
     def part(s):
         if not s: return "%"
         q = urllib.parse.quote(s, safe=" =,+@")
-        return "%2E" + q[1:] if q.startswith(".") else q
+        q = "%2E" + q[1:] if q.startswith(".") else q
+        if len(q) > 180:   # file systems allow 255 bytes a name: a long part keeps its start and a hash of the whole
+            import hashlib
+            p = q[:120]; k = p.find("%", len(p) - 2)   # never cut a %XX escape in two
+            q = (p[:k] if k >= 0 else p) + "%~" + hashlib.sha256(s.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return q
     return "/".join(part(s) for s in name.split("/"))
 
 _UNIT_EXTS = (".parquet", ".npz", ".json")

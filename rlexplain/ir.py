@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -185,13 +184,13 @@ class IRMatrix(Result):
              colorbar: bool = True,     # draw a colour bar (off when a multi-panel figure draws one for all)
              ):
         """Heat map like Figure 3 (R in [0, 1], viridis) or Figure 4 (normalised R, clipped to +-vlim, red-blue):
-        rows = interventions (the null intervention on top, each row named, white lines between intervention
+        rows = interventions (the null intervention on top, each row named, lines between intervention
         families), columns = sampled states labelled by their trajectory step ("start" for the start state).
         Grey cells: the intervention does not fit that state (NaN, e.g. a brick row that is already gone).
         Returns the Axes (the image is `ax.images[0]`)."""
-        ax = ax or plt.subplots(figsize=(4.5, max(3.0, 0.1 * self.R.shape[0] + 1)))[1]
+        ax = ax or plt.subplots(figsize=(5, max(3.0, 0.1 * self.R.shape[0] + 1)), layout="constrained")[1]
         data = self.normalized if normalized else self.R
-        cmap = plt.get_cmap("RdBu" if normalized else "viridis").copy(); cmap.set_bad("0.75")
+        cmap = plt.get_cmap("RdBu" if normalized else "viridis").copy(); cmap.set_bad("0.5")
         im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", interpolation="nearest", cmap=cmap,
                        vmin=-vlim if normalized else 0, vmax=vlim if normalized else 1)
         ax.set_title(f"{self.pipeline} @ {self.frames:.2g} frames", fontsize=7)
@@ -203,7 +202,7 @@ class IRMatrix(Result):
         else: ax.set_yticks([])
         fam = [_family(n) for n in self.interventions]
         for k in range(1, len(fam)):
-            if fam[k] != fam[k - 1]: ax.axhline(k - 0.5, color="w", lw=0.6)
+            if fam[k] != fam[k - 1]: ax.axhline(k - 0.5, color="k" if normalized else "w", lw=0.6)
         ax.tick_params(axis="x", labelsize=4.5); ax.tick_params(axis="y", length=1.5)
         if colorbar: ax.figure.colorbar(im, ax=ax, shrink=0.8, label=("R - R(no intervention)" if normalized else "R") + "  (grey: does not fit)")
         return ax
@@ -274,6 +273,9 @@ class IRConfig(ScaledConfig):
         if self.mode not in ("sample", "exact"): raise ValueError(f"mode must be 'sample' or 'exact'; got {self.mode!r}.")
         if self.intervention_base not in ("state", "start", "original"):
             raise ValueError(f"intervention_base must be 'state', 'start' or 'original'; got {self.intervention_base!r}.")
+        for k in ("n_agents", "p", "t", "seed"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)): raise TypeError(f"{k} must be an integer; got {v!r}.")
         if self.n_agents < 2: raise ValueError(f"IR needs n_agents >= 2 measured agents; got {self.n_agents}.")
         if self.p < 1 or self.t < 1: raise ValueError(f"p and t must be >= 1; got p={self.p}, t={self.t}.")
         if isinstance(self.games, str): raise TypeError(f"games must be a tuple of ids such as ('toybox/Breakout',); got the string {self.games!r}.")
@@ -437,13 +439,6 @@ class IRStudy(Result):
 
 
 # %% ../nbs/10_ir.ipynb #665af22a
-def _run_config(cfg: IRConfig) -> dict:
-    "What a run folder records of an IR study: every field of the config (tuples as lists, the zoo as a resolved path)."
-    from rlexplain.agents import ZOO_DIR
-    d = json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
-    d["zoo"] = str(Path(cfg.zoo or ZOO_DIR).resolve())
-    return {"study": "ir", **d}
-
 def run_ir(cfg: IRConfig | None = None,      # None: IRConfig.from_scale()
            run_dir: str | Path | None = None, # save each job as it finishes; rerun resumes
            executor=None, max_workers: int = 1,
@@ -454,7 +449,7 @@ def run_ir(cfg: IRConfig | None = None,      # None: IRConfig.from_scale()
     the differing fields) unless `force=True`, which recomputes every job. Errors as `IRConfig` and `ir_jobs`."""
     cfg = cfg or IRConfig.from_scale()
     jobs = ir_jobs(cfg)
-    rd = RunDir(run_dir, config=_run_config(cfg), force=force) if run_dir is not None else None
+    rd = RunDir(run_dir, config=cfg, force=force) if run_dir is not None else None   # every field of cfg, as the CLI records it
     names = [f"ir/{j.game.replace('/', '-').lower()}/{j.pipeline}/{j.frames:010d}" for j in jobs]
     mats = run_jobs(_run_ir_job, jobs, executor=executor, max_workers=max_workers, names=names if rd else None,
                     run_dir=rd, desc="IR jobs")

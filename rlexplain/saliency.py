@@ -72,19 +72,24 @@ class SaliencyMap(Result):
              obs: Any = None,          # (B, C, H, W) or (C, H, W) observations (uint8 or [0, 1]); newest frame shown below
              alpha: float = 0.6,       # opacity of the map over the frame
              cmap: str = "jet",
-             title: str | None = None):
-        "Show map `index`, over the newest frame of `obs` when given. Returns the Axes. Raises `IndexError`."
+             title: str | None = None, # default: the method and the explained action
+             colorbar: bool = True,    # draw the map's scale beside it
+             ):
+        "Show map `index`, over the newest frame of `obs` when given, with a colour bar of its scale. Returns the Axes. Raises `IndexError`."
         if not -len(self) <= index < len(self): raise IndexError(f"index {index} out of range for {len(self)} maps.")
-        ax = ax or plt.subplots(figsize=(2.5, 2.5))[1]
+        ax = ax or plt.subplots(figsize=(2.9, 2.5))[1]
         if obs is not None:
             o = np.asarray(obs.detach().cpu() if isinstance(obs, Tensor) else obs)
             if o.ndim == 4: o = o[index]
             frame = o[-1].astype(np.float32) / (255.0 if o.dtype == np.uint8 else 1.0)
             ax.imshow(frame, cmap="gray", vmin=0, vmax=1)
-            ax.imshow(self.values[index], cmap=cmap, alpha=alpha)
+            im = ax.imshow(self.values[index], cmap=cmap, alpha=alpha)
         else:
-            ax.imshow(self.values[index], cmap=cmap)
-        ax.set_title(title if title is not None else f"{self.method} (a={self.actions[index]})", fontsize=8)
+            im = ax.imshow(self.values[index], cmap=cmap)
+        if colorbar:
+            cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03); cb.ax.tick_params(labelsize=6)
+            cb.set_label("saliency" + (" (min-max scaled)" if self.params.get("normalized") else ""), fontsize=6)
+        ax.set_title(title if title is not None else f"{self.method}: action {self.actions[index]}", fontsize=8)
         ax.set_axis_off()
         return ax
 

@@ -413,7 +413,7 @@ class InsertionResult(Result):
             ax.plot(self.fractions, mu, label=start); ax.fill_between(self.fractions, mu - sd, mu + sd, alpha=0.2)
         ax.set_xlabel("fraction of pixels inserted", fontsize=8)
         ax.set_ylabel("Q(s',a) / Q(s,a)" if metric == "q" else "advantage", fontsize=8)
-        ax.set_title(f"{self.method} insertion ({metric})", fontsize=9); ax.legend(fontsize=7); ax.tick_params(labelsize=7)
+        ax.set_title(f"{self.game + ': ' if self.game else ''}{self.method} insertion ({metric})", fontsize=9); ax.legend(fontsize=7); ax.tick_params(labelsize=7)
         return ax
 
 def _start_images(start: str, x: Tensor, seed: int, offset: int) -> Tensor:
@@ -928,7 +928,8 @@ class SaliencyBenchmark(Result):
         for ax, sub in zip(axes, SUB_METRIC_LABELS.values()):
             for meth, d in c[c.sub_metric == sub].groupby("method", sort=False):
                 ax.plot(d.fraction, d["mean"], lw=1, label=METHOD_LABELS.get(meth, meth))
-            ax.set_title(sub, fontsize=8); ax.tick_params(labelsize=6); ax.set_xlabel("fraction inserted", fontsize=7)
+            ax.set_title(f"{game.split('/')[-1]}: {sub}", fontsize=8); ax.tick_params(labelsize=6); ax.set_xlabel("fraction inserted", fontsize=7)
+            ax.set_ylabel("Q(s', a) / Q(s, a)" if sub.startswith("Q-val") else "advantage Q(s', a) - mean Q(s', .)", fontsize=7)
         axes[-1].legend(fontsize=5)
         axes[0].figure.tight_layout()
         return axes

@@ -224,11 +224,12 @@ def waterfall_plot(ex: Explanation,          # a tabular Explanation (SHAP metho
 
 
 # %% ../nbs/40_xrlbench.ipynb #f18552bb
-def _pick(policy, action: int) -> nn.Module:
+def _pick(policy, action: int, copy_module: bool = False) -> nn.Module:
     "`policy.module` followed by a bias-free `nn.Linear(A, 1)` with one-hot weights: the network's output for `action` only (shap sees a plain Linear)."
     lin = nn.Linear(policy.n_actions, 1, bias=False)
     with torch.no_grad(): lin.weight.zero_(); lin.weight[0, int(action)] = 1.0
-    return nn.Sequential(policy.module, lin.to(policy.device)).eval()
+    import copy
+    return nn.Sequential(copy.deepcopy(policy.module) if copy_module else policy.module, lin.to(policy.device)).eval()
 
 def _groups(actions: np.ndarray, all_actions: bool, n_actions: int) -> list:
     "[(action, state indices)]: every action over all states when `all_actions`, else each explained action over its states."
@@ -563,7 +564,8 @@ class DeepSHAP(_GradientExplainer):
         import shap
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
-            e = shap.DeepExplainer(_pick(self.policy, act), refs)
+            # on a copy: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules (they would change the caller's policy)
+            e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
             try: return e.shap_values(x, check_additivity=self.check_additivity)
             except AssertionError as err:
                 raise ValueError(f"DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({str(err).split(' - ')[-2:]}). "

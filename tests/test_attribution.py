@@ -9,6 +9,7 @@ from rlexplain import saliency, saliency_bench, xrlbench
 from rlexplain.attribution import (EXPLAINERS, METRICS, Attribution, Explainer, MetricResult, explain, gaussian_blur,
                                    resolve_actions, sarfa_score, score)
 from rlexplain.core import Policy
+from test_xrlbench import linear_policy   # Q(x) = W x + b as a Policy
 
 torch.set_num_threads(1)
 
@@ -25,15 +26,6 @@ def cnn():
     net = nn.Sequential(nn.Conv2d(2, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 7 * 7, 3))
     pol = Policy.from_module(net, (2, 16, 16), device="cpu")
     return pol, np.random.default_rng(0).random((3, 2, 16, 16)).astype(np.float32)
-
-
-def linear_policy(W, b=None):
-    W = np.asarray(W, np.float32)
-    lin = nn.Linear(W.shape[1], W.shape[0], bias=b is not None)
-    with torch.no_grad():
-        lin.weight[:] = torch.tensor(W)
-        if b is not None: lin.bias[:] = torch.tensor(b, dtype=torch.float32)
-    return Policy.from_module(lin, (W.shape[1],), device="cpu")
 
 
 def test_registries_are_complete_and_directed():

@@ -172,3 +172,51 @@ def test_report_opens_with_the_scoreboard(tmp_path, monkeypatch):
 def test_package_has_a_docstring():
     import rlexplain
     assert rlexplain.__doc__ and "reinforcement-learning" in rlexplain.__doc__ and rlexplain.__version__
+
+
+def test_docs_work_offline_with_a_real_landing_page(tmp_path):
+    "No CDN scripts, the README's content and the lesson plan on the landing page, no hidden cells, no absolute paths."
+    import nbformat
+    from rlexplain.cli import render_docs
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    v4 = nbformat.v4
+    nbformat.write(v4.new_notebook(cells=[v4.new_markdown_cell("# rlexplain\n\n> Explaining agents."),
+                                          v4.new_markdown_cell("Install it and run `bash run.sh demo`.")]), nbs / "index.ipynb")
+    nbformat.write(v4.new_notebook(cells=[v4.new_markdown_cell("# core\n\n> Policies and results."),
+                                          v4.new_code_cell("#| hide\nprint('scaffolding')"),
+                                          v4.new_code_cell("#| export\nimport rlexplain, pathlib\nprint(pathlib.Path(rlexplain.__file__).resolve().parent)")]),
+                   nbs / "00_core.ipynb")
+    index = render_docs(nbs, tmp_path / "docs")
+    landing, page = index.read_text(), (tmp_path / "docs" / "00_core.html").read_text()
+    for p in (landing, page):
+        assert "<script" not in p and "cdnjs" not in p and "load mathjax" not in p.lower()
+    assert "run.sh demo" in landing and "Lessons" in landing and "00_core.html" in landing and "Policies and results." in landing
+    import rlexplain
+    from pathlib import Path
+    assert "scaffolding" not in page and "#| export" not in page
+    assert str(Path(rlexplain.__file__).resolve().parent) not in page
+
+
+def test_timeseries_report_assembly_lives_in_the_cli():
+    "The CLI builds the time-series section from a study; while timeseries.demo_outputs exists, the tables are the same."
+    import pandas as pd
+    import torch
+    from rlexplain import timeseries
+    from rlexplain.cli import DEMOS, _timeseries_outputs
+    from rlexplain.core import Policy
+
+    class Tiny(torch.nn.Module):
+        def __init__(self, s):
+            super().__init__(); torch.manual_seed(s); self.lin = torch.nn.Linear(84, 4); torch.nn.init.normal_(self.lin.weight, std=3.0)
+        def forward(self, x): return self.lin(x[:, -1].mean(1))
+    pols = {n: Policy.from_module(Tiny(s), (4, 84, 84), kind="q", device="cpu", name=n) for s, n in enumerate("ab")}
+    cfg = timeseries.TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1, 2), n_episodes=6, T=3, window=2, horizon=3, max_steps=30, n_boot=50)
+    study = timeseries.run_study(cfg, policies=pols)
+    figs, tabs, text = _timeseries_outputs(study)
+    assert {"ts_breakout_impacts", "ts_breakout_forecast", "ts_breakout_overlap", "ts_breakout_returns"} == set(tabs)
+    assert [n for n, _, _ in figs] == ["ts_breakout_forecast", "ts_breakout_impact_a", "ts_breakout_impact_b", "ts_breakout_did"]
+    assert DEMOS["timeseries"][2] == "rlexplain.cli:_demo_timeseries" and DEMOS["switching"][2] == "rlexplain.cli:_demo_switching"
+    if hasattr(timeseries, "demo_outputs"):
+        _, old, _ = timeseries.demo_outputs(study)
+        for k, (df, cap) in tabs.items():
+            pd.testing.assert_frame_equal(df, old[k][0]); assert cap == old[k][1]
