@@ -4,6 +4,8 @@ and ToyboxEnv wrapper steps per second next to raw ctoybox steps per second, mea
     python bench/ir.py [--threads N] [--agents 5] [--states 10]
 """
 import argparse
+import os
+import platform
 import time
 
 import numpy as np
@@ -31,7 +33,7 @@ def bench_env(n_steps: int = 5_000) -> None:
         _, _, term, trunc, _ = env.step(int(a))
         if term or trunc: env.reset()
     wrapped = n_steps / (time.perf_counter() - t)
-    print(f"raw ctoybox (4 frames/step, no render): {raw:10,.0f} steps/s  = {4 * raw:,.0f} frames/s")
+    print(f"raw ctoybox (4 frames/step, no render): {raw:10,.0f} steps/s  = {4 * raw:,.0f} frames/s  (with rendering: bench/rollouts.py)")
     print(f"ToyboxEnv (render + max-pool + 84x84 + stack): {wrapped:10,.0f} steps/s  ({wrapped / raw:.1%} of raw)")
 
 
@@ -61,6 +63,8 @@ if __name__ == "__main__":
     ap.add_argument("--states", type=int, default=10, help="sampled states p")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    print(f"torch {torch.__version__}, {a.threads} threads")
+    la = os.getloadavg()
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}; "
+          f"torch {torch.__version__}, {a.threads} threads; settings: {a.agents} agents, {a.states} states, t = 30")
     bench_env()
     bench_ir(a.agents, a.states)

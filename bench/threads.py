@@ -48,14 +48,14 @@ def main(argv=None):
     print(f"machine: {platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()} torch={torch.__version__} "
           f"python={platform.python_version()}")
     print(f"network: {card['id']} obs {tuple(pol.obs_shape)} -> {pol.n_actions} actions; {args.n} observations per call")
-    x = torch.rand(args.n, *pol.obs_shape)
-    xs = {"contiguous": x, "channels_last": x.contiguous(memory_format=torch.channels_last)}
+    x = torch.rand(args.n, *pol.obs_shape)   # (N, C, H, W) contiguous, as environments and callers hand them over
+    fmt = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 
     def raw(t, lay, b):
-        def fn():
+        def fn():   # the channels-last rows include the copy into that layout, as Policy.forward pays it
             torch.set_num_threads(t)
             with torch.no_grad():
-                for i in range(0, len(x), b): nets[lay](xs[lay][i:i + b])
+                for i in range(0, len(x), b): nets[lay](x[i:i + b].contiguous(memory_format=fmt[lay]))
         return fn
     t0 = time.perf_counter(); chosen = compute_settings(pol, refresh=True); cal = time.perf_counter() - t0
     new = copy.deepcopy(pol).apply_settings(chosen)
@@ -64,7 +64,10 @@ def main(argv=None):
         def fn():
             torch.set_num_threads(t); p.outputs(x)
         return fn
+    batches = sorted(set(batches) | {chosen.batch_size})
     configs = {(f"{t}", lay, f"{b}", "raw forward"): raw(t, lay, b) for t in threads for lay in nets for b in batches}
+    one = copy.deepcopy(pol).apply_settings(ComputeSettings(chosen.threads, 1, chosen.layout, chosen.batch_size, "one worker"))
+    configs[(f"{chosen.threads}x1 worker", chosen.layout, f"{chosen.batch_size}", "Policy.outputs, one worker (validation overhead)")] = outputs(one, chosen.threads)
     configs[(f"{default_threads}", "channels_last", "1024", "Policy.outputs before (torch default threads)")] = outputs(old, default_threads)
     configs[(f"{chosen.threads}x{chosen.workers} workers", chosen.layout, f"{chosen.batch_size}", "Policy.outputs now (compute_settings)")] = outputs(new, chosen.threads)
     print(f"compute_settings: {chosen} (calibration took {cal:.2f} s)")

@@ -2,8 +2,14 @@
 
 Prints episodes/s and env steps/s of `performance_series` (control and FGSM-attacked, batched and rollout engines,
 sequential and `run_jobs` with 2 workers) and of bare Toybox / ALE step loops with random actions.
-Run: `.venv/bin/python bench/timeseries.py [--env ALE/Pong-v5 --algo ppo --seeds 4 --episodes 3 --max-steps 400]`."""
+`--study` instead times `run_study` (the demo's whole study for one game, 2 workers) at several seed counts, which is how
+the demo's 5 seeds were chosen: the seeds play in lock-step, so more seeds add environment steps but few network calls.
+The machine and its load are printed before and after (the machine is shared; compare rows of one run only).
+Run: `.venv/bin/python bench/timeseries.py [--env ALE/Pong-v5 --algo ppo --seeds 4 --episodes 3 --max-steps 400]`
+or `.venv/bin/python bench/timeseries.py --study --env ALE/Breakout-v5 --study-seeds 3 5 10`."""
 import argparse
+import os
+import platform
 import time
 
 import numpy as np
@@ -26,12 +32,32 @@ def raw_loop(env_id, n_steps=3000, **kw):
     return n_steps / (time.perf_counter() - t0)
 
 
+def machine() -> str:
+    return (f"{platform.node()} | {os.cpu_count()} logical CPUs | torch {torch.__version__}, {torch.get_num_threads()} thread(s) | "
+            f"load average {os.getloadavg()[0]:.2f}")
+
+
+def study_scaling(env_id: str, seed_counts):
+    "Seconds and env steps of the demo's `run_study` for one game at each seed count."
+    from rlexplain.timeseries import TimeSeriesConfig, run_study
+    for m in seed_counts:
+        cfg = TimeSeriesConfig.demo(env_id=env_id, seeds=tuple(range(m)))
+        t0 = time.perf_counter(); st = run_study(cfg, max_workers=2); dt = time.perf_counter() - t0
+        print(f"{env_id}: {m} seeds x {cfg.n_episodes} episodes: {dt:.0f} s, {int(st.series.steps.sum()):,} env steps "
+              f"(load {os.getloadavg()[0]:.2f})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=4); ap.add_argument("--episodes", type=int, default=3)
     ap.add_argument("--max-steps", type=int, default=400); ap.add_argument("--algo", default="ppo")
     ap.add_argument("--env", default="toybox/Breakout", help="a game the zoo has an --algo agent for")
+    ap.add_argument("--study", action="store_true", help="time the demo's run_study at --study-seeds seed counts instead")
+    ap.add_argument("--study-seeds", type=int, nargs="+", default=[3, 5, 10])
     a = ap.parse_args()
+    print(machine())
+    if a.study:
+        study_scaling(a.env if a.env != "toybox/Breakout" else "ALE/Breakout-v5", a.study_seeds); print(machine()); return
     print(f"raw toybox/Breakout step loop (frameskip 4, 84x84 preprocessing): {raw_loop('toybox/Breakout'):,.0f} steps/s")
     try: print(f"raw ALE/Breakout-v5 step loop (AtariPreprocessing + stack): {raw_loop('ALE/Breakout-v5'):,.0f} steps/s")
     except Exception as e: print(f"ALE skipped: {e}")

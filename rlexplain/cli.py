@@ -466,9 +466,11 @@ def math_to_mathml(md: str) -> str:
 def _execute(nb, path: Path, timeout: int):
     """Run a notebook in a fresh kernel with cwd `path`. The kernel draws figures inline even when this process runs
     with `MPLBACKEND=Agg` (as `run.sh` sets): an inherited Agg backend would leave every figure out of the page.
-    Progress bars print text lines (`RLEXPLAIN_PROGRESS=log`), never widgets, so the pages show them."""
+    rlexplain's progress bars print text lines (`RLEXPLAIN_PROGRESS=log`); other libraries' tqdm bars, which would be
+    widgets, are disabled (`TQDM_DISABLE=1`)."""
     from nbconvert.preprocessors import ExecutePreprocessor
-    env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "RLEXPLAIN_PROGRESS": "log"}
+    env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "RLEXPLAIN_PROGRESS": "log",
+           "TQDM_DISABLE": "1"}   # any other tqdm bar (a widget in a kernel) stays out of the page
     old = {k: os.environ.get(k) for k in env}; os.environ.update(env)
     try: ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path)}})
     finally:

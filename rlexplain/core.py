@@ -113,7 +113,7 @@ def progress(iterable: Iterable | None = None, # what to iterate over; None with
     mode = os.environ.get("RLEXPLAIN_PROGRESS", "auto").strip().lower()
     if mode not in PROGRESS_MODES: raise ValueError(f"RLEXPLAIN_PROGRESS must be one of {PROGRESS_MODES}; got {mode!r}.")
     if mode == "auto": mode = "bar" if _interactive() else "log"
-    if mode == "off": kw["disable"] = True
+    kw["disable"] = True if mode == "off" else bool(kw.get("disable", False))   # explicit: TQDM_DISABLE silences other bars only
     if mode != "log": return tqdm(iterable, **kw)
     every = float(os.environ.get("RLEXPLAIN_PROGRESS_INTERVAL", 30))
     kw.update(mininterval=max(float(kw.get("mininterval", 0)), every), maxinterval=max(every, 1.0),
@@ -232,7 +232,8 @@ def _net_key(module: nn.Module, obs_shape: tuple, device: torch.device) -> str:
     return f"{type(module).__name__}-{h}"
 
 def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, seconds: float = 0.05) -> tuple[str, int, float]:
-    "The (layout, batch size, img/s) of the fastest no-grad forward among 2 layouts x 3 batch sizes, at one thread."
+    """The (layout, batch size, img/s) of the fastest no-grad forward among 2 layouts x 3 batch sizes, at one thread,
+    from contiguous input (so that channels-last pays for its copy, as it does in `Policy.forward`)."""
     import copy, statistics
     old = torch.get_num_threads(); torch.set_num_threads(1)
     best = ("contiguous", 128, 0.0)
@@ -242,13 +243,13 @@ def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, second
             fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
             net = copy.deepcopy(module).to(memory_format=fmt).eval()
             for b in (64, 128, 256):
-                x = x0[:b].contiguous(memory_format=fmt); rates = []
+                x = x0[:b]; rates = []   # callers hand over (B, C, H, W) contiguous batches: the layout's copy is timed too
                 with torch.no_grad():
-                    net(x)
+                    net(x.contiguous(memory_format=fmt))
                     for _ in range(3):
                         n, t0 = 0, time.perf_counter()
                         while True:
-                            net(x); n += 1
+                            net(x.contiguous(memory_format=fmt)); n += 1
                             if (dt := time.perf_counter() - t0) >= seconds / 3: break
                         rates.append(n * b / dt)
                 r = statistics.median(rates)
@@ -313,11 +314,14 @@ def map_batches(fn: Callable[[Tensor], Tensor], # maps a chunk (b, ...) to a (b,
                 workers: int = 1,               # Python threads running chunks side by side
                ) -> list:                       # fn's results in chunk order
     """Apply `fn` to `x` in chunks of `batch_size`, on `workers` threads (torch releases the GIL, so chunks run on
-    separate cores without torch's intra-op barriers). Raises `ValueError` for a non-positive batch size or worker count."""
+    separate cores without torch's intra-op barriers); gradients flow as in the calling thread. Called from one of its own
+    workers, it runs the chunks in that worker. Raises `ValueError` for a non-positive batch size or worker count."""
     if int(batch_size) < 1 or int(workers) < 1:
         raise ValueError(f"batch_size and workers must be >= 1; got batch_size={batch_size}, workers={workers}.")
     chunks = [x[i:i + batch_size] for i in range(0, len(x), batch_size)]
-    if workers == 1 or len(chunks) < 2: return [fn(c) for c in chunks]
+    import threading
+    if workers == 1 or len(chunks) < 2 or threading.current_thread().name.startswith("rlexplain"):   # nested: never wait on our own pool
+        return [fn(c) for c in chunks]
     from concurrent.futures import ThreadPoolExecutor
     if workers not in _POOL: _POOL[workers] = ThreadPoolExecutor(workers, thread_name_prefix="rlexplain")
     grad = torch.is_grad_enabled()
@@ -830,6 +834,7 @@ class RunDir:
             shutil.rmtree(self.path / "units", ignore_errors=True)
             if cfg_path.exists(): cfg_path.unlink()
         self.config = None if config is None else _plain(config)
+        self._meta_n = None
         if self.config is None: return
         if cfg_path.exists():
             saved = load_json(cfg_path)
@@ -842,7 +847,11 @@ class RunDir:
                 raise ConfigMismatchError(f"{self.path} holds results with no recorded configuration (an older run); "
                                           "use --force / force=True to recompute, or another output folder.")
             save_json(cfg_path, self.config)
-        save_json(self.path / "meta.json", run_metadata())
+        self._write_meta()
+
+    def _write_meta(self):
+        "Record `run_metadata()` (versions, machine, load, threads, compute settings) in `meta.json`."
+        self._meta_n = len(_SETTINGS); save_json(self.path / "meta.json", run_metadata())
 
     def __repr__(self): return f"RunDir({str(self.path)!r})"
     def __fspath__(self): return str(self.path)
@@ -885,6 +894,7 @@ class RunDir:
         elif isinstance(value, dict) and value and all(isinstance(v, np.ndarray) for v in value.values()):
             save_arrays(base.parent / (base.name + ".npz"), **value)
         else: save_json(base.parent / (base.name + ".json"), value)
+        if self._meta_n is not None and self._meta_n != len(_SETTINGS): self._write_meta()   # a network was calibrated meanwhile
         return value
 
     def unit(self, name: str, fn: Callable[[], Any]) -> Any:

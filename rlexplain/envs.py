@@ -82,16 +82,16 @@ class ToyboxEnv(gym.Env):
     def _fill(self):
         self._frames[:] = self._warp(self._grey())[None]
 
-    def _raw_step(self, action: int) -> tuple[float, np.ndarray]:
-        "Repeat `action` for `frameskip` frames; return the reward and the max of the last two grey frames."
+    def _raw_step(self, action: int, render: bool = True) -> tuple[float, np.ndarray | None]:
+        "Repeat `action` for `frameskip` frames; return the reward and the max of the last two grey frames (None without `render`)."
         tb, a = self._tb, self.legal_actions[action]
         score0, last = tb.get_score(), None
         for k in range(self.frameskip):
             tb.apply_ale_action(a)
-            if k >= self.frameskip - 2:
+            if render and k >= self.frameskip - 2:
                 f = self._grey(); last = f if last is None else np.maximum(last, f)
             if tb.game_over(): break
-        if last is None: last = self._grey()
+        if render and last is None: last = self._grey()
         return float(tb.get_score() - score0), last
 
     def _obs(self) -> np.ndarray: return self._frames.copy()
@@ -104,8 +104,11 @@ class ToyboxEnv(gym.Env):
         if self.lives is not None:
             js = self._tb.state_to_json(); js["lives"] = int(self.lives); self._tb.write_state_json(js)
         self._fill(); self._steps = 0
-        for _ in range(int(self.np_random.integers(1, self.noop_max + 1)) if self.noop_max > 0 else 0):
-            _, f = self._raw_step(self.legal_actions.index(0)); self._push(f)
+        n_noop = int(self.np_random.integers(1, self.noop_max + 1)) if self.noop_max > 0 else 0
+        for i in range(n_noop):   # only the last `stack` no-op frames can reach the observation: render just those
+            seen = i >= n_noop - self.stack
+            _, f = self._raw_step(self.legal_actions.index(0), render=seen)
+            if seen: self._push(f)
             if self._tb.game_over(): self._tb.new_game()
         if self.fire_reset and self._fire is not None:
             _, f = self._raw_step(self._fire); self._push(f)

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 
 from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, seed_everything, ScaledConfig, progress as progress_bar
-from .envs import ToyboxEnv, collect_rollout, make_env
+from .envs import ToyboxEnv, _toybox_game, collect_rollout, make_env
 
 # %% ../nbs/10_ir.ipynb #c26e005c
 def _check_probs(probs: Any, name: str = "probs", atol: float = 1e-4) -> np.ndarray:
@@ -280,6 +280,11 @@ class IRConfig(ScaledConfig):
         if self.p < 1 or self.t < 1: raise ValueError(f"p and t must be >= 1; got p={self.p}, t={self.t}.")
         if isinstance(self.games, str): raise TypeError(f"games must be a tuple of ids such as ('toybox/Breakout',); got the string {self.games!r}.")
         if isinstance(self.pipelines, str): raise TypeError(f"pipelines must be a tuple such as ('dqn',); got the string {self.pipelines!r}.")
+        for g in self.games:
+            if not (isinstance(g, str) and g.lower().startswith("toybox/")):
+                raise ValueError(f"IR intervenes on Toybox game states: games must be ids like 'toybox/Breakout', 'toybox/Amidar', "
+                                 f"'toybox/SpaceInvaders'; got {g!r}.")
+            _toybox_game(g.split("/", 1)[1])   # an unknown Toybox game raises ValueError here
         if self.interventions is not None: _check_interventions(self.games, self.interventions)
 
     @classmethod

@@ -91,6 +91,7 @@ def rayleigh(z: Any, grads: Any) -> float:
     if z.numel() != A.shape[1]: raise ValueError(f"direction has {z.numel()} entries but the gradients have d = {A.shape[1]}.")
     return float((A @ z).double().pow(2).sum() / A.shape[0])
 
+# %% ../nbs/20_ranld.ipynb #e57f1228
 def _exact_top(A: Tensor, k: int) -> tuple[Tensor, np.ndarray]:
     """Exact route: eigh (float64) of the smaller Gram matrix, A A^T (n x n) when n <= d, else A^T A (d x d).
     Returns (z (d,) unnormalised top right singular direction, top-k eigenvalues of L = A^T A / n, descending)."""
@@ -157,6 +158,7 @@ def _decompose(A: Tensor, method: str, seed: int, k: int) -> tuple[Tensor, float
     if k > 0 and eig is None: eig = _exact_top(A, kk)[1] if _auto_method(n, d, kk) == "gram" else _lanczos_top(A, kk, seed)[1]
     return z.contiguous(), rayleigh(z, A), (eig if k > 0 else np.zeros(0))
 
+# %% ../nbs/20_ranld.ipynb #94ae4930
 def principal_direction(grads: Any,           # (n, d) gradient rows g(s_i), e.g. from nld_gradients
                         method: str = "auto", # one of PD_METHODS
                         seed: int = 0,        # randomised methods' seed (lowrank; lanczos start vector)
@@ -327,6 +329,7 @@ class PrincipalDirection(Result):
         ax.set_xlabel("state (time)"); ax.set_ylabel("standardised $\\|\\nabla J\\|^2$" if standardize else "$\\|\\nabla J\\|^2$")
         return ax
 
+# %% ../nbs/20_ranld.ipynb #c16b2a61
 def ranld(policy: Policy,              # any Policy (q-values or logits)
           states: Any,                 # (n, *obs_shape) visited states: uint8 frames or float32 in [0, 1]
           temperature: float = 1.0,    # softmax temperature T
@@ -373,6 +376,7 @@ class RANLDConfig(ScaledConfig):
         "10 episodes per set (Section 4); the paper does not state its number of repetitions: 10 here."
         return cls(**{"n_runs": 10, "n_episodes": 10, "max_steps": None, **kw})
 
+# %% ../nbs/20_ranld.ipynb #7e6255ba
 def _flag_noop(ax, bars, noop) -> None:
     "Hatch the bars of shifts that changed no observation and write 'no-op' above them (their Lambda is just another S-hat)."
     for b, flag in zip(bars, noop):
@@ -440,6 +444,7 @@ class QuotientTable(Result):
         ax.set_xticklabels(self.labels, fontsize=7); ax.tick_params(length=0)
         return ax
 
+# %% ../nbs/20_ranld.ipynb #3329023b
 def _states_of(ro: ShiftedRollout, at: str) -> np.ndarray:
     return ro.observed if at == "observed" else ro.obs
 
@@ -537,6 +542,7 @@ def paper_tables() -> pd.DataFrame:
             rows.append(dict(table="2 natural", game=game, condition=cond, paper_mean=m, paper_std=s))
     return pd.DataFrame(rows)
 
+# %% ../nbs/20_ranld.ipynb #33957c5e
 def paper_shifts(kind: str = "all",          # "adversarial" (Table 1), "natural" (Table 2) or "all"
                  scale: str | None = None,   # "demo" or "paper" (default RLEXPLAIN_SCALE): the C&W and EAD search budgets
                  ) -> dict[str, Shift]:
@@ -560,6 +566,7 @@ def game_name(env_id: str) -> str:
     "`ALE/RoadRunner-v5` -> `RoadRunner`, `toybox/Breakout` -> `Breakout`."
     return str(env_id).split("/")[-1].split("-v")[0].split("NoFrameskip")[0]
 
+# %% ../nbs/20_ranld.ipynb #318ef6d9
 def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id: (Policy, env)}; env default make_env(env_id)
                  shifts: dict | None = None,       # {label: Shift}; default paper_shifts("all", scale)
                  config: RANLDConfig | None = None, # protocol sizes; default RANLDConfig.from_scale(scale)
@@ -669,6 +676,7 @@ def _power_spectrum(v: Any) -> np.ndarray:
     if not np.any(v): raise ValueError("the image is all zero: its spectrum is undefined.")
     return np.abs(np.fft.fft2(v)) ** 2
 
+# %% ../nbs/20_ranld.ipynb #e6f2e194
 @dataclasses.dataclass(frozen=True)
 class PolicyComparison(Result):
     """RA-NLD of several policies on the same episode seeds (Korkmaz 2024, Section 4.2, Figures 2-4): `directions
@@ -708,6 +716,7 @@ class PolicyComparison(Result):
         ax.legend(fontsize=7); ax.tick_params(labelsize=7)
         fig.tight_layout(); return fig
 
+# %% ../nbs/20_ranld.ipynb #d78ed03c
 def compare_policies(policies: dict,          # {label: Policy}, >= 1 (two for vanilla vs adversarially trained)
                      env: gym.Env | str,      # the game (an env or an id for make_env), the same for all
                      n_episodes: int = 2,     # episodes per policy (seeds seed..seed+n_episodes-1)

@@ -17,8 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 __all__ = ['AGGREGATES', 'INTERVALS', 'STUDY_GAMES', 'PAPER_FINDINGS', 'episode_seed', 'aggregate', 'PerformanceSeries',
            'performance_series', 'FixedSeedReport', 'check_fixed_seed', 'damped_trend_forecast',
            'simulate_damped_trend', 'Forecast', 'forecast', 't_interval', 'did_estimates', 'CausalImpact',
-           'causal_impact', 'simulate_did_panels', 'TimeSeriesConfig', 'TimeSeriesStudy', 'run_study', 'demo_outputs',
-           'demo_section']
+           'causal_impact', 'simulate_did_panels', 'TimeSeriesConfig', 'TimeSeriesStudy', 'run_study']
 
 # %% ../nbs/50_shift_timeseries.ipynb #8206ad46
 import matplotlib.pyplot as plt
@@ -197,6 +196,7 @@ def _batched_job(job: dict) -> list[dict]:
     for e in envs: e.close()
     return sorted(rows, key=lambda r: (seeds.index(r["seed"]), r["episode"]))
 
+# %% ../nbs/50_shift_timeseries.ipynb #18d188b7
 def performance_series(policy: Policy,              # the agent A
                        env_id: str,                 # an id for make_env, e.g. "toybox/Breakout", "ALE/Pong-v5"
                        seeds: Sequence[int],        # the fixed seed set S (M >= 1 seeds)
@@ -388,6 +388,7 @@ class Forecast(Result):
         ax.set_title(f"damped-trend forecast, {self.level:.0%} prediction intervals", fontsize=8); ax.legend(fontsize=6)
         return ax
 
+# %% ../nbs/50_shift_timeseries.ipynb #2b63ba1d
 def forecast(data: Any,                 # PerformanceSeries, {label: (N,) or (M, N) array}, or one (N,) array
              horizon: int = 100,        # episodes ahead (the paper: 100)
              level: float = 0.99,       # prediction-interval coverage (the paper: 99%)
@@ -419,7 +420,7 @@ def forecast(data: Any,                 # PerformanceSeries, {label: (N,) or (M,
                      "upper": fc["upper"][-1], "width": fc["upper"][-1] - fc["lower"][-1], **fc["params"]})
     return Forecast(pd.concat(rows, ignore_index=True), pd.DataFrame(summ), float(level), int(window or 1), int(horizon))
 
-# %% ../nbs/50_shift_timeseries.ipynb #fd6bf7cc
+# %% ../nbs/50_shift_timeseries.ipynb #40a2a127
 INTERVALS = ("t", "bootstrap")
 
 def _as_matrix(x: Any, name: str, agent: str | None, condition: str | None) -> pd.DataFrame:
@@ -457,7 +458,7 @@ def _did_batch(X1: np.ndarray, X0: np.ndarray, T: int) -> np.ndarray:
     "Eq. 4 for a batch of series (B, N) -> (B,): aggregated bootstrap resamples, or one row per seed."
     return (X1[:, T:].mean(1) - X1[:, :T].mean(1)) - (X0[:, T:].mean(1) - X0[:, :T].mean(1))
 
-# %% ../nbs/50_shift_timeseries.ipynb #b4656b4d
+# %% ../nbs/50_shift_timeseries.ipynb #320b5a06
 @dataclasses.dataclass(frozen=True)
 class CausalImpact(Result):
     """Causal impact of a shift starting at episode `T` (Fujimoto et al., Section 4.2.1, Figure 3).
@@ -529,7 +530,7 @@ class CausalImpact(Result):
         a0.figure.tight_layout()
         return axes
 
-# %% ../nbs/50_shift_timeseries.ipynb #6b6490c1
+# %% ../nbs/50_shift_timeseries.ipynb #86fa84fd
 def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes DataFrame, or a PerformanceSeries
                   control: Any,          # the same seeds and episodes without the shift
                   T: int,                # first shifted episode (1 <= T <= N-1)
@@ -611,7 +612,7 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
                         -1 if pT is None else int(pT), float(plc), float(plc_ci[0]), float(plc_ci[1]), float(level), int(n_boot),
                         agg, label, interval, float(t_ci[0]), float(t_ci[1]), float(b_ci[0]), float(b_ci[1]))
 
-# %% ../nbs/50_shift_timeseries.ipynb #f5569081
+# %% ../nbs/50_shift_timeseries.ipynb #3b4c029f
 def simulate_did_panels(n_panels: int,            # P panels
                         n_seeds: int,             # M seeds per panel (>= 2)
                         n_episodes: int = 12,     # N
@@ -634,7 +635,7 @@ def simulate_did_panels(n_panels: int,            # P panels
     treated = mu + effect + rng.normal(0, effect_sd, (P, M, 1)) + rng.normal(0, noise_sd, (P, M, N))
     return np.where(post, treated, control), control
 
-# %% ../nbs/50_shift_timeseries.ipynb #71c84255
+# %% ../nbs/50_shift_timeseries.ipynb #5bda3ce1
 def _check_study_config(c, what: str) -> None:
     "Shared checks of `TimeSeriesConfig` and `switching.SwitchingConfig`: each bad field gets a `ValueError` naming it."
     def is_int(v): return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
@@ -660,7 +661,7 @@ def _check_study_config(c, what: str) -> None:
     for e in (*getattr(c, "eps", ()), *([c.obs_eps] if hasattr(c, "obs_eps") else [])):
         if not (isinstance(e, (int, float)) and 0 <= e <= 1): raise ValueError(f"epsilons are L-inf budgets in [0, 1] pixel units (e.g. 2/255); got {e!r}.")
 
-# %% ../nbs/50_shift_timeseries.ipynb #9ef6095d
+# %% ../nbs/50_shift_timeseries.ipynb #daed7404
 @dataclasses.dataclass(frozen=True)
 class TimeSeriesConfig(ScaledConfig):
     """A time-series shift study (Fujimoto et al., Section 5). Units: `n_episodes`, `T`, `window` and `horizon` count
@@ -690,9 +691,11 @@ class TimeSeriesConfig(ScaledConfig):
 
     @classmethod
     def demo(cls, **kw) -> "TimeSeriesConfig":
-        """ALE Breakout (pass env_id='ALE/Pong-v5' for Pong), the zoo's A2C and PPO agents, 3 seeds x 6 episodes of at most
-        300 steps, FGSM from episode T=3, rolling window 2, horizon 6 (about 1.5 min per game with 2 workers)."""
-        return cls(**{"n_episodes": 6, "T": 3, "max_steps": 300, "window": 2, "horizon": 6, **kw})
+        """ALE Breakout (pass env_id='ALE/Pong-v5' for Pong), the zoo's A2C and PPO agents, 5 seeds x 6 episodes of at most
+        300 steps, FGSM from episode T=3, rolling window 2, horizon 6. The seeds play in lock-step (one network batch per
+        step), so 5 seeds cost about what 3 did: 196 s for Breakout with 2 workers on the busy 2-core machine (3 seeds:
+        190 s; 10 seeds: 468 s)."""
+        return cls(**{"seeds": tuple(range(5)), "n_episodes": 6, "T": 3, "max_steps": 300, "window": 2, "horizon": 6, **kw})
 
     @classmethod
     def paper(cls, **kw) -> "TimeSeriesConfig":
@@ -701,8 +704,8 @@ class TimeSeriesConfig(ScaledConfig):
                  obs_eps=2 / 255, attack_prob=0.5, window=25, horizon=100, max_steps=27_000)
         d.update(kw); return cls(**d)
 
-# %% ../nbs/50_shift_timeseries.ipynb #d3dfc13a
-# The games of the demo and paper runs (`demo_section`): the two of the paper's Figures 3 and 5.
+# %% ../nbs/50_shift_timeseries.ipynb #cdcc1e6e
+# The games of the demo and paper runs (the CLI's demo and this lesson): the two of the paper's Figures 3 and 5.
 STUDY_GAMES = ("ALE/Breakout-v5", "ALE/Pong-v5")
 
 
@@ -734,9 +737,43 @@ class TimeSeriesStudy(Result):
         c = self.cfg
         p = self.performance; obs = p.table[p.table.condition.str.contains("p=", regex=False)]
         return forecast(PerformanceSeries(obs, self.env_id), c.horizon, c.level, c.window, c.agg)
-    def plot(self, ax=None): return self.forecast().plot(ax)
+    def plot(self, ax=None):
+        "The observational forecasts (`Forecast.plot`, Fig. 5 analogue); returns the Axes."
+        return self.forecast().plot(ax)
 
-# %% ../nbs/50_shift_timeseries.ipynb #a8c8d647
+    def plot_effects(self, ax=None):
+        """Every DiD (Eq. 4) per agent and FGSM budget with its interval (`cfg.interval` over the seeds, their number in
+        the legend) and the in-time placebo beside it; y in return per episode. Returns the Axes."""
+        c = self.cfg; imp = self.impacts
+        if ax is None: _, ax = plt.subplots(figsize=(6, 2.4))
+        for k, agent in enumerate(imp.agent.unique()):
+            d = imp[imp.agent == agent].reset_index(drop=True); xs = np.arange(len(d)) + 0.15 * k
+            n = int(d.n_seeds.iloc[0]) if "n_seeds" in d else len(c.seeds)
+            ax.errorbar(xs, d.did, yerr=[d.did - d.ci_low, d.ci_high - d.did], fmt="o", color=f"C{k}", capsize=3,
+                        label=f"{agent}: DiD ({c.ci_level:.0%} {c.interval}, {n} seeds)")
+            ax.errorbar(xs + 0.07, d.placebo, yerr=[d.placebo - d.placebo_low, d.placebo_high - d.placebo], fmt="x", color=f"C{k}",
+                        alpha=0.6, label=f"{agent}: placebo (fake T={int(d.placebo_T.iloc[0])})", capsize=3)
+            ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=7)
+        ax.axhline(0, color="gray", lw=0.5)
+        ax.set_ylabel("DiD (return per episode)"); ax.set_xlabel("FGSM budget of the treatment"); ax.legend(fontsize=6)
+        return ax
+
+    def findings(self) -> pd.DataFrame:
+        """The paper's qualitative findings (`PAPER_FINDINGS`: Eq. 2, Figures 3 and 5) beside this study's numbers:
+        columns `finding (paper)`, `our measure`, `reproduced` (bool, or None when not measurable here), `our numbers`."""
+        imp, g = self.impacts, _game(self.env_id)
+        ok_pre = bool((imp.pre_gap.abs() < 1e-12).all() and (imp.placebo.fillna(0).abs() < 1e-12).all())
+        eps = lambda s: s.str.extract(r"eps=([0-9.]+)")[0].astype(float)
+        mono = all(d.sort_values("shift", key=eps).did.is_monotonic_decreasing for _, d in imp.groupby("agent"))
+        ours = {"pre_identical": (ok_pre, f"max |pre gap| {imp.pre_gap.abs().max():.3g}, max |placebo| {imp.placebo.abs().max():.3g}"),
+                "eps_monotone": (mono, "; ".join(f"{a}: " + ", ".join(f"{x:+.2f}" for x in d.did) for a, d in imp.groupby("agent"))),
+                "negative_effect": (bool((imp.ci_high < 0).all()), "; ".join(f"{r.agent} {r['shift']}: [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
+                                                                        for _, r in imp.iterrows()))}
+        if g in _GAME_FINDINGS: ours[_GAME_FINDINGS[g]] = _forecast_finding(_GAME_FINDINGS[g], self.forecast())
+        return pd.DataFrame([{"finding (paper)": PAPER_FINDINGS[k][0], "our measure": PAPER_FINDINGS[k][1], "reproduced": v[0],
+                              "our numbers": v[1]} for k, v in ours.items()])
+
+# %% ../nbs/50_shift_timeseries.ipynb #289e0b73
 def run_study(cfg: TimeSeriesConfig | None = None,
               policies: Mapping[str, Policy] | None = None, # {label: Policy}; default: the zoo's agents of cfg.algos
               env_kwargs: dict | None = None,     # make_env arguments; default: the zoo card's
@@ -787,7 +824,7 @@ def run_study(cfg: TimeSeriesConfig | None = None,
     fc = forecast(obs, cfg.horizon, cfg.level, cfg.window, cfg.agg)
     return TimeSeriesStudy(allp.table, pd.DataFrame(impacts), fc.summary, fc.overlap(), dataclasses.asdict(cfg), cfg.env_id)
 
-# %% ../nbs/50_shift_timeseries.ipynb #59928523
+# %% ../nbs/50_shift_timeseries.ipynb #e2edd364
 PAPER_FINDINGS = {
     "pre_identical": ("Eq. 2: with fixed seeds the treatment equals the control before T", "pre-period gap and placebo DiD"),
     "eps_monotone": ("Fig. 3: performance drops more as epsilon grows", "DiD at the larger epsilon is lower, per agent"),
@@ -813,74 +850,3 @@ def _forecast_finding(key: str, fc: Forecast, ov: pd.DataFrame | None = None) ->
     return (bool(s.loc["ppo", "lower"] > s.loc["a2c", "upper"]),
             f"ppo {s.loc['ppo', 'forecast']:.2f} [{s.loc['ppo', 'lower']:.2f}, {s.loc['ppo', 'upper']:.2f}] vs "
             f"a2c {s.loc['a2c', 'forecast']:.2f} [{s.loc['a2c', 'lower']:.2f}, {s.loc['a2c', 'upper']:.2f}]")
-
-# %% ../nbs/50_shift_timeseries.ipynb #ed8f29c2
-def demo_outputs(study: TimeSeriesStudy) -> tuple[list, dict, str]:
-    """Figures, tables and a markdown summary of a study: `([(name, fig, caption)], {name: (DataFrame, caption)}, text)`.
-    Names start with `ts_<game>_` (e.g. `ts_pong_forecast`), so the studies of several games can share one report."""
-    c = study.cfg; g = _game(study.env_id); G = study.env_id
-    imp = study.impacts; figs, tabs = [], {}
-    fc = study.forecast()
-    ax = fc.plot(plt.subplots(figsize=(6, 2.6))[1])
-    figs.append((f"ts_{g}_forecast", ax.figure, f"Fig. 5 analogue ({G}): rolling mean (window {c.window}) of X(t) under FGSM eps={c.obs_eps * 255:g}/255 "
-                 f"with attack probability {c.attack_prob:g}, damped-trend forecast and {c.level:.0%} prediction intervals"))
-    for agent in imp.agent.unique():
-        row = imp[imp.agent == agent].iloc[-1]
-        ci = study.impact(agent, f"{row['shift']} from t={c.T}")
-        axes = ci.plot(plt.subplots(1, 3, figsize=(8, 2.4))[1])
-        figs.append((f"ts_{g}_impact_{agent}", axes[0].figure, f"Fig. 3 analogue ({G}, {agent}, {row['shift']}): original, pointwise and cumulative "
-                     f"impact; DiD {ci.did:+.2f} [{ci.ci_low:+.2f}, {ci.ci_high:+.2f}] ({ci.level:.0%} {ci.interval} interval over {ci.n_seeds} seeds)"))
-    fig, ax = plt.subplots(figsize=(6, 2.4))
-    for k, agent in enumerate(imp.agent.unique()):
-        d = imp[imp.agent == agent].reset_index(drop=True); xs = np.arange(len(d)) + 0.15 * k
-        ax.errorbar(xs, d.did, yerr=[d.did - d.ci_low, d.ci_high - d.did], fmt="o", color=f"C{k}", capsize=3,
-                    label=f"{agent}: DiD ({c.ci_level:.0%} {c.interval}, {int(d.n_seeds.iloc[0])} seeds)")
-        ax.errorbar(xs + 0.07, d.placebo, yerr=[d.placebo - d.placebo_low, d.placebo_high - d.placebo], fmt="x", color=f"C{k}",
-                    alpha=0.6, label=f"{agent}: placebo (fake T={int(d.placebo_T.iloc[0])})", capsize=3)
-    ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=7); ax.axhline(0, color="gray", lw=0.5)
-    ax.set_ylabel("DiD (return per episode)"); ax.set_xlabel("FGSM budget of the treatment"); ax.legend(fontsize=6); fig.tight_layout()
-    figs.append((f"ts_{g}_did", fig, f"{G}: DiD (Eq. 4) with {c.ci_level:.0%} {c.interval} intervals over {len(c.seeds)} seeds per agent "
-                 "and FGSM budget, and the in-time placebo"))
-    tabs[f"ts_{g}_impacts"] = (imp.round(4), f"{G}: DiD per agent and shift: Eq. 4 (did), Eq. 5-6 (did_post), {c.ci_level:.0%} {c.interval} "
-                               f"interval (ci_low, ci_high; n_seeds seeds) with the percentile bootstrap beside it (boot_low, boot_high), "
-                               "pre-period gap, placebo")
-    tabs[f"ts_{g}_forecast"] = (fc.summary.round(4), f"{G}: damped-trend forecasts at horizon {c.horizon} ({c.level:.0%} prediction intervals)")
-    ov = fc.overlap()
-    tabs[f"ts_{g}_overlap"] = (ov, f"{G}: pairwise overlap of the prediction intervals at the horizon (no overlap = significant difference)")
-    means = study.series.groupby(["agent", "condition"], sort=False).agg(mean_return=("return", "mean"), mean_steps=("steps", "mean"),
-                                                                          attacked=("attacked", "mean")).reset_index()
-    tabs[f"ts_{g}_returns"] = (means.round(3), f"{G}: mean return, episode length and attacked fraction per agent and condition")
-    # the paper's qualitative findings next to ours
-    ok_pre = bool((imp.pre_gap.abs() < 1e-12).all() and (imp.placebo.abs() < 1e-12).all())
-    mono = all(d.sort_values("shift", key=lambda s: s.str.extract(r"eps=([0-9.]+)")[0].astype(float)).did.is_monotonic_decreasing
-               for _, d in imp.groupby("agent"))
-    neg = bool((imp.ci_high < 0).all())
-    ours = {"pre_identical": (ok_pre, f"max |pre gap| {imp.pre_gap.abs().max():.3g}, max |placebo| {imp.placebo.abs().max():.3g}"),
-            "eps_monotone": (mono, "; ".join(f"{a}: " + ", ".join(f"{x:+.2f}" for x in d.did) for a, d in imp.groupby("agent"))),
-            "negative_effect": (neg, "; ".join(f"{r.agent} {r['shift']}: [{r.ci_low:+.2f}, {r.ci_high:+.2f}]" for _, r in imp.iterrows())),
-            }
-    if g in _GAME_FINDINGS: ours[_GAME_FINDINGS[g]] = _forecast_finding(_GAME_FINDINGS[g], fc, ov)
-    tabs[f"ts_{g}_paper_comparison"] = (pd.DataFrame([{"finding (paper)": PAPER_FINDINGS[k][0], "our measure": PAPER_FINDINGS[k][1],
-                                                       "reproduced": v[0], "our numbers": v[1]} for k, v in ours.items()]),
-                                        f"the paper's qualitative findings (RL-Zoo agents, 10 seeds x 200 episodes) beside this run "
-                                        f"({G}, {len(c.seeds)} seeds x {c.n_episodes} episodes)")
-    lines = [f"**Time-series shift study** on {study.env_id}: {len(c.seeds)} seeds x {c.n_episodes} episodes, FGSM from episode T={c.T}."]
-    for _, r in imp.iterrows():
-        lines.append(f"- {r.agent}, {r['shift']}: DiD {r.did:+.2f} ({c.ci_level:.0%} {r.interval} interval over {r.n_seeds} seeds "
-                     f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]; percentile bootstrap [{r.boot_low:+.2f}, {r.boot_high:+.2f}]); placebo {r.placebo:+.2f}.")
-    for _, r in fc.summary.iterrows():
-        lines.append(f"- forecast {r.label} at +{c.horizon}: {r.forecast:.2f} ({c.level:.0%} PI [{r.lower:.2f}, {r.upper:.2f}]).")
-    return figs, tabs, "\n".join(lines)
-
-# %% ../nbs/50_shift_timeseries.ipynb #fe3c7e40
-def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
-    """The same demo for `rlexplain.cli`'s report (the signature of `rlexplain.cli._demo_ir`; writes into a `Section`): one
-    study per game of `STUDY_GAMES` with the zoo's A2C and PPO agents. Raises `LookupError` if the zoo lacks one of them."""
-    for game in STUDY_GAMES:
-        cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
-        # full treatment runs (no share_pre): the pre-period gap and the placebo then test the fixed-seed assumption
-        study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=sec.dir / "run" / _game(game))
-        figs, tabs, text = demo_outputs(study)
-        sec.note(text.split("\n")[0].replace("**", ""))
-        for name, (df, cap) in tabs.items(): sec.table(name, df, cap)
-        for name, fig, cap in figs: sec.figure(name, fig, cap)

@@ -369,3 +369,12 @@ def test_policy_outputs_same_values_in_every_layout_batch_and_worker_count(layou
     g_ref, = torch.autograd.grad(ref(x)[:, 1].sum(), x)
     torch.testing.assert_close(g, g_ref, rtol=1e-5, atol=1e-6)
     assert g.is_contiguous()
+
+
+def test_map_batches_nested_call_does_not_deadlock():
+    from rlexplain.core import map_batches
+    x = torch.arange(12.)
+    out = map_batches(lambda c: torch.cat(map_batches(lambda d: d * 2, c, 1, 2)), x, 3, 2)
+    assert torch.equal(torch.cat(out), x * 2)
+    with pytest.raises(ValueError, match="batch_size"):
+        map_batches(lambda c: c, x, 0)

@@ -59,3 +59,13 @@ def test_json_states_only_on_request():
     assert len(ro.states) == len(ro.actions) == 5 and isinstance(ro.states[0], dict)
     with pytest.raises(ValueError, match="needs a Toybox environment"):
         collect_rollout("CartPole-v1", None, max_steps=3, record_states=True)
+
+
+@pytest.mark.parametrize("env_id,digest,n", [("toybox/Breakout", "6861de7a9098a2ad", 152), ("ALE/Breakout-v5", "9e0380dc32a49426", 200)])
+def test_faster_rollouts_keep_the_observations(env_id, digest, n):
+    """Two seeded random-play episodes hash to what rlexplain 2762fb3 recorded (before the no-op frames went unrendered,
+    the ALE reset stopped reloading the ROM and the frame stack was shifted in place)."""
+    import hashlib
+    ro = collect_rollout(make_env(env_id), None, n_episodes=2, seed=5, max_steps=100)
+    assert len(ro.actions) == n
+    assert hashlib.sha256(np.asarray(ro.obs).tobytes()).hexdigest()[:16] == digest

@@ -146,3 +146,16 @@ def test_a_corrupt_card_does_not_break_a_study_and_reruns_never_mix(tmp_path):
         assert s2.matrices[0].R.shape == (2, 4)
         s3 = run_ir(IRConfig(**{**cfg.__dict__, "p": 4}), run_dir=tmp_path / "run")   # same configuration: resumes
     np.testing.assert_array_equal(s3.matrices[0].R, s2.matrices[0].R)
+
+
+@pytest.mark.parametrize("games,match", [(("ALE/Pong-v5",), "Toybox game states"), (("toybox/Pacman",), "unknown Toybox game"),
+                                         ("toybox/Breakout", "string")])
+def test_games_must_be_toybox_games(games, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        IRConfig(games=games)
+
+
+@pytest.mark.parametrize("field", ["n_agents", "p", "t"])
+def test_sizes_must_be_integers(field):
+    with pytest.raises(TypeError, match=f"{field} must be an integer"):
+        IRConfig(**{field: 2.5})

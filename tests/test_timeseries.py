@@ -123,14 +123,29 @@ def test_zoo_actor_critic_agents_repeat_on_ale(env_id):
     assert check_fixed_seed(pol, env_id, seeds=[3], n_episodes=1, max_steps=150, env_kwargs=card["env_kwargs"]).ok
 
 
-def test_demo_outputs_names_and_pong_finding():
-    "demo_outputs prefixes names by game and reads Figure 5's Pong finding off the forecast intervals."
-    from rlexplain.timeseries import TimeSeriesStudy, _forecast_finding
+def test_study_findings_read_figure_5_off_the_forecasts():
+    "The Pong finding of Figure 5 (PPO's interval above A2C's) is read off the forecast intervals, both ways."
+    from rlexplain.timeseries import _forecast_finding
     fc = forecast({"ppo": np.linspace(5, 6, 30), "a2c": np.linspace(-15, -14, 30)}, horizon=5, window=3)
     ok, text = _forecast_finding("pong_ppo_better", fc)
     assert ok and "ppo" in text
     fc2 = forecast({"ppo": np.linspace(-15, -14, 30), "a2c": np.linspace(5, 6, 30)}, horizon=5, window=3)
     assert _forecast_finding("pong_ppo_better", fc2)[0] is False
+
+
+def test_study_findings_and_effects_plot(tiny):
+    "A tiny study: findings() holds the paper's findings with our numbers; plot_effects labels units and seeds."
+    import matplotlib.pyplot as plt
+    from rlexplain.timeseries import PAPER_FINDINGS, run_study
+    cfg = TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1, 2), n_episodes=4, T=2, window=2, horizon=2, max_steps=25, n_boot=50)
+    st = run_study(cfg, policies={"a": tiny})
+    f = st.findings()
+    keys = ("pre_identical", "eps_monotone", "negative_effect", "breakout_overlap")     # toybox/Breakout: Figure 5's Breakout finding
+    assert list(f["finding (paper)"]) == [PAPER_FINDINGS[k][0] for k in keys]
+    assert bool(f.reproduced.iloc[0]) and (st.impacts.n_seeds == 3).all() and (st.impacts.interval == "t").all()
+    ax = st.plot_effects()
+    assert ax.get_ylabel() == "DiD (return per episode)" and "95% t, 3 seeds" in ax.get_legend().get_texts()[0].get_text()
+    plt.close("all")
 
 
 # --- issue 17.2: intervals that hold their level with few seeds -------------------------------------------------------

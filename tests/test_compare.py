@@ -1,0 +1,49 @@
+"Tests of rlexplain.compare: direction-aligned ranks with intervals, the finding in words, and a small end-to-end comparison."
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from rlexplain.compare import Comparison, compare, finding, rank_agreement, settings
+from rlexplain.core import Policy
+
+torch.set_num_threads(1)
+
+
+def toy(metrics=("up", "down"), lower=("down",)):
+    return pd.DataFrame([{"method": m, "metric": j, "state": s, "value": v + 0.01 * s, "higher_is_better": j not in lower}
+                         for m, v in (("a", 3.0), ("b", 2.0), ("c", 1.0)) for j in metrics for s in range(6)])
+
+
+def test_ranks_follow_each_metrics_direction():
+    r = Comparison(toy(), pd.DataFrame()).ranks(n_boot=40).set_index(["method", "metric"])
+    assert r.loc[("a", "up"), "rank"] == 1 and r.loc[("a", "down"), "rank"] == 3
+    assert ((r.rank_lo <= r["rank"]) & (r["rank"] <= r.rank_hi)).all()
+    assert Comparison(toy(), pd.DataFrame()).agreement().loc["up", "down"] == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="n_boot"): Comparison(toy(), pd.DataFrame()).ranks(n_boot=0)
+
+
+def test_finding_is_computed_from_the_ranks():
+    t = toy(("insertion_black_q", "AIM", "sanity_spearman", "RIS"), lower=("AIM", "sanity_spearman", "RIS"))
+    c = Comparison(t, pd.DataFrame(), "image", {"agent": "toy", "n_states": 6})
+    ra = rank_agreement(c).set_index(["metric", "vs"]).spearman_rho
+    assert ra[("insertion_black_q", "AIM")] == pytest.approx(-1.0) and ra[("sanity_spearman", "RIS")] == pytest.approx(1.0)
+    f = finding(c)
+    assert "in opposite orders" in f and "sanity vs RIS rank the methods alike" in f
+
+
+def test_compare_end_to_end_on_a_tiny_cnn():
+    torch.manual_seed(0)
+    pol = Policy.from_module(nn.Sequential(nn.Conv2d(2, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 7 * 7, 3)),
+                             (2, 16, 16), device="cpu")
+    x = np.random.default_rng(0).random((3, 2, 16, 16)).astype(np.float32)
+    c = compare(pol, x, {"occlusion": dict(patch=4), "random": {}, "tabular_shap": {}},
+                {"AIM": dict(pixel_step=64), "insertion_black_q": dict(pixels_per_step=64), "sanity_spearman": {}})
+    assert c.methods == ["occlusion", "random"]                   # the tabular-only method is skipped for images
+    assert set(c.metrics) == {"AIM", "insertion_black_q", "sanity_spearman"} and len(c.scores) == 2 * 3 * 3
+    r = c.ranks(n_boot=20).set_index(["method", "metric"])
+    assert r.loc[("random", "sanity_spearman"), "rank"] == 2     # a map that ignores the network fails the sanity check
+    ax = c.plot(n_boot=20); assert "ranks of 2 explainers" in ax.get_title()
+    with pytest.raises(LookupError, match="unknown"): compare(pol, x, {"nope": {}}, {})
+    with pytest.raises(ValueError, match="kind"): settings("audio")
