@@ -231,31 +231,32 @@ def _net_key(module: nn.Module, obs_shape: tuple, device: torch.device) -> str:
     h = hashlib.sha1(repr((sig, tuple(obs_shape), str(device), torch.__version__, _cores())).encode()).hexdigest()[:16]
     return f"{type(module).__name__}-{h}"
 
-def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, seconds: float = 0.05) -> tuple[str, int, float]:
-    """The (layout, batch size, img/s) of the fastest no-grad forward among 2 layouts x 3 batch sizes, at one thread,
-    from contiguous input (so that channels-last pays for its copy, as it does in `Policy.forward`)."""
+def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, seconds: float = 0.04, rounds: int = 3) -> tuple[str, int, float]:
+    """The (layout, batch size, img/s) of the fastest no-grad forward among 2 layouts x batches 64/128/256 at one thread,
+    from contiguous input (channels-last pays for its copy, as in `Policy.forward`). Configurations are timed in
+    interleaved rounds (medians), so that a change in the machine's load hits them alike; channels-last must beat
+    contiguous by 10% to be chosen, so that noise does not flip the layout."""
     import copy, statistics
     old = torch.get_num_threads(); torch.set_num_threads(1)
-    best = ("contiguous", 128, 0.0)
     try:
         x0 = torch.rand(256, *obs_shape, device=device)
-        for layout in LAYOUTS:
-            fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
-            net = copy.deepcopy(module).to(memory_format=fmt).eval()
-            for b in (64, 128, 256):
-                x = x0[:b]; rates = []   # callers hand over (B, C, H, W) contiguous batches: the layout's copy is timed too
-                with torch.no_grad():
-                    net(x.contiguous(memory_format=fmt))
-                    for _ in range(3):
-                        n, t0 = 0, time.perf_counter()
-                        while True:
-                            net(x.contiguous(memory_format=fmt)); n += 1
-                            if (dt := time.perf_counter() - t0) >= seconds / 3: break
-                        rates.append(n * b / dt)
-                r = statistics.median(rates)
-                if r > best[2]: best = (layout, b, r)
+        fmts = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+        nets = {k: copy.deepcopy(module).to(memory_format=f).eval() for k, f in fmts.items()}
+        rates = {(k, b): [] for k in fmts for b in (64, 128, 256)}
+        with torch.no_grad():
+            for k, b in rates: nets[k](x0[:b].contiguous(memory_format=fmts[k]))   # warm-up
+            for _ in range(rounds):
+                for k, b in rates:
+                    n, t0 = 0, time.perf_counter()
+                    while True:
+                        nets[k](x0[:b].contiguous(memory_format=fmts[k])); n += 1
+                        if (dt := time.perf_counter() - t0) >= seconds: break
+                    rates[(k, b)].append(n * b / dt)
     finally: torch.set_num_threads(old)
-    return best
+    med = {kb: statistics.median(v) for kb, v in rates.items()}
+    best = {k: max(((b, r) for (kk, b), r in med.items() if kk == k), key=lambda br: br[1]) for k in fmts}
+    k = "channels_last" if best["channels_last"][1] > 1.1 * best["contiguous"][1] else "contiguous"
+    return k, best[k][0], best[k][1]
 
 def compute_settings(policy: Any,                 # a `Policy` (its `module`, `obs_shape`, `device`)
                      workers: int | None = None,  # override; else $RLEXPLAIN_WORKERS, else the number of cores
@@ -264,8 +265,8 @@ def compute_settings(policy: Any,                 # a `Policy` (its `module`, `o
                      refresh: bool = False,       # calibrate again even if cached
                     ) -> ComputeSettings:
     """The thread, layout and batch settings for `policy`'s network on this machine (issue: a thread and layout policy
-    that holds on a busy machine). Image networks with conv layers on the CPU are calibrated once (about 0.5 s: two
-    layouts x batches 64/128/256 at one thread), then cached in memory and in `$RLEXPLAIN_CACHE/compute.json`
+    that holds on a busy machine). Image networks with conv layers on the CPU are calibrated once (about 1 s: two
+    layouts x batches 64/128/256 at one thread, 3 interleaved rounds), then cached in memory and in `$RLEXPLAIN_CACHE/compute.json`
     (default `~/.cache/rlexplain`); other networks get the rule contiguous / batch 1024; CUDA gets contiguous /
     batch 512 and one worker. Overrides (arguments, then `RLEXPLAIN_WORKERS`, `RLEXPLAIN_LAYOUT`, `RLEXPLAIN_BATCH`)
     replace the calibrated values. Raises `ValueError` for a layout not in `LAYOUTS` or a non-positive count."""

@@ -22,8 +22,8 @@ __all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'SIMILARITY_METRICS', 'PAPER_CALIBR
            'random_map_calibration', 'model_layers', 'cascading_randomization', 'SanityCheck', 'sanity_check',
            'insertion_ranks', 'insertion_auc', 'InsertionResult', 'insertion_curves', 'penultimate_features',
            'highlights_importance', 'Highlights', 'highlights_div', 'paper_grid', 'Tuning', 'tune', 'BenchConfig',
-           'collect_stream', 'MethodRun', 'paper_insertion_table', 'paper_tuning_table', 'paper_game',
-           'SaliencyBenchmark', 'run_benchmark']
+           'load_bench_agent', 'collect_stream', 'MethodRun', 'paper_insertion_table', 'paper_tuning_table',
+           'paper_game', 'SaliencyBenchmark', 'game_stream', 'run_benchmark']
 
 # %% ../nbs/31_saliency_bench.ipynb #1e3c4645
 import matplotlib.pyplot as plt
@@ -687,8 +687,10 @@ class BenchConfig(ScaledConfig):
         d.update(kw); return cls(**d)
 
 
-def _load_policy(agent: Any, device: str = "auto") -> tuple[Policy, dict, str]:
-    "`(policy, env kwargs, name)` for a Policy, a zoo folder or an SB3 zip."
+def load_bench_agent(agent: Any,            # a Policy, a zoo folder (with card.json) or an SB3 .zip
+                     device: str = "auto",
+                     ) -> tuple[Policy, dict, str]: # (policy, env kwargs of its card, name)
+    "The agent of a benchmark game. Raises `ValueError` for anything else."
     if isinstance(agent, Policy): return agent, {}, agent.name
     p = Path(agent)
     if p.is_dir():
@@ -753,7 +755,7 @@ class _BenchJob:
 
 def _run_bench_job(job: _BenchJob) -> MethodRun:
     if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
-    policy, _, _ = _load_policy(job.agent, job.cfg.device)
+    policy, _, _ = load_bench_agent(job.agent, job.cfg.device)
     cfg = job.cfg
     t0 = time.perf_counter(); maps = explain(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
     ins = insertion_curves(policy, job.obs, maps, starts=cfg.starts, pixels_per_step=cfg.pixels_per_step, seed=cfg.seed,
@@ -940,8 +942,9 @@ class SaliencyBenchmark(Result):
         if paper: t["paper_s_per_map"] = t.method.map(PAPER_RUNTIMES)
         return t
 
-def _game_stream(policy: Policy, game: str, cfg: BenchConfig, env_kwargs: dict, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
-    "A game's recorded stream `(obs, episode)` without its first `cfg.skip` states; saved in (and reloaded from) `rd`."
+def game_stream(policy: Policy, game: str, cfg: BenchConfig, env_kwargs: dict, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
+    """A game's recorded stream `(obs (T, C, H, W) uint8, episode (T,))` without its first `cfg.skip` states (Huber et al. 2023, App. C.1:
+    the agent's epsilon-greedy play); saved in (and reloaded from) `rd` when given."""
     def _stream():
         o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, env_kwargs, cfg.stream_epsilon)
         return {"obs": o, "episode": e}
@@ -961,9 +964,9 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
     jobs, names, agent_names, ex_obs = [], [], {}, []
     for gi, game in enumerate(cfg.games):
         spec = (agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else best_zoo_entry(game, cfg.algo))
-        policy, env_kwargs, aname = _load_policy(spec, cfg.device)
+        policy, env_kwargs, aname = load_bench_agent(spec, cfg.device)
         agent_names[game] = aname
-        obs, ep = _game_stream(policy, game, cfg, env_kwargs, rd)
+        obs, ep = game_stream(policy, game, cfg, env_kwargs, rd)
         hl = highlights_div(policy, obs, budget=cfg.highlights_budget, context=cfg.highlights_context, min_gap=cfg.highlights_min_gap,
                             percentile=cfg.highlights_percentile, episode=ep, seed=cfg.seed)
         idx = np.arange(len(obs)) if cfg.n_states is None or cfg.n_states >= len(obs) else np.linspace(0, len(obs) - 1, cfg.n_states).round().astype(int)
@@ -992,34 +995,3 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
     return SaliencyBenchmark(pd.concat(ins, ignore_index=True), pd.concat(curves, ignore_index=True),
                              pd.concat(san, ignore_index=True) if san else sanity[0], pd.DataFrame(rt), examples,
                              np.stack(ex_obs), tuple(cfg.games), methods, agent_names, dataclasses.asdict(cfg))
-
-# %% ../nbs/31_saliency_bench.ipynb #2ec8930e
-def _demo_saliency_bench(sec, scale: str, executor=None, max_workers: int = 1):
-    "The saliency benchmark's part of `rlexplain demo` (Huber et al. 2023): Table 1, Fig. 2, Fig. 3, App. B.1, C.2, D."
-    cfg = BenchConfig.from_scale(scale)
-    res = run_benchmark(cfg, run_dir=sec.dir / "run", executor=executor, max_workers=max_workers)
-    sec.note("Agents: " + "; ".join(f"{g}: {a}" for g, a in res.agents.items()) + ". "
-             + ("The zoo's DQN agents for two of the paper's four games (ALE Breakout and Ms. Pac-Man; 1.2M frames on a CPU, "
-                "far weaker than the paper's 10M-step agents); Space Invaders and Frostbite need agents of their own "
-                "(BenchConfig.paper())." if scale != "paper" else ""))
-    n = res.insertion.groupby("game").state.nunique().to_dict()
-    sec.table("saliency_bench_insertion", res.table(),
-              f"Table 1 analogue: insertion AUC ({cfg.auc}) mean ± std over {n} states per game, beside the paper's (1000 ALE states)")
-    sec.figure("saliency_bench_sanity", res.plot_sanity()[0].figure,
-               f"Figure 3 analogue: similarity to the original maps after cascading re-initialisation (output layer first), {cfg.n_sanity} states, 99% CI")
-    sec.table("saliency_bench_sanity_summary", res.sanity_summary(), "sanity-check similarities per method, metric and randomised layer")
-    sec.figure("saliency_bench_examples", res.plot_examples()[0][0].figure,
-               "Figure 2 analogue: normalised maps of each game's HIGHLIGHTS-DIV state")
-    sec.figure("saliency_bench_curves", res.plot_curves()[0].figure, "mean insertion curves per sub-metric")
-    sec.table("saliency_bench_runtime", res.runtime_table(), "Appendix D analogue: seconds per map on this machine (paper: GTX Titan X)")
-    sec.table("saliency_bench_calibration", random_map_calibration().reset_index(), "Appendix B.1: mean similarity of 100 random map pairs")
-    game = cfg.games[0]
-    policy, kw, _ = _load_policy(cfg.agents[0] if cfg.agents else best_zoo_entry(game, cfg.algo), cfg.device)
-    o, e = _game_stream(policy, game, cfg, kw, RunDir(sec.dir / "run"))   # the stream run_benchmark recorded, reloaded
-    hl = highlights_div(policy, o, budget=10 if scale == "paper" else 3, episode=e, seed=cfg.seed)
-    tabs = [tune(policy, o[hl.indices], k, grid=(paper_grid(k) if scale == "paper" else None), game=game).table
-            for k in (["occlusion", "noise_sensitivity", "sarfa"] if scale != "paper" else list(DEMO_GRIDS))]
-    sec.table("saliency_bench_tuning", pd.concat(tabs, ignore_index=True),
-              f"Appendix C.2 analogue: parameter sets on {len(hl.indices)} HIGHLIGHTS-DIV states of {game}, z(q AUC) + z(adv AUC), seconds per map")
-    sec.table("saliency_bench_tuning_paper", paper_tuning_table(),
-              "the paper's best parameter sets (Tables 3-6, 8: Pac-Man, 10 HIGHLIGHTS-DIV states, GTX Titan X; final = used in Table 1)")

@@ -25,29 +25,23 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .core import Policy, progress as progress_bar
+from .core import Policy, progress as progress_bar, to_obs_tensor
 from .envs import Rollout, ToyboxEnv, make_env
 
 # %% ../nbs/04_shifts.ipynb #5afb1c49
-def check_obs(obs: Any,                 # (B, C, H, W) float in [0, 1] (images) or (B, D) float
-              image: bool = True,       # require a 4-D image batch in [0, 1]
-              ) -> Tensor:              # the same values as a float32 tensor
-    """Validate a batch of observations for a `Shift`. Raises `TypeError` for non-tensors and integer dtypes
-    (divide uint8 frames by 255 first) and `ValueError` for the wrong number of axes, NaN/inf or values outside [0, 1]."""
-    if isinstance(obs, np.ndarray): obs = torch.from_numpy(np.ascontiguousarray(obs))
-    if not isinstance(obs, Tensor): raise TypeError(f"obs must be a torch.Tensor (B, C, H, W); got {type(obs).__name__}.")
-    if not obs.is_floating_point():
-        raise TypeError(f"obs must be a float tensor in [0, 1]; got dtype {obs.dtype}. Convert uint8 frames with obs.float() / 255.")
+def check_obs(obs: Any,                 # (B, C, H, W) images, float in [0, 1] or uint8 (divided by 255); or (B, D) floats
+              image: bool = True,       # require a 4-D image batch
+              ) -> Tensor:              # the same values as a float32 tensor, images in [0, 1]
+    """Validate a batch of observations for a `Shift` with the package's one validator, `rlexplain.core.to_obs_tensor`
+    (uint8 frames are divided by 255, as everywhere else), after checking the batch axis. Raises `TypeError` for inputs
+    that are not arrays or tensors, and `ValueError` for the wrong number of axes, NaN/inf or float images outside [0, 1]."""
+    if not isinstance(obs, (np.ndarray, Tensor)): raise TypeError(f"obs must be a torch.Tensor or NumPy array (B, C, H, W); got {type(obs).__name__}.")
     if image and obs.ndim != 4:
         raise ValueError(f"obs must be a batch of images (B, C, H, W); got shape {tuple(obs.shape)}. "
                          "Add a batch axis with obs[None].")
     if obs.ndim < 2: raise ValueError(f"obs must have a batch axis (B, ...); got shape {tuple(obs.shape)}.")
-    obs = obs.float()
-    if obs.numel() and not torch.isfinite(obs).all():
-        raise ValueError(f"obs contains NaN or infinite values ({int((~torch.isfinite(obs)).sum())} of {obs.numel()}).")
-    if obs.ndim == 4 and obs.numel() and (obs.min() < 0 or obs.max() > 1):
-        raise ValueError(f"image observations must lie in [0, 1]; got range [{obs.min():.3g}, {obs.max():.3g}].")
-    return obs
+    device = obs.device if isinstance(obs, Tensor) else "cpu"
+    return to_obs_tensor(obs, tuple(obs.shape[1:]), device)
 
 @dataclasses.dataclass(frozen=True)
 class Shift:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import math
 import time
 import warnings
@@ -218,7 +219,8 @@ def performance_series(policy: Policy,              # the agent A
                        ) -> PerformanceSeries:
     """Per-episode undiscounted returns x^{A,i}(t) of `policy` for every seed i and episode t < N (Fujimoto et al.,
     Definition 1). Episodes t >= `start_episode` act on `shift(obs)` with probability `attack_prob` per step.
-    Raises `ValueError` for an empty or duplicate seed list, n_episodes < 1, start_episode outside [0, N],
+    With `run_dir`, finished jobs are loaded instead of rerun; their unit names hold a hash of the episodes' parameters
+    (environment, sizes, shift, policy name), so a rerun with other parameters recomputes. Raises `ValueError` for an empty or duplicate seed list, n_episodes < 1, start_episode outside [0, N],
     attack_prob outside [0, 1], or ALE sticky actions (they break the fixed-seed assumption)."""
     if not isinstance(policy, Policy): raise TypeError(f"policy must be an rlexplain Policy; got {type(policy).__name__}.")
     seeds = [int(s) for s in seeds]
@@ -244,7 +246,12 @@ def performance_series(policy: Policy,              # the agent A
                  start_episode=int(start_episode), deterministic=deterministic, max_steps=max_steps,
                  agent=agent, condition=condition) for g in groups]
     rd = RunDir(run_dir) if isinstance(run_dir, (str, Path)) else run_dir
-    names = [f"{agent}__{condition}__{engine}__from{first_episode}__seeds{'-'.join(map(str, g))}".replace("/", "_").replace(" ", "_")
+    # unit names carry a hash of everything the episodes depend on, so a rerun with other sizes never reuses a unit
+    key = hashlib.sha1(json.dumps(dict(env_id=env_id, env_kwargs=env_kwargs, n_episodes=int(n_episodes), shift=sh.name,
+                                       shift_params=sh.params, attack_prob=float(attack_prob), start_episode=int(start_episode),
+                                       max_steps=max_steps, deterministic=deterministic, policy=policy.name),
+                                  sort_keys=True, default=str).encode()).hexdigest()[:10]
+    names = [f"{agent}__{condition}__{engine}__from{first_episode}__seeds{'-'.join(map(str, g))}__{key}".replace("/", "_").replace(" ", "_")
              for g in groups] if rd is not None else None
     out = run_jobs(_batched_job if engine == "batched" else _series_job, jobs, executor=executor, max_workers=max_workers,
                    names=names, run_dir=rd, desc=f"{agent}: {condition}")
@@ -779,7 +786,7 @@ def run_study(cfg: TimeSeriesConfig | None = None,
               env_kwargs: dict | None = None,     # make_env arguments; default: the zoo card's
               shifts: Mapping[str, Shift] | None = None, # {label: Shift} of the causal runs; default FGSM at cfg.eps
               executor=None, max_workers: int = 1,
-              run_dir: RunDir | str | None = None,  # resume finished (agent, condition, seed) units
+              run_dir: RunDir | str | None = None,  # resume finished (agent, condition, seed) units; a path records cfg (RunDir config)
               share_pre: bool = False,            # treatments reuse the control's episodes t < T (after check_fixed_seed passes)
               engine: str = "batched",
               ) -> TimeSeriesStudy:
@@ -789,6 +796,7 @@ def run_study(cfg: TimeSeriesConfig | None = None,
     With `share_pre`, the fixed-seed assumption is first checked on each agent (2 seeds x 1 episode, `RuntimeError` if
     it fails) and the treatment runs only play episodes t >= T, copying t < T from the control (identical by Eq. 2):
     this saves T/N of every treatment run but makes `pre_gap` and the placebo 0 by construction.
+    A `run_dir` path records the configuration and refuses a rerun with another one (`core.ConfigMismatchError`).
     Raises `LookupError` when `policies` is None and the zoo lacks an agent of `cfg.algos`, and `RuntimeError` when the
     `share_pre` check finds that a seeded episode does not repeat."""
     cfg = cfg or TimeSeriesConfig.from_scale()
@@ -798,6 +806,10 @@ def run_study(cfg: TimeSeriesConfig | None = None,
             pol, card = load_best_agent(cfg.env_id, a, device="cpu"); policies[a] = pol; env_kwargs_z = card.get("env_kwargs", {})
         env_kwargs = env_kwargs if env_kwargs is not None else env_kwargs_z
     shifts = dict(shifts) if shifts is not None else {f"fgsm eps={e * 255:g}/255": FGSM(eps=e) for e in cfg.eps}
+    if isinstance(run_dir, (str, Path)):   # the folder records the study's configuration; a rerun with another one is refused
+        run_dir = RunDir(run_dir, config={**dataclasses.asdict(cfg), "agents": {k: p.name for k, p in policies.items()},
+                                          "shifts": {k: [s.name, s.params] for k, s in shifts.items()}, "env_kwargs": env_kwargs or {},
+                                          "share_pre": share_pre, "engine": engine})
     kw = dict(env_kwargs=env_kwargs or {}, max_steps=cfg.max_steps, executor=executor, max_workers=max_workers, run_dir=run_dir, engine=engine)
     parts, impacts = [], []
     obs_label = f"fgsm eps={cfg.obs_eps * 255:g}/255 p={cfg.attack_prob:g}"

@@ -257,3 +257,18 @@ def test_damped_trend_forecast_finite_or_clear_error(y, window, horizon):
         return
     assert y.ndim == 1 and len(fc["mean"]) == horizon
     assert np.isfinite(fc["mean"]).all() and (fc["lower"] <= fc["upper"]).all()
+
+
+def test_rerun_with_other_sizes_never_mixes(tiny, tmp_path):
+    "A resumed series reuses a unit only for the same parameters; a study folder refuses another configuration."
+    from rlexplain.core import ConfigMismatchError
+    from rlexplain.timeseries import run_study
+    a = performance_series(tiny, "toybox/Breakout", [0, 1], 2, max_steps=20, run_dir=tmp_path / "s")
+    b = performance_series(tiny, "toybox/Breakout", [0, 1], 2, max_steps=30, run_dir=tmp_path / "s")   # other max_steps
+    c = performance_series(tiny, "toybox/Breakout", [0, 1], 2, max_steps=30)
+    pd.testing.assert_frame_equal(b.table, c.table)
+    assert (a.table.steps <= 20).all() and b.table.steps.max() > 20
+    cfg = TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1), n_episodes=4, T=2, window=2, horizon=2, max_steps=15, n_boot=20, eps=(1 / 255,))
+    run_study(cfg, policies={"a": tiny}, run_dir=tmp_path / "study")
+    with pytest.raises(ConfigMismatchError, match="max_steps"):
+        run_study(TimeSeriesConfig(**{**cfg.__dict__, "max_steps": 16}), policies={"a": tiny}, run_dir=tmp_path / "study")
