@@ -5,22 +5,33 @@
 # %% ../nbs/05_attribution.ipynb #c2e70361
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
+import os
 import time
 import warnings
 from typing import Any, Callable, Sequence
 
 # %% auto #0
-__all__ = ['META_COLUMNS', 'BLUR_MODES', 'SARFA_KL', 'EXPLAINERS', 'EXPLAINER_ALIASES', 'AIM', 'AUM', 'PGI', 'PGU',
-           'INSERTION_METRICS', 'METRICS', 'state_columns', 'as_states', 'resolve_actions', 'check_int',
-           'forward_batches', 'resize_bilinear', 'gauss_matrix', 'gaussian_blur', 'sarfa_score', 'Attribution',
-           'Explainer', 'Occlusion', 'NoiseSensitivity', 'RISEExplainer', 'LIMEImage', 'LIMESlic', 'LIMEQuickshift',
-           'LIMEFelzenszwalb', 'RandomBaseline', 'SARFAExplainer', 'PerturbationSaliency', 'TabularSHAP', 'TabularLIME',
-           'DeepSHAP', 'GradientSHAP', 'IntegratedGradients', 'explainer', 'explain', 'MetricResult', 'Metric', 'RIS',
-           'Insertion', 'randomized_attributions', 'SanitySimilarity', 'SanitySpearman', 'SanitySSIM', 'SanityHOG',
-           'score']
+__all__ = ['META_COLUMNS', 'BLUR_MODES', 'SARFA_KL', 'NS_MASKS', 'NS_SCORES', 'LIME_SEGMENTATIONS', 'SALIENCY_METHODS',
+           'PAPER_PARAMS', 'FITTED_EXPLAINERS', 'TABULAR_METHODS', 'IMAGE_METHODS', 'EXPLAINERS', 'EXPLAINER_ALIASES',
+           'FIDELITY_METRICS', 'RIS_VARIANTS', 'AIMMetric', 'AUMMetric', 'PGIMetric', 'PGUMetric', 'SIMILARITY_METRICS',
+           'INSERTION_STARTS', 'INSERTION_METRICS', 'SUB_METRIC_LABELS', 'INSERTION_METRIC_CLASSES', 'METRICS',
+           'state_columns', 'as_states', 'resolve_actions', 'check_int', 'forward_batches', 'resize_bilinear',
+           'gauss_matrix', 'gaussian_blur', 'sarfa_score', 'Attribution', 'Explainer', 'SaliencyMap', 'image_obs',
+           'map_values', 'occlusion', 'noise_sensitivity', 'sarfa', 'RISE', 'rise', 'segment', 'lime', 'paper_saliency',
+           'Occlusion', 'NoiseSensitivity', 'RISEExplainer', 'LIMEImage', 'LIMESlic', 'LIMEQuickshift',
+           'LIMEFelzenszwalb', 'RandomBaseline', 'Explanation', 'FittedExplainer', 'TabularSHAP', 'TabularLIME',
+           'PerturbationSaliency', 'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients', 'make_explainer',
+           'SARFAExplainer', 'PerturbationSaliencyExplainer', 'TabularSHAPExplainer', 'TabularLIMEExplainer',
+           'DeepSHAPExplainer', 'GradientSHAPExplainer', 'IntegratedGradientsExplainer', 'explainer', 'explain',
+           'MetricResult', 'Metric', 'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS',
+           'RISMetric', 'minmax', 'spearman_similarity', 'ssim_similarity', 'hog_features', 'hog_similarity',
+           'map_similarity', 'model_layers', 'cascading_randomization', 'insertion_ranks', 'insertion_auc',
+           'InsertionResult', 'insertion_curves', 'Insertion', 'randomized_attributions', 'SanitySimilarity',
+           'SanitySpearman', 'SanitySSIM', 'SanityHOG', 'score']
 
 # %% ../nbs/05_attribution.ipynb #3a911bea
 import matplotlib.pyplot as plt
@@ -28,7 +39,8 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
+from tqdm.auto import tqdm
 
 from .core import Policy, Result
 
@@ -308,6 +320,477 @@ class Explainer:
     def _explain(self, policy: Policy, x: np.ndarray, a: np.ndarray) -> tuple:
         raise NotImplementedError
 
+# %% ../nbs/05_attribution.ipynb #23efb1e3
+@dataclasses.dataclass(frozen=True)
+class SaliencyMap(Result):
+    """Saliency maps of `B` states: `values (B, H, W) float32` (larger = more relevant), `actions (B,) int64` the
+    explained action of each state, `method` its name, `params` the parameters that made it (JSON-able).
+
+    `plot(ax, index, obs)` overlays map `index` on the newest frame of `obs`; `normalized()` min-max scales each
+    map; `to_frame()` is a long table (index, action, row, col, value). Raises `ValueError` for inconsistent shapes."""
+    values: np.ndarray
+    actions: np.ndarray
+    method: str
+    params: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        v = np.asarray(self.values.detach().cpu() if isinstance(self.values, Tensor) else self.values, dtype=np.float32)
+        a = np.asarray(self.actions.detach().cpu() if isinstance(self.actions, Tensor) else self.actions).astype(np.int64).reshape(-1)
+        if v.ndim != 3: raise ValueError(f"values must have shape (B, H, W); got {v.shape}.")
+        if len(a) != len(v): raise ValueError(f"got {len(a)} actions for {len(v)} maps.")
+        object.__setattr__(self, "values", v); object.__setattr__(self, "actions", a)
+        object.__setattr__(self, "params", dict(self.params))
+
+    def __len__(self): return len(self.values)
+
+    def __repr__(self):
+        return f"SaliencyMap({self.method!r}, values={self.values.shape}, actions={self.actions.tolist()[:8]})"
+
+    def normalized(self) -> "SaliencyMap":
+        "Each map min-max scaled to `[0, 1]` (a constant map becomes zeros)."
+        lo = self.values.min(axis=(1, 2), keepdims=True); hi = self.values.max(axis=(1, 2), keepdims=True)
+        rng = hi - lo
+        v = np.where(rng > 0, (self.values - lo) / np.where(rng > 0, rng, 1), 0.0).astype(np.float32)
+        return dataclasses.replace(self, values=v, params={**self.params, "normalized": True})
+
+    def to_frame(self) -> pd.DataFrame:
+        "Long table with one row per pixel: index, action, row, col, value."
+        B, H, W = self.values.shape
+        idx, row, col = np.meshgrid(np.arange(B), np.arange(H), np.arange(W), indexing="ij")
+        return pd.DataFrame({"index": idx.ravel(), "action": self.actions[idx.ravel()], "row": row.ravel(),
+                             "col": col.ravel(), "value": self.values.ravel(), "method": self.method})
+
+    def plot(self, ax=None,            # matplotlib Axes (a new small figure when None)
+             index: int = 0,           # which map
+             obs: Any = None,          # (B, C, H, W) or (C, H, W) observations (uint8 or [0, 1]); newest frame shown below
+             alpha: float = 0.6,       # opacity of the map over the frame
+             cmap: str = "jet",
+             title: str | None = None, # default: the method and the explained action
+             colorbar: bool = True,    # draw the map's scale beside it
+             ):
+        "Show map `index`, over the newest frame of `obs` when given, with a colour bar of its scale. Returns the Axes. Raises `IndexError`."
+        if not -len(self) <= index < len(self): raise IndexError(f"index {index} out of range for {len(self)} maps.")
+        ax = ax or plt.subplots(figsize=(2.9, 2.5))[1]
+        if obs is not None:
+            o = np.asarray(obs.detach().cpu() if isinstance(obs, Tensor) else obs)
+            if o.ndim == 4: o = o[index]
+            frame = o[-1].astype(np.float32) / (255.0 if o.dtype == np.uint8 else 1.0)
+            ax.imshow(frame, cmap="gray", vmin=0, vmax=1)
+            im = ax.imshow(self.values[index], cmap=cmap, alpha=alpha)
+        else:
+            im = ax.imshow(self.values[index], cmap=cmap)
+        if colorbar:
+            cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03); cb.ax.tick_params(labelsize=6)
+            cb.set_label("saliency" + (" (min-max scaled)" if self.params.get("normalized") else ""), fontsize=6)
+        ax.set_title(title if title is not None else f"{self.method}: action {self.actions[index]}", fontsize=8)
+        ax.set_axis_off()
+        return ax
+
+# %% ../nbs/05_attribution.ipynb #2c391aae
+def image_obs(policy: Policy,   # a Policy with image observations, obs_shape (C, H, W)
+              obs: Any,         # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+              ) -> Tensor:      # (B, C, H, W) float32 in [0, 1] on the policy's device
+    "Image observations for the pixel-map methods and their metrics. Raises `ValueError` for a non-image policy, an empty batch, channel-last or NaN input."
+    if len(getattr(policy, "obs_shape", ())) != 3:
+        raise ValueError(f"pixel maps need image observations (C, H, W); the policy's obs_shape is {getattr(policy, 'obs_shape', None)}.")
+    x = policy.obs(obs)
+    if len(x) == 0: raise ValueError("obs is empty (B = 0).")
+    return x
+
+def map_values(maps: Any,   # SaliencyMap, or (B, H, W) / (H, W) array or tensor
+               x: Tensor,   # (B, C, H, W) the observations the maps explain
+               ) -> np.ndarray:  # (B, H, W) float32
+    "Pixel-map values matching observations `x`. Raises `ValueError` for a shape mismatch or NaN."
+    v = maps.values if isinstance(maps, SaliencyMap) else maps
+    v = np.asarray(v.detach().cpu() if isinstance(v, Tensor) else v, dtype=np.float32)
+    B, C, H, W = x.shape
+    if v.shape == (H, W) and B == 1: v = v[None]
+    if v.shape != (B, H, W):
+        raise ValueError(f"saliency maps must have shape (B, H, W) = {(B, H, W)} to match obs {tuple(x.shape)}; got {v.shape}.")
+    if not np.isfinite(v).all(): raise ValueError(f"saliency maps contain NaN or infinite values ({int((~np.isfinite(v)).sum())} of {v.size}).")
+    return v
+
+def _prepare(policy: Policy, obs: Any, action: Any) -> tuple[Tensor, Tensor, np.ndarray]:
+    "Observations `(B, C, H, W)` on the policy's device, unperturbed outputs `(B, A)` and actions `(B,)`."
+    x = image_obs(policy, obs)
+    with torch.no_grad(): q = policy.forward(x).detach().float()
+    return x, q, resolve_actions(action, q)
+
+def _states(n: int, desc: str):
+    "Loop over states, with a progress bar when there are many."
+    return tqdm(range(n), desc=desc, disable=n < 8, leave=False)
+
+
+# %% ../nbs/05_attribution.ipynb #baedda32
+def occlusion(policy: Policy,             # any Policy with image observations; q-values or logits (B, A)
+              obs: Any,                   # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+              action: Any = None,         # None: greedy action; an int or (B,) ints
+              patch: int = 2,             # side of the square patch, pixels (stride = patch)
+              color: float = 0.0,         # occlusion colour in [0, 1]: 0.0 black, 0.5 grey
+              softmax: bool = False,      # score softmax probabilities instead of raw outputs
+              score: str = "one_minus",   # "one_minus": 1 - pi(I')_a (Eq. A1); "diff": pi(I)_a - pi(I')_a
+              upsample: str = "bilinear", # "bilinear" (original code) or "nearest" (each patch its own score)
+              batch_size: int = 512,      # perturbed images per forward pass
+              ) -> SaliencyMap:           # values (B, H, W)
+    """Occlusion Sensitivity (Zeiler & Fergus 2014) as benchmarked by Huber et al. (2023), Appendix A, Eq. A1.
+
+    Raises `ValueError` for channel-last or NaN observations, an action out of range, a patch larger than the
+    image, a colour outside [0, 1] or an unknown `score`/`upsample`."""
+    x, q, acts = _prepare(policy, obs, action)
+    B, C, H, W = x.shape
+    patch = check_int("patch", patch, 1, min(H, W), hint=f"The image is {H}x{W}.")
+    if not 0.0 <= float(color) <= 1.0: raise ValueError(f"color must be in [0, 1] (0 black, 0.5 grey); got {color}.")
+    if score not in ("one_minus", "diff"): raise ValueError(f"score must be 'one_minus' or 'diff'; got {score!r}.")
+    if upsample not in ("bilinear", "nearest"): raise ValueError(f"upsample must be 'bilinear' or 'nearest'; got {upsample!r}.")
+    ny, nx = math.ceil(H / patch), math.ceil(W / patch)
+    cell_y = torch.arange(H, device=x.device) // patch
+    cell_x = torch.arange(W, device=x.device) // patch
+    maps = torch.zeros(B, H, W)
+    for b in _states(B, "occlusion"):
+        xb = x[b]
+        def make(i, j):
+            idx = torch.arange(i, j, device=x.device)
+            m = (cell_y[None, :, None] == (idx // nx)[:, None, None]) & (cell_x[None, None, :] == (idx % nx)[:, None, None])
+            return torch.where(m[:, None], torch.as_tensor(float(color), device=x.device), xb[None])
+        out = forward_batches(policy, ny * nx, make, batch_size)
+        ref = q[b]
+        if softmax: out, ref = out.softmax(-1), ref.softmax(-1)
+        a = int(acts[b])
+        s = (1.0 - out[:, a]) if score == "one_minus" else (ref[a] - out[:, a])
+        grid = s.reshape(ny, nx).cpu()
+        maps[b] = grid[cell_y.cpu()][:, cell_x.cpu()] if upsample == "nearest" else resize_bilinear(grid, H, W)
+    return SaliencyMap(maps.numpy(), acts, "occlusion",
+                       dict(patch=patch, color=float(color), softmax=bool(softmax), score=score, upsample=upsample))
+
+# %% ../nbs/05_attribution.ipynb #f4d513f2
+_UNIT_DISK = ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1))   # x^2 + y^2 <= 1 (Greydanus et al.'s mask core)
+
+def _gauss_columns(g: Tensor, idx: Tensor) -> Tensor:
+    "`(k, n)`: column `idx` of the filter matrix `g` (the blurred delta at idx), zeros where idx is off the image."
+    n = g.shape[0]
+    return g[:, idx.clamp(0, n - 1)].T * ((idx >= 0) & (idx < n)).float()[:, None]
+
+def _blur_masks(cy: Tensor, cx: Tensor, H: int, W: int, sigma: float) -> Tensor:
+    """`(k, H, W)` Gaussian-blurred unit disks around (cy, cx), each normalised to max 1 (Greydanus et al.).
+    The blurred disk is a sum of separable terms, one per row offset: `sum_dy u_dy (sum_dx w_dx)^T`, one bmm."""
+    gh = torch.as_tensor(gauss_matrix(H, sigma), dtype=torch.float32, device=cy.device)
+    gw = torch.as_tensor(gauss_matrix(W, sigma), dtype=torch.float32, device=cy.device)
+    rows = sorted({dy for dy, _ in _UNIT_DISK})
+    u = torch.stack([_gauss_columns(gh, cy + dy) for dy in rows], -1)                      # (k, H, R)
+    v = torch.stack([sum(_gauss_columns(gw, cx + dx) for d, dx in _UNIT_DISK if d == dy) for dy in rows], 1)  # (k, R, W)
+    m = torch.bmm(u, v)
+    return m / m.amax(dim=(1, 2), keepdim=True)
+
+def _gaussian_blobs(cy: Tensor, cx: Tensor, H: int, W: int, sigma: float) -> Tensor:
+    "`(k, H, W)` Gaussian blobs `exp(-((y-cy)^2 + (x-cx)^2) / (2 sigma^2))`, max 1 (XRL-Bench's image perturbation mask)."
+    yy = torch.arange(H, device=cy.device, dtype=torch.float64)[None, :, None] - cy[:, None, None]
+    xx = torch.arange(W, device=cy.device, dtype=torch.float64)[None, None, :] - cx[:, None, None]
+    return torch.exp(-(yy ** 2 + xx ** 2) / (2 * float(sigma) ** 2)).float()
+
+def _black_disks(cy: Tensor, cx: Tensor, H: int, W: int, radius: float) -> Tensor:
+    "`(k, H, W)` hard disks `(y-cy)^2 + (x-cx)^2 <= radius^2` as 0/1 floats."
+    yy = torch.arange(H, device=cy.device)[None, :, None] - cy[:, None, None]
+    xx = torch.arange(W, device=cy.device)[None, None, :] - cx[:, None, None]
+    return ((yy ** 2 + xx ** 2) <= radius ** 2).float()
+
+NS_MASKS = ("disk", "gaussian")   # Greydanus et al.'s blurred unit disk; XRL-Bench's Gaussian blob
+
+def _grid_outputs(policy: Policy, xb: Tensor, radius: int, perturbation: str, blur_sigma: float,
+                  blur_frames: bool, batch_size: int, mask: str = "disk", mask_sigma: float | None = None,
+                  blur_mode: str = "reflect") -> tuple[Tensor, int, int]:
+    """Outputs `(gh*gw, A)` for masks on the stride-`radius` grid of one image `xb (C, H, W)`, and the grid size.
+    "blur": `I + M (blur(I) - I)` with M the blurred unit disk (`mask="disk"`, sigma `mask_sigma or radius`) or a Gaussian
+    blob (`mask="gaussian"`); "black": `I (1 - disk)` with a hard disk of `radius`."""
+    C, H, W = xb.shape
+    gh, gw = math.ceil(H / radius), math.ceil(W / radius)
+    ms = float(mask_sigma or radius)
+    delta = gaussian_blur(xb, blur_sigma, frames=blur_frames, mode=blur_mode) - xb if perturbation == "blur" else None   # blur(I) - I
+    def make(i, j):
+        idx = torch.arange(i, j, device=xb.device)
+        cy, cx = (idx // gw) * radius, (idx % gw) * radius
+        if perturbation == "blur":
+            m = _blur_masks(cy, cx, H, W, ms) if mask == "disk" else _gaussian_blobs(cy, cx, H, W, ms)
+            return torch.addcmul(xb[None], delta[None], m[:, None])
+        return xb[None] * (1.0 - _black_disks(cy, cx, H, W, radius)[:, None])
+    return forward_batches(policy, gh * gw, make, batch_size), gh, gw
+
+def _grid_to_map(scores: Tensor, gh: int, gw: int, H: int, W: int, keep_max: bool = True) -> Tensor:
+    "Resize the grid of scores bilinearly to (H, W); `keep_max`: rescale to keep the grid's maximum (Greydanus et al.)."
+    grid = scores.reshape(gh, gw).cpu()
+    up = resize_bilinear(grid, H, W)
+    if not keep_max: return up
+    top = up.max()
+    return up * (grid.max() / top) if top > 0 else up
+
+def _check_disk_args(radius, perturbation, blur_sigma, H, W, mask="disk", mask_sigma=None, blur_mode="reflect") -> int:
+    radius = check_int("radius", radius, 1, min(H, W), hint=f"The image is {H}x{W}.")
+    if perturbation not in ("blur", "black"): raise ValueError(f"perturbation must be 'blur' or 'black'; got {perturbation!r}.")
+    if not blur_sigma > 0: raise ValueError(f"blur_sigma must be > 0; got {blur_sigma}.")
+    if mask not in NS_MASKS: raise ValueError(f"mask must be one of {NS_MASKS}; got {mask!r}.")
+    if mask_sigma is not None and not float(mask_sigma) > 0: raise ValueError(f"mask_sigma must be > 0 or None; got {mask_sigma}.")
+    if blur_mode not in BLUR_MODES: raise ValueError(f"blur_mode must be one of {BLUR_MODES}; got {blur_mode!r}.")
+    return radius
+
+
+# %% ../nbs/05_attribution.ipynb #e7fff87d
+NS_SCORES = ("all_actions", "l2", "chosen_action")
+
+def noise_sensitivity(policy: Policy,           # any Policy with image observations; q-values or logits (B, A)
+                      obs: Any,                 # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+                      action: Any = None,       # None: greedy; an int or (B,) ints (used by score="chosen_action")
+                      radius: int = 3,          # r: grid stride (and default mask sigma), pixels
+                      perturbation: str = "blur", # "blur" (Greydanus et al.) or "black" (hard black disk of radius r)
+                      score: str = "all_actions", # "all_actions": 0.5*||pi(I)-pi(I')||^2 (Eq. A2); "l2": ||pi(I)-pi(I')||_2 (XRL-Bench); "chosen_action": 1 - softmax(pi(I'))_a
+                      blur_sigma: float = 3.0,  # sigma of the blurred image, pixels
+                      blur_frames: bool = False, # also blur across frames (the benchmark code's quirk)
+                      mask: str = "disk",       # "disk": blurred unit disk (Greydanus et al.); "gaussian": Gaussian blob (XRL-Bench)
+                      mask_sigma: float | None = None, # sigma of the mask, pixels; None: radius
+                      blur_mode: str = "reflect", # border of the blur: "reflect" (scipy, Huber et al.) or "nearest" (XRL-Bench's code)
+                      keep_max: bool = True,    # rescale the resized map to the grid's maximum (Greydanus et al.); False: XRL-Bench
+                      batch_size: int = 512,    # perturbed images per forward pass
+                      ) -> SaliencyMap:         # values (B, H, W), >= 0
+    """Noise Sensitivity (Greydanus et al. 2018) as benchmarked by Huber et al. (2023), Appendix A, Eq. A2; with
+    `mask="gaussian", radius=5, blur_mode="nearest", score="l2", keep_max=False` it is XRL-Bench's image Perturbation Saliency
+    (Xiong et al. 2024, Sec. 3.2).
+
+    Scores on the stride-`radius` grid, resized bilinearly to (H, W) (all zeros when nothing changes the output).
+    Raises `ValueError` for bad observations or actions, a radius larger than the image, or an unknown
+    `perturbation`/`score`/`mask`/`blur_mode`."""
+    x, q, acts = _prepare(policy, obs, action)
+    B, C, H, W = x.shape
+    radius = _check_disk_args(radius, perturbation, blur_sigma, H, W, mask, mask_sigma, blur_mode)
+    if score not in NS_SCORES: raise ValueError(f"score must be one of {NS_SCORES}; got {score!r}.")
+    maps = torch.zeros(B, H, W)
+    for b in _states(B, "noise sensitivity"):
+        out, gh, gw = _grid_outputs(policy, x[b], radius, perturbation, blur_sigma, blur_frames, batch_size, mask, mask_sigma, blur_mode)
+        if score == "chosen_action": s = 1.0 - out.softmax(-1)[:, int(acts[b])]
+        else:
+            d2 = ((q[b][None] - out) ** 2).sum(-1)
+            s = 0.5 * d2 if score == "all_actions" else d2.sqrt()
+        maps[b] = _grid_to_map(s, gh, gw, H, W, keep_max)
+    params = dict(radius=radius, perturbation=perturbation, score=score, blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames))
+    if (mask, mask_sigma, blur_mode, keep_max) != ("disk", None, "reflect", True):
+        params.update(mask=mask, mask_sigma=None if mask_sigma is None else float(mask_sigma), blur_mode=blur_mode, keep_max=bool(keep_max))
+    return SaliencyMap(maps.numpy(), acts, "noise_sensitivity", params)
+
+
+# %% ../nbs/05_attribution.ipynb #a181cb79
+def sarfa(policy: Policy,             # any Policy with image observations and >= 2 actions
+          obs: Any,                   # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+          action: Any = None,         # None: greedy action; an int or (B,) ints
+          radius: int = 2,            # r: disk radius and grid stride, pixels
+          perturbation: str = "black", # "black" disk (benchmark's final) or "blur" (Noise Sensitivity's blurred disk)
+          kl: str = "paper",          # KL direction: "paper" KL(P'||P) or "code" KL(P||P') (see rlexplain.attribution.sarfa_score)
+          blur_sigma: float = 3.0,    # sigma of the blurred image for perturbation="blur", pixels
+          blur_frames: bool = False,  # also blur across frames (the benchmark code's quirk)
+          mask: str = "disk",         # perturbation="blur": "disk" (blurred unit disk) or "gaussian" (XRL-Bench's blob)
+          mask_sigma: float | None = None, # sigma of the mask, pixels; None: radius
+          blur_mode: str = "reflect", # border of the blur: "reflect" or "nearest" (XRL-Bench's code)
+          keep_max: bool = True,      # rescale the resized map to the grid's maximum; False: XRL-Bench
+          batch_size: int = 512,      # perturbed images per forward pass
+          ) -> SaliencyMap:           # values (B, H, W) in [0, 1)
+    """SARFA, specific and relevant feature attribution (Puri et al. 2020), as benchmarked by Huber et al. (2023),
+    Appendix A, Eq. A4, with disks on a stride-`radius` grid resized bilinearly keeping the grid maximum.
+
+    Raises `ValueError` for bad observations or actions, fewer than 2 actions, a radius larger than the image,
+    or an unknown `perturbation`/`kl`."""
+    x, q, acts = _prepare(policy, obs, action)
+    B, C, H, W = x.shape
+    if q.shape[-1] < 2: raise ValueError(f"SARFA needs at least 2 actions; the policy has {q.shape[-1]}.")
+    if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")
+    radius = _check_disk_args(radius, perturbation, blur_sigma, H, W, mask, mask_sigma, blur_mode)
+    maps = torch.zeros(B, H, W)
+    for b in _states(B, "sarfa"):
+        out, gh, gw = _grid_outputs(policy, x[b], radius, perturbation, blur_sigma, blur_frames, batch_size, mask, mask_sigma, blur_mode)
+        maps[b] = _grid_to_map(sarfa_score(q[b], out, int(acts[b]), kl), gh, gw, H, W, keep_max)
+    params = dict(radius=radius, perturbation=perturbation, kl=kl, blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames))
+    if (mask, mask_sigma, blur_mode, keep_max) != ("disk", None, "reflect", True):
+        params.update(mask=mask, mask_sigma=None if mask_sigma is None else float(mask_sigma), blur_mode=blur_mode, keep_max=bool(keep_max))
+    return SaliencyMap(maps.numpy(), acts, "sarfa", params)
+
+# %% ../nbs/05_attribution.ipynb #c4858ce8
+class RISE:
+    """RISE saliency (Petsiuk et al. 2018) as benchmarked by Huber et al. (2023), Appendix A, Eq. A3.
+
+    `RISE(n_masks, s, p, seed)` draws its masks on first use for each image size and reuses them for every call;
+    `explainer(policy, obs, action=None) -> SaliencyMap`. Raises `ValueError` for bad parameters."""
+    def __init__(self, n_masks: int = 1000,   # N, number of random masks
+                 s: int = 8,                  # side of the coarse binary grid
+                 p: float = 0.5,              # probability that a grid cell keeps the image (is 1)
+                 seed: int = 0,               # seed of the masks and their shifts
+                 softmax: bool = False,       # weight masks by softmax probabilities instead of raw outputs
+                 batch_size: int = 512):      # masked images per forward pass
+        self.n_masks = check_int("n_masks", n_masks, 1)
+        self.s = check_int("s", s, 1)
+        if not 0.0 < float(p) <= 1.0: raise ValueError(f"p must be in (0, 1]; got {p}.")
+        self.p, self.seed, self.softmax, self.batch_size = float(p), check_int("seed", seed, 0), bool(softmax), int(batch_size)
+        self._masks: dict = {}
+
+    def __repr__(self): return f"RISE(n_masks={self.n_masks}, s={self.s}, p={self.p}, seed={self.seed}, softmax={self.softmax})"
+
+    @property
+    def params(self) -> dict: return dict(n_masks=self.n_masks, s=self.s, p=self.p, seed=self.seed, softmax=self.softmax)
+
+    def masks(self, H: int, W: int, device: str | torch.device = "cpu") -> Tensor:
+        "The `(n_masks, H, W)` float32 masks in [0, 1] for images of size H x W (drawn once, then cached)."
+        if self.s > min(H, W): raise ValueError(f"s = {self.s} is larger than the image ({H}x{W}).")
+        key = (int(H), int(W))
+        if key not in self._masks:
+            rng = np.random.default_rng(self.seed)
+            grid = torch.from_numpy(rng.random((self.n_masks, self.s, self.s)) < self.p).float()
+            ch, cw = math.ceil(H / self.s), math.ceil(W / self.s)
+            up = F.interpolate(grid[:, None], size=((self.s + 1) * ch, (self.s + 1) * cw), mode="bilinear", align_corners=False)[:, 0]
+            sy, sx = torch.from_numpy(rng.integers(0, ch, self.n_masks)), torch.from_numpy(rng.integers(0, cw, self.n_masks))
+            rows, cols = sy[:, None] + torch.arange(H), sx[:, None] + torch.arange(W)
+            self._masks[key] = up[torch.arange(self.n_masks)[:, None, None], rows[:, :, None], cols[:, None, :]].clamp(0, 1).contiguous()
+        dev = torch.device(device)
+        if dev.type == "cpu": return self._masks[key]
+        if (*key, str(dev)) not in self._masks: self._masks[(*key, str(dev))] = self._masks[key].to(dev)   # one copy per device
+        return self._masks[(*key, str(dev))]
+
+    def __call__(self, policy: Policy,   # any Policy with image observations
+                 obs: Any,               # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+                 action: Any = None,     # None: greedy action; an int or (B,) ints
+                 ) -> SaliencyMap:       # values (B, H, W)
+        x, q, acts = _prepare(policy, obs, action)
+        B, C, H, W = x.shape
+        masks = self.masks(H, W, x.device)
+        flat = masks.reshape(self.n_masks, -1)
+        maps = torch.zeros(B, H, W)
+        for b in _states(B, "rise"):
+            xb = x[b]
+            out = forward_batches(policy, self.n_masks, lambda i, j: xb[None] * masks[i:j, None], self.batch_size)
+            if self.softmax: out = out.softmax(-1)
+            maps[b] = (out[:, int(acts[b])] @ flat).reshape(H, W).cpu() / (self.n_masks * self.p)
+        return SaliencyMap(maps.numpy(), acts, "rise", self.params)
+
+def rise(policy: Policy,           # any Policy with image observations
+         obs: Any,                 # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+         action: Any = None,       # None: greedy action; an int or (B,) ints
+         n_masks: int = 1000,      # N, number of random masks
+         s: int = 8,               # side of the coarse binary grid
+         p: float = 0.5,           # probability that a grid cell keeps the image
+         seed: int = 0,            # seed of the masks and their shifts
+         softmax: bool = False,    # weight masks by softmax probabilities instead of raw outputs
+         batch_size: int = 512,    # masked images per forward pass
+         ) -> SaliencyMap:         # values (B, H, W)
+    "One-off `RISE(n_masks, s, p, seed, softmax)(policy, obs, action)`; keep a `RISE` object to reuse masks across calls."
+    return RISE(n_masks, s, p, seed, softmax, batch_size)(policy, obs, action)
+
+# %% ../nbs/05_attribution.ipynb #c29e7826
+LIME_SEGMENTATIONS = {   # name -> (scikit-image parameters, LIME samples): Huber et al. (2023), Tables 7-9 (final)
+    "slic": (dict(n_segments=200, compactness=10.0, sigma=0.25), 2000),
+    "quickshift": (dict(kernel_size=1, max_dist=2, ratio=0.0), 1500),
+    "felzenszwalb": (dict(scale=21, sigma=0.5, min_size=4), 1000),
+}
+
+_SEG_POSITIVE = ("n_segments", "compactness", "kernel_size", "scale")   # scikit-image parameters that must be > 0
+_SEG_NONNEG = ("sigma", "max_dist", "ratio", "min_size")               # ... and >= 0
+
+def segment(image: Any,                # (C, H, W) one observation, float in [0, 1] (tensor or array)
+            method: str | Callable = "slic", # "slic", "quickshift", "felzenszwalb", or f((H, W, C) float64) -> (H, W) ints
+            **params,                  # scikit-image parameters overriding LIME_SEGMENTATIONS[method][0]
+            ) -> np.ndarray:           # (H, W) int64 labels 0..F-1
+    "Superpixels of a channel-first observation with scikit-image, renumbered 0..F-1. Raises `ValueError` for an unknown method or a size/scale parameter out of range (e.g. `n_segments=-5`)."
+    from skimage import segmentation as sks
+    img = np.asarray(image.detach().cpu() if isinstance(image, Tensor) else image, dtype=np.float64)
+    if img.ndim != 3: raise ValueError(f"segment expects one (C, H, W) observation; got shape {img.shape}.")
+    hwc = np.ascontiguousarray(np.moveaxis(img, 0, -1))
+    if callable(method): seg = method(hwc, **params)
+    elif method in LIME_SEGMENTATIONS:
+        kw = {**LIME_SEGMENTATIONS[method][0], **params}
+        for k, v in kw.items():   # scikit-image would fail deep inside (or silently) on these
+            if k in _SEG_POSITIVE and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v > 0):
+                raise ValueError(f"{method} parameter {k} must be a number > 0; got {v!r}.")
+            if k in _SEG_NONNEG and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v >= 0):
+                raise ValueError(f"{method} parameter {k} must be a number >= 0; got {v!r}.")
+        if method == "slic": seg = sks.slic(hwc, channel_axis=-1, **kw)
+        elif method == "quickshift":
+            kw.setdefault("convert2lab", hwc.shape[-1] == 3)
+            seg = sks.quickshift(hwc, channel_axis=-1, **kw)
+        else:
+            with warnings.catch_warnings():   # "third dimension of 4 ... interpreted as multichannel": intended
+                warnings.filterwarnings("ignore", message=".*third dimension")
+                seg = sks.felzenszwalb(hwc, channel_axis=-1, **kw)
+    else: raise ValueError(f"unknown segmentation {method!r}; expected one of {sorted(LIME_SEGMENTATIONS)} or a callable.")
+    seg = np.asarray(seg)
+    if seg.shape != hwc.shape[:2]: raise ValueError(f"segmentation returned shape {seg.shape}; expected {hwc.shape[:2]}.")
+    return np.unique(seg, return_inverse=True)[1].reshape(seg.shape).astype(np.int64)
+
+def lime(policy: Policy,               # any Policy with image observations; raw q-values or logits are explained
+         obs: Any,                     # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+         action: Any = None,           # None: greedy action; an int or (B,) ints
+         segmentation: str | Callable = "slic", # "slic", "quickshift", "felzenszwalb" or a callable (see `segment`)
+         num_samples: int | None = None, # on/off samples; None: the benchmark's number for the segmentation (else 1000)
+         hide_color: float = 0.0,      # colour of switched-off superpixels, in [0, 1]
+         kernel_width: float = 0.25,   # width w of the exponential kernel on cosine distances
+         seed: int = 0,                # random state of the samples (and of lime's Ridge)
+         batch_size: int = 512,        # perturbed images per forward pass
+         **seg_params,                 # segmentation parameters overriding LIME_SEGMENTATIONS
+         ) -> SaliencyMap:             # values (B, H, W): each superpixel filled with its weight
+    """LIME (Ribeiro et al. 2016) on raw outputs, as benchmarked by Huber et al. (2023), Appendix A, with the `lime`
+    package's `LimeBase` (Ridge, kernel width 0.25, cosine distance) and scikit-image superpixels.
+
+    `params` records the number of superpixels and the surrogate's weighted R^2 per state. Raises `ValueError` for
+    bad observations or actions, an unknown segmentation, `num_samples < 2` or a colour outside [0, 1]."""
+    from lime.lime_base import LimeBase
+    from sklearn.metrics import pairwise_distances
+    from sklearn.utils import check_random_state
+    from threadpoolctl import threadpool_limits
+    x, q, acts = _prepare(policy, obs, action)
+    B, C, H, W = x.shape
+    if num_samples is None:
+        num_samples = LIME_SEGMENTATIONS[segmentation][1] if isinstance(segmentation, str) and segmentation in LIME_SEGMENTATIONS else 1000
+    num_samples = check_int("num_samples", num_samples, 2)
+    if not 0.0 <= float(hide_color) <= 1.0: raise ValueError(f"hide_color must be in [0, 1]; got {hide_color}.")
+    if not kernel_width > 0: raise ValueError(f"kernel_width must be > 0; got {kernel_width}.")
+    seed = check_int("seed", seed, 0)
+    kernel = lambda d: np.sqrt(np.exp(-(d ** 2) / kernel_width ** 2))
+    maps = np.zeros((B, H, W), np.float32); n_segments, r2 = [], []
+    for b in _states(B, "lime"):
+        xb = x[b]
+        seg = segment(xb, segmentation, **seg_params)
+        n_feat = int(seg.max()) + 1
+        rs = check_random_state(seed)
+        data = rs.randint(0, 2, num_samples * n_feat).reshape((num_samples, n_feat))   # as lime_image.data_labels
+        data[0, :] = 1
+        data_t, seg_t = torch.as_tensor(data, dtype=torch.float32, device=x.device), torch.as_tensor(seg.ravel(), device=x.device)
+        def make(i, j):
+            keep = data_t[i:j].index_select(1, seg_t).reshape(j - i, 1, H, W)
+            return torch.addcmul(torch.full_like(xb, float(hide_color))[None], (xb - float(hide_color))[None], keep)
+        labels = forward_batches(policy, num_samples, make, batch_size).double().cpu().numpy()
+        dist = pairwise_distances(data, data[0].reshape(1, -1), metric="cosine").ravel()
+        with threadpool_limits(1, user_api="blas"):   # a small Ridge; multi-threaded BLAS only adds contention
+            _, exp, score, _ = LimeBase(kernel, random_state=rs).explain_instance_with_data(
+                data, labels, dist, int(acts[b]), n_feat, feature_selection="none")   # all n_feat features: as "auto", one fit less
+        w = np.zeros(n_feat)
+        for f, v in exp: w[f] = v
+        maps[b] = w[seg]; n_segments.append(n_feat); r2.append(float(score))
+    name = segmentation if isinstance(segmentation, str) else getattr(segmentation, "__name__", "custom")
+    return SaliencyMap(maps, acts, "lime", dict(segmentation=name, seg_params={**(LIME_SEGMENTATIONS.get(name, ({}, 0))[0]), **seg_params},
+                                                num_samples=num_samples, hide_color=float(hide_color), kernel_width=float(kernel_width),
+                                                seed=seed, n_segments=n_segments, surrogate_r2=r2))
+
+# %% ../nbs/05_attribution.ipynb #5f1ebfa1
+SALIENCY_METHODS = {"occlusion": occlusion, "noise_sensitivity": noise_sensitivity, "sarfa": sarfa, "rise": rise, "lime": lime}
+
+PAPER_PARAMS = {   # key -> (method name, parameters): Huber et al. (2023), Appendix C.2 (final parameters in bold)
+    "occlusion": ("occlusion", dict(patch=2, color=0.0, softmax=False)),
+    "noise_sensitivity": ("noise_sensitivity", dict(radius=3)),
+    "sarfa": ("sarfa", dict(radius=2, perturbation="black")),
+    "rise": ("rise", dict(n_masks=1000, s=8, p=0.5, softmax=False)),
+    "lime_slic": ("lime", dict(segmentation="slic")),
+    "lime_quickshift": ("lime", dict(segmentation="quickshift")),
+    "lime_felzenszwalb": ("lime", dict(segmentation="felzenszwalb")),
+}
+
+def paper_saliency(key: str,      # a key of PAPER_PARAMS, e.g. "occlusion" or "lime_slic"
+                   policy: Policy, obs: Any, action: Any = None, **overrides) -> SaliencyMap:
+    "Saliency map `key` with the benchmark's final parameters (overridable). Raises `KeyError` for an unknown key."
+    if key not in PAPER_PARAMS: raise KeyError(f"unknown saliency {key!r}; expected one of {list(PAPER_PARAMS)}.")
+    name, params = PAPER_PARAMS[key]
+    return SALIENCY_METHODS[name](policy, obs, action, **{**params, **overrides})
+
 # %% ../nbs/05_attribution.ipynb #aaf406b9
 def _spread(m, x: np.ndarray) -> tuple:
     "`(values (N, C, H, W), params)` of a `SaliencyMap` m: each location's score spread evenly over the C frames of `x`."
@@ -315,42 +798,42 @@ def _spread(m, x: np.ndarray) -> tuple:
     return np.repeat(m.values[:, None] / np.float32(C), C, 1), m.params
 
 class _PixelMapExplainer(Explainer):
-    "A pixel-map method of `rlexplain.saliency` (function `fn`) behind the explainer contract."
+    "A pixel-map method (function `fn` of `SALIENCY_METHODS`) behind the explainer contract."
     modalities = ("image",)
     fn: str = ""
-    def _map(self, policy, x, a):
-        from rlexplain import saliency
-        return getattr(saliency, self.fn)(policy, x, a, **self.params)
+    def _map(self, policy, x, a): return SALIENCY_METHODS[self.fn](policy, x, a, **self.params)
     def _explain(self, policy, x, a): return _spread(self._map(policy, x, a), x)
 
 class Occlusion(_PixelMapExplainer):
-    "Occlusion Sensitivity (Zeiler & Fergus 2014): `1 - pi(I')_a` per patch (Huber et al. 2023, Eq. A1); see `rlexplain.saliency.occlusion`."
+    "Occlusion Sensitivity (Zeiler & Fergus 2014): `1 - pi(I')_a` per patch (Huber et al. 2023, Eq. A1); see `occlusion`."
     name, fn = "occlusion", "occlusion"
     source = "Zeiler & Fergus (2014); Huber et al. (2023), App. A, Eq. A1"
     presets = {"huber2023": dict(patch=2, color=0.0, softmax=False), "huber2023_gray": dict(patch=2, color=0.5, softmax=False)}
 
 class NoiseSensitivity(_PixelMapExplainer):
     """Noise Sensitivity (Greydanus et al. 2018): `0.5 ||pi(I) - pi(I')||^2` for a blurred disk (Huber et al. 2023, Eq. A2);
-    `perturbation="black"` and `score="chosen_action"` are the paper's Section 5 variants. See `rlexplain.saliency.noise_sensitivity`."""
+    `perturbation="black"` and `score="chosen_action"` are the paper's Section 5 variants; preset "xrlbench" is XRL-Bench's image
+    Perturbation Saliency (the same values as `perturbation_saliency` on images). See `noise_sensitivity`."""
     name, fn = "noise_sensitivity", "noise_sensitivity"
     source = "Greydanus et al. (2018), Eqs. 2-3; Huber et al. (2023), App. A, Eq. A2 and Sec. 5"
     presets = {"huber2023": dict(radius=3), "black_disk": dict(radius=3, perturbation="black"),
-               "chosen_action": dict(radius=3, score="chosen_action")}
+               "chosen_action": dict(radius=3, score="chosen_action"),
+               # XRL-Bench's image Perturbation Saliency (Xiong et al. 2024, Sec. 3.2; its code's parameters)
+               "xrlbench": dict(radius=5, mask="gaussian", mask_sigma=5.0, blur_sigma=3.0, blur_mode="nearest", score="l2", keep_max=False)}
 
 class RISEExplainer(_PixelMapExplainer):
     """RISE (Petsiuk et al. 2018): masks weighted by the output they leave (Huber et al. 2023, Eq. A3). The masks are drawn once per
-    (image size, seed, parameters) and reused across calls; see `rlexplain.saliency.RISE`."""
+    (image size, seed, parameters) and reused across calls; see `RISE`."""
     name = "rise"
     source = "Petsiuk et al. (2018); Huber et al. (2023), App. A, Eq. A3"
     presets = {"huber2023": dict(n_masks=1000, s=8, p=0.5, softmax=False)}
     def _map(self, policy, x, a):
-        from rlexplain.saliency import RISE
         key = tuple(sorted(self.params.items()))
         if key not in self._cache: self._cache[key] = RISE(**self.params)    # masks cached inside RISE per image size
         return self._cache[key](policy, x, a)
 
 class LIMEImage(_PixelMapExplainer):
-    "LIME on superpixels (Ribeiro et al. 2016) with raw outputs (Huber et al. 2023, App. A); see `rlexplain.saliency.lime`."
+    "LIME on superpixels (Ribeiro et al. 2016) with raw outputs (Huber et al. 2023, App. A); see `lime`."
     name, fn = "lime", "lime"
     source = "Ribeiro et al. (2016); Huber et al. (2023), App. A and Tables 7-9"
     segmentation = "slic"
@@ -378,20 +861,506 @@ class RandomBaseline(Explainer):
         N, C, H, W = x.shape
         return np.repeat(rng.random((N, H, W), dtype=np.float32)[:, None] / np.float32(C), C, 1), {}
 
+# %% ../nbs/05_attribution.ipynb #e21d9b91
+@dataclasses.dataclass(frozen=True)
+class Explanation(Result):
+    """Feature importances for one action per state: `importance (N, *obs_shape)` float32 (tabular `(N, D)`, images
+    `(N, C, H, W)`), `actions (N,)` the explained actions, `states (N, *obs_shape)`, `per_action (N, A, *obs_shape)` or
+    None, `base_values (A,)` or None (expected model output, SHAP methods), `seconds` the wall time of `explain`."""
+    importance: np.ndarray
+    actions: np.ndarray
+    states: np.ndarray
+    per_action: np.ndarray | None
+    base_values: np.ndarray | None
+    method: str
+    feature_names: tuple
+    seconds: float
+    params: dict
+
+    @property
+    def n(self) -> int: return int(len(self.importance))
+    @property
+    def is_image(self) -> bool: return self.importance.ndim == 4
+    @property
+    def seconds_per_sample(self) -> float: return float(self.seconds) / max(self.n, 1)
+
+    def to_frame(self) -> pd.DataFrame:
+        "Tabular: one row per (state, feature) with the feature value and importance. Images: per state the action and total |importance|."
+        if self.is_image:
+            return pd.DataFrame({"state": np.arange(self.n), "action": self.actions,
+                                 "abs_importance": np.abs(self.importance).reshape(self.n, -1).sum(1)})
+        N, D = self.importance.shape
+        return pd.DataFrame({"state": np.repeat(np.arange(N), D), "action": np.repeat(self.actions, D),
+                             "feature": np.tile(np.asarray(self.feature_names), N), "value": self.states.ravel(),
+                             "importance": self.importance.ravel()})
+
+    def to_shap(self, action: int | None = None): # None: each state's explained action
+        "A `shap.Explanation` (values `(N, D)`, base values, data, feature names) for shap's summary/dependence/waterfall plots."
+        import shap
+        if self.is_image: raise ValueError("to_shap is for tabular explanations; plot image maps with .plot().")
+        if action is None: vals, acts = self.importance, self.actions
+        else:
+            if self.per_action is None: raise ValueError(f"{self.method} gives no per-action values; explain with actions=[{action}] * N instead.")
+            vals, acts = self.per_action[:, int(action)], np.full(self.n, int(action))
+        base = self.base_values[acts] if self.base_values is not None else np.zeros(self.n)
+        return shap.Explanation(values=np.asarray(vals, np.float64), base_values=np.asarray(base, np.float64),
+                                data=self.states, feature_names=list(self.feature_names))
+
+    def plot(self, ax=None, index: int | None = None): # index None: mean |importance| over states
+        "Tabular: bars of mean |importance| per feature (or the signed importances of state `index`). Images: the channel-summed map of state `index` (default 0). Returns the Axes."
+        if self.is_image:
+            ax = ax or plt.subplots(figsize=(3, 3))[1]
+            m = self.importance[index or 0].sum(0)
+            v = np.abs(m).max() or 1.0
+            ax.imshow(m, cmap="RdBu_r", vmin=-v, vmax=v); ax.set_xticks([]); ax.set_yticks([])
+            ax.set_title(f"{self.method}, action {int(self.actions[index or 0])}", fontsize=8)
+            return ax
+        ax = ax or plt.subplots(figsize=(4, 0.25 * len(self.feature_names) + 0.8))[1]
+        vals = np.abs(self.importance).mean(0) if index is None else self.importance[index]
+        ax.barh(np.arange(len(vals)), vals, color=np.where(vals >= 0, "C3", "C0"))
+        ax.set_yticks(np.arange(len(vals)), self.feature_names, fontsize=7); ax.invert_yaxis()
+        ax.set_xlabel("mean |importance|" if index is None else f"importance (state {index})", fontsize=8)
+        ax.set_title(self.method, fontsize=8); ax.tick_params(labelsize=7)
+        return ax
+
+# %% ../nbs/05_attribution.ipynb #f18552bb
+def _pick(policy, action: int, copy_module: bool = False) -> nn.Module:
+    "`policy.module` followed by a bias-free `nn.Linear(A, 1)` with one-hot weights: the network's output for `action` only (shap sees a plain Linear)."
+    lin = nn.Linear(policy.n_actions, 1, bias=False)
+    with torch.no_grad(): lin.weight.zero_(); lin.weight[0, int(action)] = 1.0
+    import copy
+    return nn.Sequential(copy.deepcopy(policy.module) if copy_module else policy.module, lin.to(policy.device)).eval()
+
+def _groups(actions: np.ndarray, all_actions: bool, n_actions: int) -> list:
+    "[(action, state indices)]: every action over all states when `all_actions`, else each explained action over its states."
+    if all_actions: return [(a, np.arange(len(actions))) for a in range(n_actions)]
+    return [(int(a), np.flatnonzero(actions == a)) for a in np.unique(actions)]
+
+class FittedExplainer:
+    """Base class of XRL-Bench's state explainers, fitted to one policy and its background states (`make_explainer`). Subclasses implement `_explain(x, a) -> (importance, per_action, base_values)`
+    on validated float32 states `x (N, *obs_shape)` and actions `a (N,)`."""
+    name: str = "explainer"
+    modalities: tuple = ("tabular", "image")
+    needs_background: bool = False
+    reference: str = ""
+
+    def __init__(self, policy: Policy,              # the agent; q-values or logits (B, A)
+                 background: Any = None,            # the dataset's states (M, *obs_shape) or a dataset DataFrame
+                 feature_names: Sequence[str] | None = None, # D names (tabular); default from a DataFrame or f0..
+                 seed: int = 0,                     # seeds the method's own randomness (each explain call restarts it)
+                 batch_size: int | None = None):    # states per forward pass; default 8192 tabular, 128 images
+        for attr in ("obs_shape", "n_actions", "module", "forward", "outputs"):
+            if not hasattr(policy, attr): raise TypeError(f"policy must be an rlexplain Policy (missing .{attr}); got {type(policy).__name__}. Wrap a module with Policy.from_module.")
+        self.policy, self.seed = policy, int(seed)
+        self.is_image = len(policy.obs_shape) == 3
+        if ("image" if self.is_image else "tabular") not in self.modalities:
+            raise ValueError(f"{self.name} explains {' and '.join(self.modalities)} states; the policy's obs_shape is {tuple(policy.obs_shape)}. "
+                             f"Image methods: {IMAGE_METHODS}.")
+        if len(policy.obs_shape) not in (1, 3): raise ValueError(f"obs_shape must be (D,) or (C, H, W); got {policy.obs_shape}.")
+        if self.needs_background and background is None:
+            raise ValueError(f"{self.name} needs background states (the agent's dataset): make_explainer({self.name!r}, policy, background=states).")
+        names = list(state_columns(background)) if isinstance(background, pd.DataFrame) else None
+        self.background = None if background is None else as_states(background, policy, "background")
+        if self.background is not None and len(self.background) == 0: raise ValueError("background is empty.")
+        D = int(np.prod(policy.obs_shape))
+        self.feature_names = tuple(feature_names or names or (f"f{i}" for i in range(D if not self.is_image else 0)))
+        if not self.is_image and len(self.feature_names) != D:
+            raise ValueError(f"feature_names has {len(self.feature_names)} names for D = {D} features.")
+        self.batch_size = int(batch_size or (128 if self.is_image else 8192))
+
+    def __repr__(self): return f"{type(self).__name__}(policy={getattr(self.policy, 'name', '?')!r}, {self.params()})"
+
+    def params(self) -> dict:
+        "The method's parameters (JSON-able), stored with each explanation."
+        return {"seed": self.seed}
+
+    @property
+    def device(self): return getattr(self.policy, "device", torch.device("cpu"))
+
+    def background_subset(self, n: int = 100, seed: int = 42) -> np.ndarray:
+        "`n` background states drawn without replacement with `np.random.RandomState(seed)` (the original code's draw); all when fewer."
+        if self.background is None: raise ValueError(f"{self.name} has no background states.")
+        M = len(self.background)
+        if M <= n: return self.background
+        return self.background[np.random.RandomState(seed).choice(M, int(n), replace=False)]
+
+    def greedy(self, x: np.ndarray) -> np.ndarray:
+        "The policy's greedy actions `(N,)` on validated states."
+        return self.policy.outputs(x, batch_size=self.batch_size).argmax(-1).numpy().astype(np.int64)
+
+    def explain(self, states: Any,          # (N, *obs_shape): array, tensor or dataset DataFrame; uint8 images are /255
+                actions: Any = None,        # (N,) ints or one int; None: the policy's greedy actions
+                progress: bool = False,
+                ) -> Explanation:
+        """Explain `actions` in `states`. Raises `ValueError` for a feature-count / shape mismatch, NaN or infinite
+        states, channel-last images, or actions outside `[0, A)`."""
+        x = as_states(states, self.policy)
+        a = resolve_actions(actions, self.policy.outputs(x, batch_size=self.batch_size)) if len(x) else np.zeros(0, np.int64)
+        self._progress = progress
+        t0 = time.perf_counter()
+        imp, per, base = self._explain(x, a) if len(x) else (np.zeros_like(x), None, None)
+        dt = time.perf_counter() - t0
+        return Explanation(np.asarray(imp, np.float32).reshape(x.shape), a, x,
+                           None if per is None else np.asarray(per, np.float32),
+                           None if base is None else np.asarray(base, np.float64),
+                           self.name, self.feature_names, float(dt), self.params())
+
+    def _explain(self, x: np.ndarray, a: np.ndarray):
+        raise NotImplementedError
+
+# %% ../nbs/05_attribution.ipynb #47e038ac
+class TabularSHAP(FittedExplainer):
+    "TabularSHAP (Xiong et al. 2024, Sec. 3.2): a LightGBM student of the policy's actions explained with shap.TreeExplainer."
+    name, modalities, needs_background = "TabularSHAP", ("tabular",), True
+    reference = "Xiong et al. (2024), XRL-Bench Sec. 3.2; TreeSHAP: Lundberg et al. (2020)"
+
+    def __init__(self, policy: Policy, background: Any = None,
+                 background_actions: Any = None,  # (M,) actions to imitate; default: the policy's greedy actions
+                 num_leaves: int = 31, learning_rate: float = 0.05,
+                 n_estimators: int = 1000,        # at most this many boosting rounds
+                 test_size: float = 0.1,          # held-out fraction for early stopping and `agreement`
+                 early_stopping_rounds: int = 10,
+                 n_jobs: int = 1,                 # LightGBM threads for fitting the student (1: reproducible)
+                 explain_jobs: int | None = None, # OpenMP threads of LightGBM's TreeSHAP when explaining; None: every core
+                 **kw):
+        super().__init__(policy, background, **kw)
+        import lightgbm, shap
+        from sklearn.model_selection import train_test_split
+        X = self.background
+        y = self.greedy(X) if background_actions is None else resolve_actions(background_actions, np.zeros((len(X), policy.n_actions)))
+        if len(np.unique(y)) < 2:
+            raise ValueError(f"TabularSHAP needs >= 2 different actions in the background; the policy takes only action {int(y[0])}.")
+        Xtr, Xva, ytr, yva = train_test_split(X, y, test_size=test_size, random_state=self.seed)
+        self.hparams = dict(num_leaves=int(num_leaves), learning_rate=float(learning_rate), n_estimators=int(n_estimators),
+                            test_size=float(test_size), early_stopping_rounds=int(early_stopping_rounds))
+        self.explain_jobs = int(explain_jobs or os.cpu_count() or 1)
+        t0 = time.perf_counter()
+        self.student = lightgbm.LGBMClassifier(num_leaves=num_leaves, learning_rate=learning_rate, n_estimators=n_estimators,
+                                               random_state=self.seed, n_jobs=n_jobs, verbose=-1)
+        import inspect
+        ev = {"eval_X": (Xva,), "eval_y": (yva,)} if "eval_X" in inspect.signature(self.student.fit).parameters else {"eval_set": [(Xva, yva)]}
+        self.student.fit(Xtr, ytr, callbacks=[lightgbm.early_stopping(early_stopping_rounds, verbose=False)], **ev)
+        self.fit_seconds = time.perf_counter() - t0
+        self.agreement = float((self.student.predict(Xva) == yva).mean())       # held-out accuracy vs the policy
+        self.train_agreement = float((self.student.predict(Xtr) == ytr).mean())
+        self.n_trees = int(self.student.best_iteration_ or n_estimators)
+        self._tree = shap.TreeExplainer(self.student)
+
+    def params(self) -> dict:
+        return {**super().params(), **self.hparams, "agreement": self.agreement, "train_agreement": self.train_agreement,
+                "n_trees": self.n_trees, "fit_seconds": self.fit_seconds, "explain_jobs": self.explain_jobs}
+
+    def _explain(self, x, a):
+        N, D = x.shape; A = self.policy.n_actions
+        from threadpoolctl import threadpool_limits
+        # shap hands LightGBM models to LightGBM's own TreeSHAP (pred_contrib), which runs on OpenMP threads; torch's
+        # set_num_threads(1) also lowers OpenMP's default, so set the count for this call explicitly
+        with warnings.catch_warnings(), threadpool_limits(self.explain_jobs, user_api="openmp"):
+            warnings.filterwarnings("ignore", message=".*binary classifier.*")   # shap's notice about its binary output format
+            sv = self._tree.shap_values(x)
+        ev = np.atleast_1d(np.asarray(self._tree.expected_value, np.float64))
+        classes = self.student.classes_.astype(np.int64)
+        per, base = np.zeros((N, A, D)), np.zeros(A)
+        if isinstance(sv, list): sv = np.stack(sv, -1)
+        sv = np.asarray(sv)
+        if sv.ndim == 2 or sv.shape[-1] == 1:            # binary: one log-odds, log p(c1)/p(c0)
+            sv = sv.reshape(N, D)
+            per[:, classes[1]], per[:, classes[0]] = sv, -sv
+            base[classes[1]], base[classes[0]] = ev[-1], -ev[-1]
+        else:
+            per[:, classes] = np.moveaxis(sv, -1, 1); base[classes] = ev
+        return per[np.arange(N), a], per, base
+
+# %% ../nbs/05_attribution.ipynb #c531ceb4
+class TabularLIME(FittedExplainer):
+    "LIME on tabular states with raw policy outputs (Ribeiro et al. 2016; XRL-Bench's TabularLIME)."
+    name, modalities, needs_background = "TabularLIME", ("tabular",), True
+    reference = "Ribeiro et al. (2016); Xiong et al. (2024) Sec. 3.2"
+
+    def __init__(self, policy: Policy, background: Any = None,
+                 num_samples: int = 5000,            # LIME's perturbation samples per state
+                 discretize_continuous: bool = True, # LIME's default quartile discretiser
+                 kernel_width: float | None = None,  # None: 0.75 * sqrt(D)
+                 **kw):
+        super().__init__(policy, background, **kw)
+        self.num_samples, self.discretize_continuous, self.kernel_width = int(num_samples), bool(discretize_continuous), kernel_width
+        self._make()
+
+    def _make(self):
+        from lime.lime_tabular import LimeTabularExplainer
+        self._lime = LimeTabularExplainer(self.background.astype(np.float64), mode="classification", feature_names=list(self.feature_names),
+                                          discretize_continuous=self.discretize_continuous, kernel_width=self.kernel_width,
+                                          feature_selection="none", random_state=self.seed)
+
+    def params(self) -> dict:
+        return {**super().params(), "num_samples": self.num_samples, "discretize_continuous": self.discretize_continuous,
+                "kernel_width": self.kernel_width}
+
+    def _explain(self, x, a):
+        N, D = x.shape; A = self.policy.n_actions
+        self._make()                                        # restart LIME's random state: reproducible explanations
+        predict = lambda z: self.policy.outputs(z.astype(np.float32), batch_size=self.batch_size).numpy().astype(np.float64)
+        per = np.zeros((N, A, D))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")                 # "Prediction probabilities do not sum to 1": raw Q-values by design
+            for i in tqdm(range(N), desc="LIME", disable=not self._progress):
+                exp = self._lime.explain_instance(x[i].astype(np.float64), predict, labels=range(A), num_features=D,
+                                                  num_samples=self.num_samples)
+                for j in range(A):
+                    for k, v in exp.local_exp[j]: per[i, j, k] = v
+        return per[np.arange(N), a], per, None
+
+# %% ../nbs/05_attribution.ipynb #76865fbb
+class _PerturbationExplainer(FittedExplainer):
+    "Shared machinery of PS and SARFA: one perturbed copy of each state per feature (tabular) or grid point (images)."
+    def __init__(self, policy: Policy, background: Any = None,
+                 noise: float = 0.05,      # tabular: noise std as a fraction of each feature's std
+                 n_draws: int = 1,         # tabular: noise draws averaged per state and feature
+                 stride: int = 5,          # images: grid stride of the blob centres, pixels
+                 mask_sigma: float = 5.0,  # images: std of the Gaussian blob, pixels
+                 blur_sigma: float = 3.0,  # images: std of the blur that replaces the blob's content
+                 **kw):
+        super().__init__(policy, background, **kw)
+        if noise <= 0 or n_draws < 1 or stride < 1: raise ValueError(f"need noise > 0, n_draws >= 1, stride >= 1; got {noise}, {n_draws}, {stride}.")
+        self.noise, self.n_draws, self.stride, self.mask_sigma, self.blur_sigma = float(noise), int(n_draws), int(stride), float(mask_sigma), float(blur_sigma)
+
+    def params(self) -> dict:
+        p = {**super().params(), "noise": self.noise, "n_draws": self.n_draws} if not self.is_image else \
+            {**super().params(), "stride": self.stride, "mask_sigma": self.mask_sigma, "blur_sigma": self.blur_sigma}
+        return p
+
+    def _grid_kw(self) -> dict:
+        "XRL-Bench's image perturbation as parameters of `noise_sensitivity`/`sarfa`: Gaussian blobs of blurred content (edge replicated)."
+        return dict(radius=self.stride, perturbation="blur", mask="gaussian", mask_sigma=self.mask_sigma, blur_sigma=self.blur_sigma,
+                    blur_mode="nearest", keep_max=False, batch_size=self.batch_size)
+
+    def _perturbed_outputs(self, x: np.ndarray) -> tuple:
+        "Tabular: `q (N, A)` and `q' (N, R, D, A)` (float64) for R noise draws on each of the D features."
+        q = self.policy.outputs(x, batch_size=self.batch_size).double().numpy()
+        N = len(x)
+        if not self.is_image:
+            D, R = x.shape[1], self.n_draws
+            std = (self.background if self.background is not None else x).std(0)
+            z = np.random.default_rng(self.seed).standard_normal((N, R, D)) * self.noise * std
+            qp = np.empty((N, R, D, q.shape[1]))
+            idx = np.arange(D); step = max(1, self.batch_size // (R * D))
+            for s in range(0, N, step):
+                xp = np.repeat(np.repeat(x[s:s + step, None, None, :], R, 1), D, 2)    # a fresh copy: x is never touched
+                xp[:, :, idx, idx] += z[s:s + step]
+                qp[s:s + step] = self.policy.outputs(xp.reshape(-1, D), batch_size=self.batch_size).double().numpy().reshape(-1, R, D, q.shape[1])
+            return q, qp
+        raise ValueError("image perturbations are computed by noise_sensitivity / sarfa (see _grid_kw).")
+
+    def _spread(self, maps: np.ndarray) -> np.ndarray:
+        "Pixel maps `(N, H, W)` -> importance `(N, C, H, W)`, each location's score split evenly over the C frames."
+        C = self.policy.obs_shape[0]
+        return np.repeat(maps[:, None] / np.float32(C), C, axis=1)
+
+class PerturbationSaliency(_PerturbationExplainer):
+    "Perturbation saliency (Greydanus et al. 2018) as in XRL-Bench: `S_i = ||Q(x) - Q(x'_i)||_2` (or `0.5 ||.||^2`, `score='greydanus'`)."
+    name = "PS"
+    reference = "Greydanus et al. (2018), Eq. 2-3; Xiong et al. (2024) Sec. 3.2"
+
+    def __init__(self, policy: Policy, background: Any = None,
+                 score: str = "l2",   # "l2": ||Q - Q'||_2 (XRL-Bench code); "greydanus": 0.5 ||Q - Q'||^2 (the paper)
+                 **kw):
+        if score not in ("l2", "greydanus"): raise ValueError(f"score must be 'l2' or 'greydanus'; got {score!r}.")
+        super().__init__(policy, background, **kw); self.score = score
+
+    def params(self) -> dict: return {**super().params(), "score": self.score}
+
+    def _explain(self, x, a):
+        if self.is_image:     # Greydanus et al.'s blurred perturbation: one implementation, `noise_sensitivity`
+            score = "l2" if self.score == "l2" else "all_actions"
+            return self._spread(noise_sensitivity(self.policy, x, a, score=score, **self._grid_kw()).values), None, None
+        q, qp = self._perturbed_outputs(x)
+        d2 = ((qp - q[:, None, None, :]) ** 2).sum(-1)
+        return (np.sqrt(d2) if self.score == "l2" else 0.5 * d2).mean(1), None, None
+
+class SARFA(_PerturbationExplainer):
+    "SARFA (Puri et al. 2020) with XRL-Bench's perturbations (`sarfa_score`)."
+    name = "SARFA"
+    reference = "Puri et al. (2020), Eq. 3; Xiong et al. (2024) Sec. 3.2"
+
+    def __init__(self, policy: Policy, background: Any = None,
+                 all_actions: bool | None = None,  # also score every action (per_action); default: tabular yes, images no
+                 kl: str = "code",                 # KL direction of `sarfa_score`: "code" (XRL-Bench's and SARFA's code) or "paper"
+                 **kw):
+        super().__init__(policy, background, **kw); self.all_actions, self.kl = all_actions, kl
+        if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")
+
+    def params(self) -> dict: return {**super().params(), "kl": self.kl}
+
+    def _explain(self, x, a):
+        every = (not self.is_image) if self.all_actions is None else self.all_actions
+        if self.is_image:     # the blurred Gaussian blobs of `noise_sensitivity`, scored by `sarfa`
+            sar = lambda act: self._spread(sarfa(self.policy, x, act, kl=self.kl, **self._grid_kw()).values)
+            per = np.stack([sar(np.full(len(x), b)) for b in range(self.policy.n_actions)], 1) if every else None
+            return sar(a), per, None
+        q, qp = self._perturbed_outputs(x)
+        qb = q[:, None, None, :]
+        imp = sarfa_score(qb, qp, a[:, None, None], kl=self.kl).mean(1)
+        per = np.stack([sarfa_score(qb, qp, b, kl=self.kl).mean(1) for b in range(q.shape[1])], 1) if every else None
+        return imp, per, None
+
+# %% ../nbs/05_attribution.ipynb #223d70f4
+class _GradientExplainer(FittedExplainer):
+    needs_background = True
+    def __init__(self, policy: Policy, background: Any = None,
+                 n_background: int = 100,    # reference states drawn from the background
+                 background_seed: int = 42,  # the benchmark's seed for that draw
+                 all_actions: bool = False,  # also explain every action (per_action), A times the cost
+                 **kw):
+        super().__init__(policy, background, **kw)
+        if int(n_background) < 1: raise ValueError(f"n_background must be >= 1; got {n_background}.")
+        self.n_background, self.background_seed, self.all_actions = int(n_background), int(background_seed), bool(all_actions)
+
+    def params(self) -> dict:
+        return {**super().params(), "n_background": self.n_background, "background_seed": self.background_seed, "all_actions": self.all_actions}
+
+    def references(self) -> np.ndarray:
+        "The reference states `(M, *obs_shape)`: `n_background` background states drawn with `background_seed`."
+        return self.background_subset(self.n_background, self.background_seed)
+
+    def _attribute(self, act: int, x: Tensor, refs: Tensor) -> np.ndarray:
+        raise NotImplementedError
+
+    def _explain(self, x, a):
+        refs = torch.as_tensor(self.references(), device=self.device)
+        X = torch.as_tensor(x, device=self.device)
+        N, A = len(x), self.policy.n_actions
+        imp = np.zeros(x.shape, np.float64)
+        per = np.zeros((N, A, *x.shape[1:])) if self.all_actions else None
+        for act, idx in tqdm(_groups(a, self.all_actions, A), desc=self.name, disable=not self._progress):
+            if not len(idx): continue
+            sv = np.asarray(self._attribute(act, X[torch.as_tensor(idx, device=self.device)], refs)).reshape(len(idx), *x.shape[1:])
+            if per is not None: per[idx, act] = sv
+            else: imp[idx] = sv
+        if per is not None: imp = per[np.arange(N), a]
+        return imp, per, self.policy.outputs(refs, batch_size=self.batch_size).double().mean(0).numpy()
+
+class DeepSHAP(_GradientExplainer):
+    "DeepSHAP (Lundberg & Lee 2017) with shap.DeepExplainer; the network must use `nn.ReLU` modules (additivity is checked)."
+    name = "DeepSHAP"
+    reference = "Lundberg & Lee (2017); Shrikumar et al. (2017); Xiong et al. (2024) Sec. 3.2"
+
+    def __init__(self, policy: Policy, background: Any = None,
+                 check_additivity: bool = True,  # shap's check that attributions sum to f(x) - E f(x0)
+                 **kw):
+        super().__init__(policy, background, **kw); self.check_additivity = bool(check_additivity)
+
+    def params(self) -> dict: return {**super().params(), "check_additivity": self.check_additivity}
+
+    def _attribute(self, act, x, refs):
+        import shap
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
+            # on a copy: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules (they would change the caller's policy)
+            e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
+            try: return e.shap_values(x, check_additivity=self.check_additivity)
+            except AssertionError as err:
+                raise ValueError(f"DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({str(err).split(' - ')[-2:]}). "
+                                 "The network probably applies functional activations (F.relu / torch.relu) that shap's "
+                                 "DeepExplainer cannot see: build it from nn.ReLU modules (see xrlbench_mlp).") from None
+
+class GradientSHAP(_GradientExplainer):
+    "GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer."
+    name = "GradientSHAP"
+    reference = "Erion et al. (2019); Lundberg & Lee (2017); Xiong et al. (2024) Sec. 3.2"
+
+    def __init__(self, policy: Policy, background: Any = None,
+                 nsamples: int = 200,       # (reference, alpha) samples per state (shap's default)
+                 shap_batch_size: int = 200, # rows per gradient pass inside shap
+                 **kw):
+        super().__init__(policy, background, **kw); self.nsamples, self.shap_batch_size = int(nsamples), int(shap_batch_size)
+
+    def params(self) -> dict: return {**super().params(), "nsamples": self.nsamples}
+
+    def _attribute(self, act, x, refs):
+        import shap
+        e = shap.GradientExplainer(_pick(self.policy, act), refs, batch_size=self.shap_batch_size)
+        return e.shap_values(x, nsamples=self.nsamples, rseed=self.seed)
+
+class IntegratedGradients(_GradientExplainer):
+    "Integrated Gradients (Sundararajan et al. 2017) with captum, averaged over the background references as in XRL-Bench."
+    name = "IG"
+    reference = "Sundararajan et al. (2017), Eq. 1-3; Xiong et al. (2024) Sec. 3.2"
+
+    def __init__(self, policy: Policy, background: Any = None,
+                 n_steps: int = 50,                   # Riemann steps
+                 method: str = "riemann_left",        # captum's integration rule; the benchmark's code is left Riemann
+                 baseline: Any = "background",        # "background" (average over the references), "zeros", "mean", or an array (M, *obs_shape)
+                 rows_per_pass: int | None = None,    # network rows per pass; default 16384 tabular, 128 images
+                 **kw):
+        if isinstance(baseline, str) and baseline not in ("background", "zeros", "mean"):
+            raise ValueError(f"baseline must be 'background', 'zeros', 'mean' or an array; got {baseline!r}.")
+        if not (isinstance(baseline, str) and baseline in ("background", "mean")): self.needs_background = False
+        super().__init__(policy, background, **kw)
+        self.n_steps, self.method, self.baseline = int(n_steps), method, baseline
+        self.rows_per_pass = int(rows_per_pass or (128 if self.is_image else 16384))
+
+    def params(self) -> dict:
+        return {**super().params(), "n_steps": self.n_steps, "method": self.method,
+                "baseline": self.baseline if isinstance(self.baseline, str) else "array"}
+
+    def references(self) -> np.ndarray:
+        if isinstance(self.baseline, str):
+            if self.baseline == "zeros": return np.zeros((1, *self.policy.obs_shape), np.float32)
+            refs = super().references()
+            return refs.mean(0, keepdims=True) if self.baseline == "mean" else refs
+        return as_states(self.baseline, self.policy, "baseline")
+
+    def _attribute(self, act, x, refs):
+        from captum.attr import IntegratedGradients as _IG
+        # captum differentiates each output row separately (torch.unbind: one autograd root per row, ~20x slower here);
+        # the rows of an eval-mode network are independent, so the gradient of their sum is the same per-row gradient
+        ig = _IG(lambda z: self.policy.forward(z)[:, int(act)].sum().reshape(1))
+        M, out = len(refs), []
+        step = max(1, self.rows_per_pass // M)
+        for s in range(0, len(x), step):
+            xc = x[s:s + step]
+            xr = xc.repeat_interleave(M, 0)
+            br = refs.repeat(len(xc), *[1] * (refs.ndim - 1))
+            att = ig.attribute(xr, baselines=br, n_steps=self.n_steps, method=self.method,
+                               internal_batch_size=max(len(xr), self.rows_per_pass))
+            out.append(att.detach().reshape(len(xc), M, *x.shape[1:]).mean(1).cpu().numpy())
+        return np.concatenate(out)
+
+    def _explain(self, x, a):
+        imp, per, base = super()._explain(x, a)
+        return imp, per, None if isinstance(self.baseline, str) and self.baseline == "zeros" else base
+
+# %% ../nbs/05_attribution.ipynb #1dd2ca78
+FITTED_EXPLAINERS = {"TabularSHAP": TabularSHAP, "TabularLIME": TabularLIME, "PS": PerturbationSaliency, "SARFA": SARFA,
+              "DeepSHAP": DeepSHAP, "GradientSHAP": GradientSHAP, "IG": IntegratedGradients}
+TABULAR_METHODS = tuple(FITTED_EXPLAINERS)
+IMAGE_METHODS = ("PS", "SARFA", "DeepSHAP", "GradientSHAP", "IG")
+_ALIASES = {"perturbationsaliency": "PS", "integratedgradients": "IG", "integratedgradient": "IG", "lime": "TabularLIME",
+            "gradshap": "GradientSHAP", "deepshap": "DeepSHAP", "tabularshap": "TabularSHAP"}
+
+def make_explainer(name: str,            # one of FITTED_EXPLAINERS (case-insensitive; aliases such as "IntegratedGradients")
+                   policy: Policy,       # the agent to explain
+                   background: Any = None, # the agent's dataset states (M, *obs_shape) or DataFrame
+                   **params) -> FittedExplainer:
+    """Build the explainer `name` for `policy` (Xiong et al. 2024, Listing 2). Raises `ValueError` for an unknown name
+    (listing the known ones), a method that does not support the policy's state type, or a missing background."""
+    key = {k.lower(): k for k in FITTED_EXPLAINERS}.get(str(name).lower()) or _ALIASES.get(str(name).lower().replace("_", "").replace("-", ""))
+    if key is None: raise ValueError(f"unknown explainer {name!r}; known: {', '.join(FITTED_EXPLAINERS)}.")
+    return FITTED_EXPLAINERS[key](policy, background, **params)
+
 # %% ../nbs/05_attribution.ipynb #39a03ea1
 class _XRLBenchExplainer(Explainer):
-    """An explainer class of `rlexplain.xrlbench` (`key` in its registry) behind the explainer contract. `background`:
+    """A `FittedExplainer` (`key` in `FITTED_EXPLAINERS`) behind the explainer contract. `background`:
     the agent's dataset states (students, LIME statistics, references, feature stds); default the explained states.
     The fitted explainer is cached per (policy, background), so re-explaining neighbours (RIS) does not refit it."""
     key: str = ""
     uses_background = True
     def _bound(self, policy, x):
-        from rlexplain import xrlbench
         p = dict(self.params); bg = p.pop("background", None)
         bg = x if bg is None else bg
         ck = (id(policy), id(bg) if bg is not x else "states")
         if ck not in self._cache or ck[1] == "states":
-            self._cache[ck] = xrlbench.make_explainer(self.key, policy, bg, **p)
+            self._cache[ck] = make_explainer(self.key, policy, bg, **p)
         return self._cache[ck]
     def _explain(self, policy, x, a):
         ex = self._bound(policy, x)
@@ -400,7 +1369,7 @@ class _XRLBenchExplainer(Explainer):
         return e.importance, {**extra, "feature_names": list(e.feature_names) if e.feature_names else None}
 
 class SARFAExplainer(_XRLBenchExplainer):
-    """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `rlexplain.saliency.sarfa`)
+    """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `sarfa`)
     or "blob" (XRL-Bench's Gaussian blob of blurred content); tabular: XRL-Bench's one-feature Gaussian noise. `kl` as `sarfa_score`."""
     name, key = "sarfa", "SARFA"
     source = "Puri et al. (2020), Eqs. 1-3; Huber et al. (2023), Eq. A4; Xiong et al. (2024), Sec. 3.2"
@@ -408,42 +1377,41 @@ class SARFAExplainer(_XRLBenchExplainer):
                "xrlbench": dict(kl="code")}
     def _explain(self, policy, x, a):
         if x.ndim == 4 and self.params.get("perturbation", "black") != "blob":
-            from rlexplain import saliency
-            return _spread(saliency.sarfa(policy, x, a, **{k: v for k, v in self.params.items() if k != "background"}), x)
+            return _spread(sarfa(policy, x, a, **{k: v for k, v in self.params.items() if k != "background"}), x)
         p = {k: v for k, v in self.params.items() if k != "perturbation"}
         return _XRLBenchExplainer._explain(type(self)(**p), policy, x, a)
 
-class PerturbationSaliency(_XRLBenchExplainer):
-    "Perturbation Saliency (Greydanus et al. 2018) as in XRL-Bench: `||Q(x) - Q(x'_i)||_2` per feature or image blob; see `rlexplain.xrlbench.PerturbationSaliency`."
+class PerturbationSaliencyExplainer(_XRLBenchExplainer):
+    "Perturbation Saliency (Greydanus et al. 2018) as in XRL-Bench: `||Q(x) - Q(x'_i)||_2` per feature or image blob; see `PerturbationSaliency`."
     name, key = "perturbation_saliency", "PS"
     source = "Greydanus et al. (2018), Eqs. 2-3; Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": {}}
 
-class TabularSHAP(_XRLBenchExplainer):
+class TabularSHAPExplainer(_XRLBenchExplainer):
     "TabularSHAP (Xiong et al. 2024, Sec. 3.2): a LightGBM student of the policy's actions explained by TreeSHAP; tabular only."
     name, key, modalities = "tabular_shap", "TabularSHAP", ("tabular",)
     source = "Xiong et al. (2024), Sec. 3.2; Lundberg et al. (2020)"
     presets = {"xrlbench": dict(num_leaves=31, learning_rate=0.05, n_estimators=1000, test_size=0.1, early_stopping_rounds=10)}
 
-class TabularLIME(_XRLBenchExplainer):
+class TabularLIMEExplainer(_XRLBenchExplainer):
     "LIME on tabular states with raw outputs (Ribeiro et al. 2016; XRL-Bench's TabularLIME); tabular only."
     name, key, modalities = "tabular_lime", "TabularLIME", ("tabular",)
     source = "Ribeiro et al. (2016); Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": dict(num_samples=5000)}
 
-class DeepSHAP(_XRLBenchExplainer):
+class DeepSHAPExplainer(_XRLBenchExplainer):
     "DeepSHAP (Lundberg & Lee 2017) with shap.DeepExplainer over 100 background references (seed 42, XRL-Bench's code)."
     name, key = "deep_shap", "DeepSHAP"
     source = "Lundberg & Lee (2017); Shrikumar et al. (2017); Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": dict(n_background=100, background_seed=42)}
 
-class GradientSHAP(_XRLBenchExplainer):
+class GradientSHAPExplainer(_XRLBenchExplainer):
     "GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer."
     name, key = "gradient_shap", "GradientSHAP"
     source = "Erion et al. (2019); Lundberg & Lee (2017); Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": dict(n_background=100, background_seed=42, nsamples=200)}
 
-class IntegratedGradients(_XRLBenchExplainer):
+class IntegratedGradientsExplainer(_XRLBenchExplainer):
     "Integrated Gradients (Sundararajan et al. 2017) with captum, averaged over the background references (XRL-Bench; 50 steps)."
     name, key = "integrated_gradients", "IG"
     source = "Sundararajan et al. (2017), Eqs. 1-3; Xiong et al. (2024), Sec. 3.2"
@@ -451,8 +1419,8 @@ class IntegratedGradients(_XRLBenchExplainer):
 
 # %% ../nbs/05_attribution.ipynb #b6472118
 EXPLAINERS: dict = {c.name: c for c in (Occlusion, NoiseSensitivity, SARFAExplainer, RISEExplainer, LIMESlic, LIMEQuickshift,
-                                         LIMEFelzenszwalb, PerturbationSaliency, TabularSHAP, TabularLIME, DeepSHAP, GradientSHAP,
-                                         IntegratedGradients, RandomBaseline)}
+                                         LIMEFelzenszwalb, PerturbationSaliencyExplainer, TabularSHAPExplainer, TabularLIMEExplainer, DeepSHAPExplainer, GradientSHAPExplainer,
+                                         IntegratedGradientsExplainer, RandomBaseline)}
 EXPLAINER_ALIASES = {"ps": "perturbation_saliency", "ig": "integrated_gradients", "tabularshap": "tabular_shap",
                      "tabularlime": "tabular_lime", "deepshap": "deep_shap", "gradientshap": "gradient_shap",
                      "integratedgradients": "integrated_gradients", "perturbationsaliency": "perturbation_saliency",
@@ -537,27 +1505,309 @@ class Metric:
 
     def _score(self, policy, x, attribution): raise NotImplementedError
 
+# %% ../nbs/05_attribution.ipynb #73490945
+@dataclasses.dataclass(frozen=True)
+class FidelityResult(Result):
+    """A fidelity curve: `scores (n_orders, K)` at each `ks (K,)` for each ranking in `orders` ("abs" / "raw"), and
+    `per_state (n_orders, N)` each state's mean over the ks. `auc` is the mean over the ks per ranking; `value` the AUC of
+    the |importance| ranking (the paper's protocol) when it was computed, else of the only ranking. Rankings are never max'ed."""
+    metric: str
+    higher_is_better: bool
+    ks: np.ndarray
+    scores: np.ndarray
+    orders: tuple
+    method: str
+    params: dict
+    per_state: np.ndarray | None = None
+
+    @property
+    def auc(self) -> dict: return {o: float(s.mean()) for o, s in zip(self.orders, self.scores)}
+    @property
+    def order(self) -> str:
+        "The ranking `value` reports: 'abs' when computed (the paper's), else the only one."
+        return "abs" if "abs" in self.orders else self.orders[0]
+    @property
+    def value(self) -> float: return self.auc[self.order]
+
+    def to_frame(self) -> pd.DataFrame:
+        "One row per (ranking, k)."
+        return pd.DataFrame([{"metric": self.metric, "method": self.method, "order": o, "k": int(k), "score": float(v)}
+                             for o, s in zip(self.orders, self.scores) for k, v in zip(self.ks, s)])
+
+    def plot(self, ax=None):
+        "The score against k for each ranking. Returns the Axes."
+        ax = ax or plt.subplots(figsize=(3.5, 2.5))[1]
+        for o, s in zip(self.orders, self.scores): ax.plot(self.ks, s, marker="o", ms=3, label=f"{o} (AUC {s.mean():.3f})")
+        ax.set_xlabel("k", fontsize=8); ax.set_ylabel(self.metric, fontsize=8); ax.legend(fontsize=7)
+        ax.set_title(f"{self.metric} {'higher' if self.higher_is_better else 'lower'} is better - {self.method}", fontsize=8)
+        ax.tick_params(labelsize=7)
+        return ax
+
+def _importance_array(importance) -> tuple:
+    if isinstance(importance, Explanation): return importance.importance, importance.actions, importance.method
+    arr = np.asarray(importance.detach().cpu() if isinstance(importance, Tensor) else importance, np.float64)
+    return arr, None, ""
+
+class FidelityMetric:
+    """Base of AIM, AUM, PGI and PGU: change the top-/bottom-k features by the explanation and score the policy.
+    Call with `(states, importance_or_explanation, actions=None)`; returns a `FidelityResult`."""
+    name: str = ""
+    higher_is_better: bool = True
+    reference: str = "Xiong et al. (2024), XRL-Bench Sec. 3.3"
+    which: str = "top"          # "top" or "bottom" k features
+    perturbation: str = "mask"  # "mask" (reference value) or "noise" (Gaussian)
+
+    def __init__(self, policy: Policy,              # the explained agent
+                 ks: Sequence[int] | None = None,   # k values; default 1..D-1 (tabular), W, 2W, .. < HW (images)
+                 order: str = "abs",                # "abs" (the paper's and its code's ranking), "raw" (signed) or "both" (reported apart)
+                 reference_value: float = 0.0,      # masking value (AIM / AUM), raw units
+                 noise_std: float = 0.5,            # PGI / PGU noise std, in units of each feature's std
+                 feature_std: Any = None,           # (*obs_shape,) std per feature; default: over the evaluated states
+                 n_draws: int = 1,                  # PGI / PGU noise draws per state (the expectation of Eq. 1)
+                 seed: int = 0,                     # seeds the noise
+                 pixel_step: int | None = None,     # images: k grid step in pixels (default W)
+                 batch_size: int = 8192):
+        if order not in ("abs", "raw", "both"): raise ValueError(f"order must be 'abs', 'raw' or 'both'; got {order!r}.")
+        if noise_std < 0 or n_draws < 1: raise ValueError(f"need noise_std >= 0 and n_draws >= 1; got {noise_std}, {n_draws}.")
+        self.policy, self.order, self.reference_value, self.noise_std = policy, order, float(reference_value), float(noise_std)
+        self.feature_std, self.n_draws, self.seed, self.batch_size = feature_std, int(n_draws), int(seed), int(batch_size)
+        self.is_image = len(policy.obs_shape) == 3
+        self.n_units = int(np.prod(policy.obs_shape[1:])) if self.is_image else int(policy.obs_shape[0])
+        if ks is None:
+            if self.is_image:
+                step = int(pixel_step or policy.obs_shape[2])
+                ks = np.arange(step, self.n_units, step)
+            else: ks = np.arange(1, self.n_units)
+        self.ks = self._check_ks(ks)
+
+    def __repr__(self): return f"{self.name}(order={self.order!r}, ks={self.ks.min()}..{self.ks.max()} ({len(self.ks)}))"
+
+    def _check_ks(self, ks) -> np.ndarray:
+        ks = np.atleast_1d(np.asarray(ks))
+        if ks.size == 0: raise ValueError(f"no k to evaluate: the policy has {self.n_units} {'pixels' if self.is_image else 'features'}; {self.name} needs at least 2.")
+        if not np.issubdtype(ks.dtype, np.integer): raise ValueError(f"k must be integers; got {ks}.")
+        if ks.min() < 1 or ks.max() > self.n_units:
+            raise ValueError(f"k must lie in [1, {self.n_units}] (the number of {'pixels' if self.is_image else 'features'}); got {ks.min()}..{ks.max()}.")
+        return ks.astype(np.int64)
+
+    def _prepare(self, states, importance, actions):
+        e, e_actions, method = _importance_array(importance)
+        x = as_states(states, self.policy)
+        if e.shape != x.shape: raise ValueError(f"importance must have the states' shape {x.shape}; got {e.shape}.")
+        if not np.isfinite(e).all(): raise ValueError("importance contains NaN or infinite values.")
+        q = self.policy.outputs(x, batch_size=self.batch_size).double().numpy()
+        if actions is not None: a = resolve_actions(actions, q)
+        elif e_actions is not None: a = np.asarray(e_actions, np.int64)
+        else: a = q.argmax(1)
+        units = e.reshape(len(x), x.shape[1], -1).sum(1) if self.is_image else e      # (N, U)
+        z = None
+        if self.perturbation == "noise":
+            std = x.std(0) if self.feature_std is None else np.asarray(self.feature_std, np.float64)
+            if std.shape != x.shape[1:]: raise ValueError(f"feature_std must have shape {x.shape[1:]}; got {std.shape}.")
+            z = np.random.default_rng(self.seed).standard_normal((self.n_draws, *x.shape)) * self.noise_std * std
+        return x, units, a, q, z, method
+
+    def _ranking(self, units: np.ndarray, order: str) -> np.ndarray:
+        "Units of each state, most important first (top) or least important first (bottom); ties in random (seeded) order."
+        key = np.abs(units) if order == "abs" else units
+        tie = np.random.default_rng(self.seed + 1).random(units.shape)
+        return np.lexsort((tie, -key if self.which == "top" else key), axis=-1)
+
+    def _score(self, x, sel, a, q, z) -> np.ndarray:
+        "Per-state scores `(N,)` of one selection `sel (N, U)` bool of changed units."
+        N = len(x)
+        m = sel.reshape(N, 1, *x.shape[2:]) if self.is_image else sel
+        if self.perturbation == "mask":
+            xp = np.where(m, np.float32(self.reference_value), x)
+            return (self.policy.outputs(xp, batch_size=self.batch_size).numpy().argmax(1) == q.argmax(1)).astype(np.float64)
+        xp = x[None] + np.where(m[None], z, 0.0)
+        if self.is_image: xp = np.clip(xp, 0.0, 1.0)
+        qp = self.policy.outputs(xp.reshape(-1, *x.shape[1:]).astype(np.float32), batch_size=self.batch_size).double().numpy()
+        qp = qp.reshape(self.n_draws, N, -1)[:, np.arange(N), a]
+        return np.abs(q[np.arange(N), a][None] - qp).mean(0)
+
+    def _curve(self, x, units, a, q, z, order, ks) -> np.ndarray:
+        rank = self._ranking(units, order)
+        rows = np.arange(len(x))[:, None]
+        out = []
+        for k in ks:
+            sel = np.zeros(units.shape, bool); sel[rows, rank[:, :k]] = True
+            out.append(self._score(x, sel, a, q, z))
+        return np.asarray(out)
+
+    def at_k(self, states: Any,         # (N, *obs_shape)
+             importance: Any,           # (N, *obs_shape) or an Explanation
+             k: int,                    # number of features (pixels) to change
+             order: str = "abs",        # "abs" or "raw" ranking
+             actions: Any = None,       # explained actions (PGI/PGU); default: the explanation's, else greedy
+             ) -> float:
+        "The metric at one k (the benchmark's `evaluate(..., k=k)`). Raises `ValueError` for k outside [1, D]."
+        if order not in ("abs", "raw"): raise ValueError(f"order must be 'abs' or 'raw'; got {order!r}.")
+        ks = self._check_ks([k])
+        x, units, a, q, z, _ = self._prepare(states, importance, actions)
+        return float(self._curve(x, units, a, q, z, order, ks)[0].mean())
+
+    def __call__(self, states: Any, importance: Any, actions: Any = None) -> FidelityResult:
+        """The curve over `ks` for each ranking and its AUC (mean over the ks). Raises `ValueError` for states or
+        importances of the wrong shape, NaN, or actions out of range."""
+        x, units, a, q, z, method = self._prepare(states, importance, actions)
+        orders = ("abs", "raw") if self.order == "both" else (self.order,)
+        per = np.stack([self._curve(x, units, a, q, z, o, self.ks) for o in orders])     # (n_orders, K, N)
+        params = {"reference_value": self.reference_value, "noise_std": self.noise_std, "n_draws": self.n_draws,
+                  "seed": self.seed, "n_states": int(len(x)), "perturbation": self.perturbation, "which": self.which}
+        return FidelityResult(self.name, self.higher_is_better, self.ks, per.mean(-1), orders, method, params, per.mean(1))
+
+class AIM(FidelityMetric):
+    """Accuracy on Important features Masked: fraction of states whose greedy action survives setting the top-k
+    features to `reference_value` (0). Lower is better. Xiong et al. (2024) Sec. 3.3; post-hoc accuracy of L2X (Chen et al. 2018)."""
+    name, higher_is_better, which, perturbation = "AIM", False, "top", "mask"
+    reference = "Xiong et al. (2024), XRL-Bench Sec. 3.3 (AIM); Chen et al. (2018) post-hoc accuracy"
+
+class AUM(FidelityMetric):
+    """Accuracy on Unimportant features Masked: as AIM for the bottom-k features. Higher is better. Xiong et al. (2024) Sec. 3.3."""
+    name, higher_is_better, which, perturbation = "AUM", True, "bottom", "mask"
+    reference = "Xiong et al. (2024), XRL-Bench Sec. 3.3 (AUM); Chen et al. (2018) post-hoc accuracy"
+
+class PGI(FidelityMetric):
+    """Prediction Gap on Important features: mean |f_a(x) - f_a(x')| when N(0, 0.5) * std noise is added to the top-k
+    features; f_a the explained action's raw output. Higher is better. Xiong et al. (2024) Eq. 1; Dai et al. (2022)."""
+    name, higher_is_better, which, perturbation = "PGI", True, "top", "noise"
+    reference = "Xiong et al. (2024), XRL-Bench Eq. 1; Dai et al. (2022); Agarwal et al. (2022) OpenXAI"
+
+class PGU(FidelityMetric):
+    """Prediction Gap on Unimportant features: as PGI for the bottom-k features. Lower is better. Xiong et al. (2024) Eq. 2."""
+    name, higher_is_better, which, perturbation = "PGU", False, "bottom", "noise"
+    reference = "Xiong et al. (2024), XRL-Bench Eq. 2; Dai et al. (2022); Agarwal et al. (2022) OpenXAI"
+
+FIDELITY_METRICS = {"AIM": AIM, "AUM": AUM, "PGI": PGI, "PGU": PGU}
+
+# %% ../nbs/05_attribution.ipynb #435ec701
+@dataclasses.dataclass(frozen=True)
+class RISResult(Result):
+    "RIS per state `per_state (N,)` and its summary `value` (mean over states; max over states for the original variant)."
+    per_state: np.ndarray
+    value: float
+    variant: str
+    method: str
+    params: dict
+
+    def to_frame(self) -> pd.DataFrame:
+        "One row per state."
+        return pd.DataFrame({"method": self.method, "variant": self.variant, "state": np.arange(len(self.per_state)), "RIS": self.per_state})
+
+    def plot(self, ax=None):
+        "Histogram of log10 RIS over states. Returns the Axes."
+        ax = ax or plt.subplots(figsize=(3.5, 2.5))[1]
+        ax.hist(np.log10(np.maximum(self.per_state, 1e-12)), bins=30)
+        ax.set_xlabel("log10 RIS", fontsize=8); ax.set_title(f"RIS ({self.variant}) - {self.method}: {self.value:.3g}", fontsize=8)
+        return ax
+
+def _signed_floor(v: np.ndarray, eps: float) -> np.ndarray:
+    return np.where(np.abs(v) < eps, np.where(v < 0, -eps, eps), v)
+
+RIS_VARIANTS = ("paper", "code", "original")
+
+class RIS:
+    """Relative Input Stability (Xiong et al. 2024, Eq. 3; Alvarez-Melis & Jaakkola 2018; Agarwal et al. 2022). Lower is better.
+    Call with `(explainer, states, explanation=None, actions=None)`; returns a `RISResult`. Variants (each named, never mixed):
+
+    - `"paper"` (default): Eq. 3. Per state, the largest `||(e - e')/e||_p / max(||(x - x')/x||_p, eps)` over `n_neighbors`
+      neighbours `x' = x + N(0, (noise_std * std)^2)`; the divisions by `e` and `x` are floored at `+-eps`; the mean over states.
+    - `"code"`: the formula of XRL-Bench's current code: relative changes normalised by `max(|e|, |e'|)` and `max(|x|, |x'|)`
+      (floored at eps), same neighbourhood and mean over states as "paper".
+    - `"original"`: XRL-Bench's first release: one neighbour per state (noise 0.5 std), divisions by `clip(., 1e-3)` (which floors
+      negative values), and the maximum over states.
+
+    `explainer`: an `Explainer` of this module, or any callable `f(states (M, *obs_shape) float32, actions (M,)) -> values`."""
+    name, higher_is_better = "RIS", False
+    reference = "Xiong et al. (2024), XRL-Bench Eq. 3; Agarwal et al. (2022); Alvarez-Melis & Jaakkola (2018)"
+
+    def __init__(self, n_neighbors: int = 10,       # neighbours sampled per state ("paper", "code")
+                 noise_std: float | None = None,    # neighbour noise in units of each feature's std; default 0.05 (0.5 original)
+                 p: float = 2,                      # norm
+                 eps: float = 1e-3,                 # floor for the divisions
+                 variant: str = "paper",            # "paper" (Eq. 3), "code" (XRL-Bench's current code) or "original" (its first release)
+                 feature_std: Any = None,           # (*obs_shape,) std per feature; default: over the evaluated states
+                 seed: int = 0):
+        if variant == "neighbourhood": variant = "paper"     # the name "paper" had before the code's variant was added
+        if variant not in RIS_VARIANTS: raise ValueError(f"variant must be one of {RIS_VARIANTS}; got {variant!r}.")
+        if not isinstance(n_neighbors, (int, np.integer)) or int(n_neighbors) < 1: raise ValueError(f"n_neighbors must be an int >= 1; got {n_neighbors!r}.")
+        self.variant, self.p, self.eps, self.seed, self.feature_std = variant, p, float(eps), int(seed), feature_std
+        self.n_neighbors = 1 if variant == "original" else int(n_neighbors)
+        self.noise_std = float(noise_std if noise_std is not None else (0.5 if variant == "original" else 0.05))
+
+    def __repr__(self): return f"RIS(variant={self.variant!r}, n_neighbors={self.n_neighbors}, noise_std={self.noise_std})"
+
+    def __call__(self, explainer: Any,              # an Explainer (re-explains the neighbours) or f(states, actions) -> values
+                 states: Any = None,                # (N, *obs_shape); default: the explanation's states
+                 explanation: Any = None,           # Explanation of `states`, or its values (N, *obs_shape); computed when None
+                 actions: Any = None,               # explained actions; default: the explanation's, else greedy
+                 ) -> RISResult:
+        """RIS of `explainer` around `states`. Raises `ValueError` if neither states nor an explanation is given, states are empty,
+        or shapes disagree; `TypeError` for an explainer that is neither an Explainer nor callable."""
+        bound = isinstance(explainer, FittedExplainer)
+        if not bound and not callable(explainer): raise TypeError(f"explainer must be an Explainer or a callable; got {type(explainer).__name__}.")
+        f = (lambda s, acts: explainer.explain(s, acts).importance) if bound else explainer
+        if states is None and not isinstance(explanation, Explanation): raise ValueError("pass states, or an Explanation that holds them.")
+        x = explanation.states if states is None else (as_states(states, explainer.policy) if bound else np.asarray(states, np.float32))
+        if len(x) == 0: raise ValueError("states is empty (N = 0); RIS needs at least one state.")
+        if explanation is None:
+            if not bound: raise ValueError("with a callable explainer, pass the explanation's values and actions.")
+            explanation = explainer.explain(x, actions)
+        is_ex = isinstance(explanation, Explanation)
+        e = np.asarray(explanation.importance if is_ex else explanation, np.float64)
+        if e.shape != x.shape: raise ValueError(f"explanation has shape {e.shape}; states {x.shape}.")
+        if actions is not None: a = np.asarray(actions, np.int64).reshape(-1)
+        elif is_ex: a = explanation.actions
+        elif bound: a = explainer.greedy(x)
+        else: raise ValueError("with a callable explainer, pass the explained actions.")
+        if len(a) != len(x): raise ValueError(f"got {len(a)} actions for {len(x)} states.")
+        N, m = len(x), self.n_neighbors
+        std = x.std(0) if self.feature_std is None else np.asarray(self.feature_std, np.float64)
+        xn = x[None] + np.random.default_rng(self.seed).standard_normal((m, *x.shape)) * self.noise_std * std
+        if len(x.shape) == 4: xn = np.clip(xn, 0.0, 1.0)
+        xn = xn.astype(np.float32)
+        en = np.asarray(f(xn.reshape(m * N, *x.shape[1:]), np.tile(a, m)), np.float64).reshape(m, *x.shape)
+        flat = lambda v: v.reshape(*v.shape[:2], -1)
+        norm = lambda v: np.linalg.norm(flat(v), ord=self.p, axis=-1)
+        if self.variant == "original":
+            num = norm((e[None] - en) / np.clip(e, self.eps, None)[None])
+            den = norm((x[None] - xn) / np.clip(x, self.eps, None)[None])
+            with np.errstate(divide="ignore", invalid="ignore"): per = np.nan_to_num((num / den)[0], nan=0.0)
+            value = float(per.max())
+        else:
+            if self.variant == "paper":
+                ne, nx = _signed_floor(e, self.eps)[None], _signed_floor(x.astype(np.float64), self.eps)[None]
+            else:
+                ne = np.maximum(np.maximum(np.abs(e)[None], np.abs(en)), self.eps)
+                nx = np.maximum(np.maximum(np.abs(x.astype(np.float64))[None], np.abs(xn.astype(np.float64))), self.eps)
+            per = (norm((e[None] - en) / ne) / np.maximum(norm((x[None] - xn) / nx), self.eps)).max(0)
+            value = float(per.mean())
+        method = explanation.method if is_ex else getattr(explainer, "name", "")
+        return RISResult(per, value, self.variant, method,
+                         {"n_neighbors": m, "noise_std": self.noise_std, "p": self.p, "eps": self.eps, "seed": self.seed})
+
+
 # %% ../nbs/05_attribution.ipynb #7d4c90a2
 class _Fidelity(Metric):
     key: str = ""
     def _score(self, policy, x, attribution):
-        from rlexplain import xrlbench
         p = {"order": "abs", **self.params}
-        r = xrlbench.FIDELITY_METRICS[self.key](policy, **p)(x, attribution.values, attribution.actions)
+        r = FIDELITY_METRICS[self.key](policy, **p)(x, attribution.values, attribution.actions)
         return r.per_state[0], r.ks, r.scores[0], "k (features or pixels changed)", {"order": r.orders[0]}
 
 def _fidelity(key: str, higher_is_better: bool, doc: str, source: str) -> type:
-    "A `_Fidelity` metric class for `rlexplain.xrlbench.FIDELITY_METRICS[key]`."
-    return type(key, (_Fidelity,), {"name": key, "key": key, "higher_is_better": higher_is_better, "source": source, "__doc__": doc,
+    "A `_Fidelity` metric class for `FIDELITY_METRICS[key]`."
+    return type(f"{key}Metric", (_Fidelity,), {"name": key, "key": key, "higher_is_better": higher_is_better, "source": source, "__doc__": doc,
                                     "__module__": __name__})
 
-AIM = _fidelity("AIM", False, "Accuracy on Important features Masked (Xiong et al. 2024, Sec. 3.3): share of actions kept after zeroing the top-k units. Lower is better.",
+AIMMetric = _fidelity("AIM", False, "Accuracy on Important features Masked (Xiong et al. 2024, Sec. 3.3): share of actions kept after zeroing the top-k units. Lower is better.",
                 "Xiong et al. (2024), Sec. 3.3; Chen et al. (2018)")
-AUM = _fidelity("AUM", True, "Accuracy on Unimportant features Masked (Xiong et al. 2024, Sec. 3.3): as AIM for the bottom-k units. Higher is better.",
+AUMMetric = _fidelity("AUM", True, "Accuracy on Unimportant features Masked (Xiong et al. 2024, Sec. 3.3): as AIM for the bottom-k units. Higher is better.",
                 "Xiong et al. (2024), Sec. 3.3; Chen et al. (2018)")
-PGI = _fidelity("PGI", True, "Prediction Gap on Important features (Xiong et al. 2024, Eq. 1): mean |f_a(x) - f_a(x')| with noise on the top-k units. Higher is better.",
+PGIMetric = _fidelity("PGI", True, "Prediction Gap on Important features (Xiong et al. 2024, Eq. 1): mean |f_a(x) - f_a(x')| with noise on the top-k units. Higher is better.",
                 "Xiong et al. (2024), Eq. 1; Dai et al. (2022)")
-PGU = _fidelity("PGU", False, "Prediction Gap on Unimportant features (Xiong et al. 2024, Eq. 2): as PGI for the bottom-k units. Lower is better.",
+PGUMetric = _fidelity("PGU", False, "Prediction Gap on Unimportant features (Xiong et al. 2024, Eq. 2): as PGI for the bottom-k units. Lower is better.",
                 "Xiong et al. (2024), Eq. 2; Dai et al. (2022)")
 
 def _reexplainer(attribution: Attribution, given: Any = None) -> Explainer:
@@ -568,22 +1818,282 @@ def _reexplainer(attribution: Attribution, given: Any = None) -> Explainer:
     keep = {k: v for k, v in attribution.params.items() if k in _REBUILD_KEYS.get(attribution.method, ())}
     return explainer(attribution.method, **keep)
 
-_REBUILD_KEYS = {"occlusion": ("patch", "color", "softmax", "score", "upsample"), "noise_sensitivity": ("radius", "perturbation", "score", "blur_sigma", "blur_frames"),
-                 "sarfa": ("radius", "perturbation", "kl", "blur_sigma", "blur_frames"), "rise": ("n_masks", "s", "p", "seed", "softmax"),
+_GRID_KEYS = ("mask", "mask_sigma", "blur_mode", "keep_max")
+_REBUILD_KEYS = {"occlusion": ("patch", "color", "softmax", "score", "upsample"), "noise_sensitivity": ("radius", "perturbation", "score", "blur_sigma", "blur_frames") + _GRID_KEYS,
+                 "sarfa": ("radius", "perturbation", "kl", "blur_sigma", "blur_frames") + _GRID_KEYS, "rise": ("n_masks", "s", "p", "seed", "softmax"),
                  "random": ("seed",)}
 
-class RIS(Metric):
+class RISMetric(Metric):
     """Relative Input Stability (Xiong et al. 2024, Eq. 3; Alvarez-Melis & Jaakkola 2018): per state the largest relative change of
     the explanation over relative change of the input among `n_neighbors` noisy neighbours. Lower is better. `variant`: "paper"
-    (Eq. 3, default), "code" (XRL-Bench's current code) or "original" (its first release); see `rlexplain.xrlbench.RIS`.
+    (Eq. 3, default), "code" (XRL-Bench's current code) or "original" (its first release); see `RIS`.
     Parameter `explainer`: the explainer to re-explain with (default: the one that made the attribution)."""
     name, higher_is_better = "RIS", False
     source = "Xiong et al. (2024), Eq. 3; Alvarez-Melis & Jaakkola (2018); Agarwal et al. (2022)"
     def _score(self, policy, x, attribution):
-        from rlexplain import xrlbench
         p = dict(self.params); ex = _reexplainer(attribution, p.pop("explainer", None))
-        r = xrlbench.RIS(**p)(lambda s, a: ex.explain(policy, s, a).values, x, attribution.values, attribution.actions)
+        r = RIS(**p)(lambda s, a: ex.explain(policy, s, a).values, x, attribution.values, attribution.actions)
         return r.per_state, [], [], "", {"variant": r.variant, "n_neighbors": r.params["n_neighbors"], "noise_std": r.params["noise_std"]}
+
+# %% ../nbs/05_attribution.ipynb #df2508a1
+def minmax(maps: Any,   # (..., H, W) saliency values
+           ) -> np.ndarray:   # same shape, float64, each map scaled to [0, 1]; constant maps become 0
+    "Min-max normalise each `(H, W)` map. Raises `ValueError` for NaN or fewer than 2 dimensions."
+    m = np.asarray(maps.values if isinstance(maps, SaliencyMap) else maps, dtype=np.float64)
+    if m.ndim < 2: raise ValueError(f"maps must have shape (..., H, W); got {m.shape}.")
+    if not np.isfinite(m).all(): raise ValueError("maps contain NaN or infinite values.")
+    lo, hi = m.min(axis=(-2, -1), keepdims=True), m.max(axis=(-2, -1), keepdims=True)
+    rng = hi - lo
+    return np.where(rng > 0, (m - lo) / np.where(rng > 0, rng, 1.0), 0.0)
+
+def _pairs(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    a, b = minmax(a), minmax(b)
+    if a.ndim == 2: a = a[None]
+    if b.ndim == 2: b = b[None]
+    if a.shape != b.shape or a.ndim != 3: raise ValueError(f"maps to compare must both be (H, W) or (N, H, W) of equal shape; got {a.shape} and {b.shape}.")
+    return a, b
+
+def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    "Pearson correlation of each row pair of `(N, D)` arrays; NaN where a row is constant."
+    x = x - x.mean(1, keepdims=True); y = y - y.mean(1, keepdims=True)
+    den = np.sqrt((x * x).sum(1) * (y * y).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (x * y).sum(1) / np.where(den > 0, den, 1.0), np.nan)
+
+def spearman_similarity(a: Any, b: Any,   # (H, W) or (N, H, W) maps (any scale; min-max normalised here)
+                        ) -> np.ndarray:  # (N,) max(rho(a, b), rho(a, 1 - b)) = |rho| in [0, 1]; NaN for constant maps
+    "Spearman rank correlation of the flattened maps, max over the map and its inverse (Huber et al. 2023, Sec. 3)."
+    from scipy.stats import rankdata
+    a, b = _pairs(a, b)
+    ra, rb = (rankdata(m.reshape(len(m), -1), axis=1) for m in (a, b))
+    return np.abs(_rowwise_pearson(ra, rb))   # ranks of 1 - b are n + 1 - ranks of b: rho(a, 1 - b) = -rho(a, b)
+
+def ssim_similarity(a: Any, b: Any,       # (H, W) or (N, H, W) maps (min-max normalised here)
+                    win_size: int = 7,    # SSIM window (paper, App. B.1: 7)
+                    flat: bool = False,   # compare the flattened maps with a 1-D window (the authors' code)
+                    ) -> np.ndarray:      # (N,) max(SSIM(a, b), SSIM(a, 1 - b))
+    "Structural similarity (scikit-image, data range 1), max over the map and its inverse (Huber et al. 2023, App. B.1)."
+    from skimage.metrics import structural_similarity
+    a, b = _pairs(a, b)
+    f = (lambda u: u.ravel()) if flat else (lambda u: u)
+    return np.array([max(structural_similarity(f(x), f(y), win_size=win_size, data_range=1.0),
+                         structural_similarity(f(x), f(1.0 - y), win_size=win_size, data_range=1.0)) for x, y in zip(a, b)])
+
+def hog_features(maps: Any,                       # (H, W) or (N, H, W) maps (min-max normalised here)
+                 pixels_per_cell: tuple = (3, 3), # HOG cell size (paper, App. B.1: (3, 3))
+                 ) -> np.ndarray:                 # (N, F) scikit-image HOG feature vectors
+    "Histogram of oriented gradients of each map (scikit-image `hog`, default orientations and blocks)."
+    from skimage.feature import hog
+    m = minmax(maps)
+    m = m[None] if m.ndim == 2 else m
+    return np.stack([hog(x, pixels_per_cell=tuple(pixels_per_cell)) for x in m])
+
+def hog_similarity(a: Any, b: Any,                # (H, W) or (N, H, W) maps (min-max normalised here)
+                   pixels_per_cell: tuple = (3, 3),
+                   hog_a: np.ndarray | None = None, # precomputed `hog_features(a)` (reused across comparisons)
+                   ) -> np.ndarray:               # (N,) Pearson correlation of the HOG features; NaN for constant maps
+    "Pearson correlation of HOG features (Huber et al. 2023, App. B.1); HOG(1 - b) = HOG(b), so no inverse is needed."
+    a, b = _pairs(a, b)
+    ha = hog_a if hog_a is not None else hog_features(a, pixels_per_cell)
+    return _rowwise_pearson(ha, hog_features(b, pixels_per_cell))
+
+SIMILARITY_METRICS = ("spearman", "ssim", "hog")
+
+def map_similarity(a: Any, b: Any,                     # (H, W) or (N, H, W) maps
+                   metrics: Sequence[str] = SIMILARITY_METRICS,
+                   ssim_flat: bool = False,            # SSIM on flattened maps (authors' code)
+                   ) -> dict:                          # metric -> (N,) similarities
+    "The sanity checks' similarity measures of map pairs. Raises `ValueError` for unknown metrics or shape mismatch."
+    bad = [m for m in metrics if m not in SIMILARITY_METRICS]
+    if bad: raise ValueError(f"unknown similarity metrics {bad}; expected some of {SIMILARITY_METRICS}.")
+    out = {}
+    for m in metrics:
+        if m == "spearman": out[m] = spearman_similarity(a, b)
+        elif m == "ssim": out[m] = ssim_similarity(a, b, flat=ssim_flat)
+        else: out[m] = hog_similarity(a, b)
+    return out
+
+# %% ../nbs/05_attribution.ipynb #b8f2c1ee
+def model_layers(policy: Policy) -> list[tuple[str, nn.Module]]:
+    "Parametrised modules `(name, module)` of `policy.module` in the order one forward pass calls them (input first)."
+    params_of = {id(m): n for n, m in policy.module.named_modules() if any(True for _ in m.parameters(recurse=False))}
+    order, hooks = [], []
+    def hook(mod, args, out):
+        if id(mod) not in [id(m) for _, m in order]: order.append((params_of[id(mod)], mod))
+    for n, m in policy.module.named_modules():
+        if id(m) in params_of: hooks.append(m.register_forward_hook(hook))
+    try:
+        dev = next(policy.module.parameters(), torch.zeros(0)).device
+        with torch.no_grad(): policy.module(torch.zeros(1, *policy.obs_shape, device=dev))
+    finally:
+        for h in hooks: h.remove()
+    if not order: raise ValueError(f"{policy.name}: the module has no parametrised layers to randomise.")
+    return order
+
+def cascading_randomization(policy: Policy,   # the trained agent (left unchanged)
+                            seed: int = 0,    # seeds the re-initialisation (step k uses seed + k)
+                            layers: Sequence[str] | None = None, # layer names, input first; None: model_layers(policy)
+                            ) -> list[tuple[str, Policy]]: # [(name of the layer randomised at step k, policy with k random layers)]
+    """Cascading parameter randomisation (Adebayo et al. 2018, as used by Huber et al. 2023, Section 3): copies of the
+    policy with the last 1, 2, ..., L layers re-initialised by their own `reset_parameters()`, output layer first.
+
+    Raises `TypeError` for a layer without `reset_parameters` and `KeyError` for unknown layer names."""
+    names = [n for n, _ in model_layers(policy)] if layers is None else list(layers)
+    work = copy.deepcopy(policy.module)
+    mods = dict(work.named_modules())
+    missing = [n for n in names if n not in mods]
+    if missing: raise KeyError(f"layers {missing} are not modules of {policy.name}; see model_layers(policy).")
+    out = []
+    for k, name in enumerate(reversed(names), 1):
+        layer = mods[name]
+        if not hasattr(layer, "reset_parameters"):
+            raise TypeError(f"layer {name!r} ({type(layer).__name__}) has no reset_parameters(); pass `layers` without it.")
+        with torch.random.fork_rng(devices=[]):   # leave the caller's random state alone
+            torch.manual_seed(int(seed) + k)
+            layer.reset_parameters()
+        out.append((name, Policy(copy.deepcopy(work), policy.n_actions, policy.obs_shape, kind=policy.kind,
+                                 stochastic=policy.stochastic, device=policy.device, name=f"{policy.name}/random-{k}")))
+    return out
+
+# %% ../nbs/05_attribution.ipynb #789c6677
+INSERTION_STARTS = ("black", "random")
+INSERTION_METRICS = ("q", "advantage")
+SUB_METRIC_LABELS = {("q", "random"): "Q-val rand", ("advantage", "random"): "Adv rand",
+                     ("q", "black"): "Q-val black", ("advantage", "black"): "Adv black"}   # Huber et al. (2023), Table 1
+
+def insertion_ranks(maps: Any,     # (B, H, W) saliency values
+                    seed: int = 0, # seed of the random order among equal values
+                    ) -> np.ndarray: # (B, H*W) int64: rank of each flattened pixel location, 0 = most salient
+    "Rank pixel locations by decreasing saliency, ties in random order (Huber et al. 2023, Sec. 3, LIME superpixels)."
+    v = np.asarray(maps, dtype=np.float64).reshape(len(maps), -1)
+    ties = np.random.default_rng(seed).random(v.shape)
+    order = np.lexsort((ties, -v), axis=-1)
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(v.shape[1])[None].repeat(len(v), 0), axis=-1)
+    return ranks
+
+def insertion_auc(curves: np.ndarray,    # (..., K) curve values at the K insertion steps
+                  fractions: np.ndarray, # (K,) fraction of inserted pixels, 0..1
+                  kind: str = "trapezoid", # "trapezoid" over the fractions, or "mean" of the K values (authors' code)
+                  ) -> np.ndarray:       # (...,) areas
+    "Area under insertion curves. Raises `ValueError` for an unknown `kind`."
+    if kind == "trapezoid": return np.trapezoid(curves, fractions, axis=-1)
+    if kind == "mean": return np.asarray(curves).mean(-1)
+    raise ValueError(f"kind must be 'trapezoid' or 'mean'; got {kind!r}.")
+
+@dataclasses.dataclass(frozen=True)
+class InsertionResult(Result):
+    """Insertion curves of `B` states (Huber et al. 2023, Section 3, Table 1).
+
+    `q (B, S, K)`: the chosen action's raw output after each step for each start image in `starts`;
+    `advantage (B, S, K)`: `Q[a] - mean_a' Q[a']`; `q_orig (B,)`: `Q(s, a)` on the original state; `actions (B,)`;
+    `fractions (K,)`: inserted fraction of pixel locations. `curves(metric)` gives the normalised q-value
+    (`q / q_orig`) or the advantage; `auc(metric, start)`; `to_frame()` one AUC per state and sub-metric;
+    `summary()` mean and std (Table 1); `plot()` mean curves."""
+    q: np.ndarray
+    advantage: np.ndarray
+    q_orig: np.ndarray
+    actions: np.ndarray
+    fractions: np.ndarray
+    starts: tuple = INSERTION_STARTS
+    method: str = ""
+    game: str = ""
+    params: dict = dataclasses.field(default_factory=dict)
+
+    def __len__(self): return len(self.q)
+
+    def curves(self, metric: str = "q") -> np.ndarray:
+        "`(B, S, K)` curves: `'q'` normalised by the original state's q-value (NaN where it is 0), or `'advantage'`."
+        if metric == "advantage": return self.advantage
+        if metric != "q": raise ValueError(f"metric must be 'q' or 'advantage'; got {metric!r}.")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.q_orig[:, None, None] != 0, self.q / self.q_orig[:, None, None], np.nan)
+
+    def auc(self, metric: str = "q", start: str = "black", kind: str = "trapezoid") -> np.ndarray:
+        "`(B,)` areas under the curves of one sub-metric. Raises `ValueError` for an unknown start or metric."
+        if start not in self.starts: raise ValueError(f"start must be one of {self.starts}; got {start!r}.")
+        return insertion_auc(self.curves(metric)[:, self.starts.index(start)], self.fractions, kind)
+
+    def to_frame(self, kind: str = "trapezoid") -> pd.DataFrame:
+        "One row per (state, start, metric): game, method, state, action, start, metric, sub_metric, auc."
+        rows = []
+        for start in self.starts:
+            for metric in INSERTION_METRICS:
+                a = self.auc(metric, start, kind)
+                rows.append(pd.DataFrame({"game": self.game, "method": self.method, "state": np.arange(len(a)),
+                                          "action": self.actions, "start": start, "metric": metric,
+                                          "sub_metric": SUB_METRIC_LABELS.get((metric, start), f"{metric} {start}"), "auc": a}))
+        return pd.concat(rows, ignore_index=True)
+
+    def summary(self, kind: str = "trapezoid") -> pd.DataFrame:
+        "Mean and std of the AUC over states per sub-metric (Table 1 cells)."
+        return self.to_frame(kind).groupby(["game", "method", "sub_metric"], sort=False)["auc"].agg(["mean", "std", "count"]).reset_index()
+
+    def plot(self, ax=None, metric: str = "q"):
+        "Mean insertion curve (+- std) per start image. Returns the Axes."
+        ax = ax or plt.subplots(figsize=(3.2, 2.4))[1]
+        c = self.curves(metric)
+        for i, start in enumerate(self.starts):
+            mu, sd = np.nanmean(c[:, i], 0), np.nanstd(c[:, i], 0)
+            ax.plot(self.fractions, mu, label=start); ax.fill_between(self.fractions, mu - sd, mu + sd, alpha=0.2)
+        ax.set_xlabel("fraction of pixels inserted", fontsize=8)
+        ax.set_ylabel("Q(s',a) / Q(s,a)" if metric == "q" else "advantage", fontsize=8)
+        ax.set_title(f"{self.game + ': ' if self.game else ''}{self.method} insertion ({metric})", fontsize=9); ax.legend(fontsize=7); ax.tick_params(labelsize=7)
+        return ax
+
+def _start_images(start: str, x: Tensor, seed: int, offset: int) -> Tensor:
+    "`(n, C, H, W)` start images for states `offset..offset+n-1`: zeros, or uniform noise seeded per state."
+    if start == "black": return torch.zeros_like(x)
+    gens = [torch.Generator().manual_seed(int(seed) * 1_000_003 + offset + i) for i in range(len(x))]
+    return torch.stack([torch.rand(x.shape[1:], generator=g) for g in gens]).to(x.device)
+
+def insertion_curves(policy: Policy,          # any Policy with image observations; q-values (or logits) (B, A)
+                     obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+                     saliency: Any,           # SaliencyMap or (B, H, W) array: larger = more relevant
+                     action: Any = None,      # None: the greedy action on the original state; an int or (B,) ints
+                     starts: Sequence[str] = INSERTION_STARTS, # start images: "black" (zeros), "random" (uniform)
+                     pixels_per_step: int = 84, # pixel locations inserted per step (paper: 84)
+                     seed: int = 0,           # seeds the random start images and the order of tied pixels
+                     batch_size: int = 1024,  # images per forward pass (all steps of a state together when >= S*K)
+                     method: str | None = None, # label; default: the SaliencyMap's method
+                     game: str = "",          # label
+                     ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixels_per_step) + 1
+    """Insertion metric (Huber et al. 2023, Section 3; after Petsiuk et al. 2018): insert pixel locations (all frames)
+    in order of decreasing saliency into a black or uniform-random start image and record the chosen action's
+    q-value and advantage after every step; all steps of a state go through the network in one batch.
+
+    Raises `ValueError` for bad observations or actions, maps of another shape or with NaN, unknown starts, or
+    `pixels_per_step < 1`."""
+    x = image_obs(policy, obs)
+    vals = map_values(saliency, x)
+    starts = tuple(starts)
+    if not starts or any(s not in INSERTION_STARTS for s in starts):
+        raise ValueError(f"starts must be a non-empty subset of {INSERTION_STARTS}; got {starts}.")
+    if not isinstance(pixels_per_step, (int, np.integer)) or pixels_per_step < 1:
+        raise ValueError(f"pixels_per_step must be an int >= 1; got {pixels_per_step!r}.")
+    if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
+    B, C, H, W = x.shape
+    out0 = policy.outputs(x).to(x.device)
+    acts = resolve_actions(action, out0)
+    HW = H * W; K = math.ceil(HW / pixels_per_step) + 1; S = len(starts)
+    thr = torch.clamp(torch.arange(K, device=x.device) * int(pixels_per_step), max=HW)
+    ranks = torch.as_tensor(insertion_ranks(vals, seed), device=x.device)
+    a_t = torch.as_tensor(acts, device=x.device)
+    q = torch.empty(B, S, K); adv = torch.empty(B, S, K)
+    chunk = max(1, int(batch_size) // (S * K))
+    with torch.no_grad():
+        for i in range(0, B, chunk):
+            j = min(B, i + chunk); n = j - i
+            mask = (ranks[i:j, None, :] < thr[None, :, None]).reshape(n, 1, K, 1, H, W)
+            base = torch.stack([_start_images(s, x[i:j], seed, i) for s in starts], 1)          # (n, S, C, H, W)
+            imgs = torch.where(mask, x[i:j, None, None], base[:, :, None]).reshape(n * S * K, C, H, W)
+            out = forward_batches(policy, len(imgs), lambda u, v: imgs[u:v], batch_size).reshape(n, S, K, -1)
+            qa = out.gather(-1, a_t[i:j].view(n, 1, 1, 1).expand(n, S, K, 1)).squeeze(-1)
+            q[i:j] = qa.cpu(); adv[i:j] = (qa - out.mean(-1)).cpu()
+    name = method if method is not None else (saliency.method if isinstance(saliency, SaliencyMap) else "")
+    return InsertionResult(q.numpy(), adv.numpy(), out0.gather(1, a_t[:, None]).squeeze(1).cpu().numpy(), acts,
+                           (thr.float() / HW).cpu().numpy(), starts, name, game,
+                           dict(pixels_per_step=int(pixels_per_step), seed=int(seed)))
 
 # %% ../nbs/05_attribution.ipynb #cf856ac1
 class Insertion(Metric):
@@ -593,7 +2103,6 @@ class Insertion(Metric):
     start: str = "black"
     target: str = "q"
     def _score(self, policy, x, attribution):
-        from rlexplain.saliency_bench import insertion_curves
         p = dict(self.params); auc = p.pop("auc", "trapezoid")
         ins = insertion_curves(policy, x, attribution.pixels(), attribution.actions, starts=(self.start,), method=attribution.method, **p)
         c = ins.curves(self.target)[:, 0]
@@ -608,14 +2117,13 @@ def _insertion(start: str, target: str) -> type:
         "name": f"insertion_{start}_{target}", "start": start, "target": target, "__module__": __name__,
         "__doc__": f"Insertion from {what} image, {'normalised q-value' if target == 'q' else 'advantage'} (Table 1 '{_TABLE1[(start, target)]}'). Higher is better."})
 
-INSERTION_METRICS = {f"insertion_{s}_{t}": _insertion(s, t) for s, t in _TABLE1}
+INSERTION_METRIC_CLASSES = {f"insertion_{s}_{t}": _insertion(s, t) for s, t in _TABLE1}
 
 def randomized_attributions(policy: Policy, x: np.ndarray, attribution: Attribution, seed: int = 0,
                             layers: Sequence[str] | None = None, explainer_: Any = None) -> list:
     """`[(layer, values (N, *obs_shape) or None)]`: the attribution's explainer re-run on cascadingly randomised copies of `policy`
     (output layer first), explaining the original actions (Adebayo et al. 2018; Huber et al. 2023, Sec. 3). Cached on the attribution.
     A step whose re-explanation raises `ValueError` (e.g. TabularSHAP when the randomised network takes one action only) gives None."""
-    from rlexplain.saliency_bench import cascading_randomization
     key = (int(seed), tuple(layers) if layers else None, repr(explainer_))
     cache = getattr(attribution, "_sanity_cache", None)
     if cache is None: cache = {}; object.__setattr__(attribution, "_sanity_cache", cache)
@@ -636,12 +2144,11 @@ class SanitySimilarity(Metric):
     source = "Adebayo et al. (2018); Huber et al. (2023), Sec. 3, Fig. 3 and App. B.1"
     similarity: str = "spearman"
     def _score(self, policy, x, attribution):
-        from rlexplain import saliency_bench as sb
         p = dict(self.params)
         steps = randomized_attributions(policy, x, attribution, p.get("seed", 0), p.get("layers"), p.get("explainer"))
         maps = lambda v: v.sum(1) if v.ndim == 4 else v[:, None, :]       # pixel maps, or a tabular state as a 1 x D map
         orig = maps(attribution.values)
-        fn = {"spearman": sb.spearman_similarity, "ssim": sb.ssim_similarity, "hog": sb.hog_similarity}[self.similarity]
+        fn = {"spearman": spearman_similarity, "ssim": ssim_similarity, "hog": hog_similarity}[self.similarity]
         sims = np.stack([fn(orig, maps(v)) if v is not None else np.full(len(x), np.nan) for _, v in steps])   # (L, N)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)                # all-NaN columns stay NaN
@@ -659,7 +2166,7 @@ class SanityHOG(SanitySimilarity):
     name, similarity, modalities = "sanity_hog", "hog", ("image",)
 
 # %% ../nbs/05_attribution.ipynb #a462fde8
-METRICS: dict = {c.name: c for c in (AIM, AUM, PGI, PGU, RIS, *INSERTION_METRICS.values(), SanitySpearman, SanitySSIM, SanityHOG)}
+METRICS: dict = {c.name: c for c in (AIMMetric, AUMMetric, PGIMetric, PGUMetric, RISMetric, *INSERTION_METRIC_CLASSES.values(), SanitySpearman, SanitySSIM, SanityHOG)}
 
 def score(metric: str | Metric,       # a key of METRICS, or a Metric
           policy: Policy,             # the explained agent

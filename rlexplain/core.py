@@ -644,7 +644,7 @@ def sb3_policy(model: Any, device: str | torch.device = "auto", name: str | None
     return Policy(SB3Head(model.policy, mode, scale), int(model.action_space.n), tuple(space.shape),
                   kind=kind, device=device, name=name or cls)
 
-_sb3_class, _SB3Head = sb3_class, SB3Head   # old private names, kept until every importer uses the public ones
+
 
 # %% ../nbs/00_core.ipynb #6c71e4fb
 def _fsync_dir(folder: Path):
@@ -694,7 +694,6 @@ def json_default(o):
     if dataclasses.is_dataclass(o) and not isinstance(o, type): return dataclasses.asdict(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
-_json_default = json_default   # old private name, kept until every importer uses `json_default`
 
 def save_json(path: str | Path, obj: Any) -> Path:
     "Atomically write `obj` as indented JSON (NumPy scalars and arrays, paths and dataclasses allowed)."

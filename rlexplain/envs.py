@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 # %% auto #0
-__all__ = ['TOYBOX_GAMES', 'ALE_ACTION_NAMES', 'ToyboxEnv', 'ChannelFirst', 'ALESeedWithoutReload', 'make_env', 'action_names',
-           'Rollout', 'collect_rollout', 'is_multiagent', 'make_parallel_env', 'team_returns']
+__all__ = ['TOYBOX_GAMES', 'ALE_ACTION_NAMES', 'toybox_game', 'ToyboxEnv', 'ChannelFirst', 'ALESeedWithoutReload', 'make_env',
+           'action_names', 'Rollout', 'collect_rollout', 'is_multiagent', 'make_parallel_env', 'team_returns']
 
 # %% ../nbs/01_envs.ipynb #553f860d
 import cv2
@@ -29,7 +29,9 @@ TOYBOX_GAMES = {"breakout": "breakout", "amidar": "amidar", "spaceinvaders": "sp
 ALE_ACTION_NAMES = ["NOOP", "FIRE", "UP", "RIGHT", "LEFT", "DOWN", "UPRIGHT", "UPLEFT", "DOWNRIGHT", "DOWNLEFT",
                     "UPFIRE", "RIGHTFIRE", "LEFTFIRE", "DOWNFIRE", "UPRIGHTFIRE", "UPLEFTFIRE", "DOWNRIGHTFIRE", "DOWNLEFTFIRE"]
 
-def _toybox_game(game: str) -> str:
+def toybox_game(game: str,   # e.g. "breakout", "Space Invaders", "space_invaders"
+                ) -> str:     # ctoybox's name of the game, e.g. "space_invaders"
+    "The ctoybox name of a Toybox game (case, spaces, `-` and `_` ignored). Raises `ValueError` for a game Toybox lacks."
     key = game.lower().replace("_", "").replace("-", "").replace(" ", "")
     if key not in TOYBOX_GAMES:
         raise ValueError(f"unknown Toybox game {game!r}; expected one of {sorted(TOYBOX_GAMES)}.")
@@ -56,7 +58,7 @@ class ToyboxEnv(gym.Env):
                  max_episode_steps: int = 27_000, # truncate after this many steps (108k frames, like ALE)
                  render_mode: str | None = None):
         from ctoybox import Toybox
-        self.game = _toybox_game(game)
+        self.game = toybox_game(game)
         self._tb = Toybox(self.game, grayscale=True)
         self.legal_actions = list(self._tb.get_legal_action_set())
         self.action_names = [ALE_ACTION_NAMES[a] for a in self.legal_actions]

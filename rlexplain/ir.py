@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 
 from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, seed_everything, ScaledConfig, progress as progress_bar
-from .envs import ToyboxEnv, _toybox_game, collect_rollout, make_env
+from .envs import ToyboxEnv, toybox_game, collect_rollout, make_env
 
 # %% ../nbs/10_ir.ipynb #c26e005c
 def _check_probs(probs: Any, name: str = "probs", atol: float = 1e-4) -> np.ndarray:
@@ -284,7 +284,7 @@ class IRConfig(ScaledConfig):
             if not (isinstance(g, str) and g.lower().startswith("toybox/")):
                 raise ValueError(f"IR intervenes on Toybox game states: games must be ids like 'toybox/Breakout', 'toybox/Amidar', "
                                  f"'toybox/SpaceInvaders'; got {g!r}.")
-            _toybox_game(g.split("/", 1)[1])   # an unknown Toybox game raises ValueError here
+            toybox_game(g.split("/", 1)[1])   # an unknown Toybox game raises ValueError here
         if self.interventions is not None: _check_interventions(self.games, self.interventions)
 
     @classmethod

@@ -26,9 +26,8 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
-from .core import Policy, Result, get_scale, ScaledConfig, _json_default
+from .core import Policy, Result, get_scale, ScaledConfig, json_default, progress as progress_bar
 from .envs import make_env
 from .shifts import Identity, Shift, ShiftedRollout, ce_output_grad, collect_shifted_rollout, make_shift
 
@@ -465,7 +464,7 @@ def _shift_items(shifts: dict | Sequence) -> list:
 def _protocol_params(cfg: RANLDConfig, items: list) -> dict:
     "What determines a protocol run besides the agent: the configuration and every shift's name and parameters (JSON types)."
     p = {**dataclasses.asdict(cfg), "shifts": {k: {"name": s.name, **s.params} for k, s in items}}
-    return json.loads(json.dumps(p, default=_json_default))
+    return json.loads(json.dumps(p, default=json_default))
 
 def ranld_protocol(policy: Policy,                 # the agent
                    env: gym.Env | str,             # an environment or an id for make_env
@@ -486,7 +485,7 @@ def ranld_protocol(policy: Policy,                 # the agent
         return collect_shifted_rollout(env, policy, shift, n_episodes=cfg.n_episodes, seed=seed, attack_prob=cfg.attack_prob,
                                        max_steps=cfg.max_steps, record_obs=True, record_observed=True)
     rows, dirs, labels, base_norms = [], [], [], None
-    bar = tqdm(total=cfg.n_runs * (2 + len(items)), desc="RA-NLD state sets", disable=not progress)
+    bar = progress_bar(total=cfg.n_runs * (2 + len(items)), desc="RA-NLD state sets", disable=not progress)
     for r in range(cfg.n_runs):
         s_base, s_hat = cfg.seed + 1000 * r, cfg.seed + 1000 * r + 500
         ro = play(Identity(), s_base); bar.update()

@@ -16,14 +16,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 # %% auto #0
-__all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'SIMILARITY_METRICS', 'PAPER_CALIBRATION', 'INSERTION_STARTS', 'INSERTION_METRICS',
-           'SUB_METRIC_LABELS', 'DEMO_GRIDS', 'PAPER_GAMES', 'PAPER_RUNTIMES', 'random_saliency', 'explain', 'minmax',
-           'spearman_similarity', 'ssim_similarity', 'hog_features', 'hog_similarity', 'map_similarity',
-           'random_map_calibration', 'model_layers', 'cascading_randomization', 'SanityCheck', 'sanity_check',
-           'insertion_ranks', 'insertion_auc', 'InsertionResult', 'insertion_curves', 'penultimate_features',
-           'highlights_importance', 'Highlights', 'highlights_div', 'paper_grid', 'Tuning', 'tune', 'BenchConfig',
-           'load_bench_agent', 'collect_stream', 'MethodRun', 'paper_insertion_table', 'paper_tuning_table',
-           'paper_game', 'SaliencyBenchmark', 'game_stream', 'run_benchmark']
+__all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'PAPER_CALIBRATION', 'DEMO_GRIDS', 'PAPER_GAMES', 'PAPER_RUNTIMES',
+           'random_saliency', 'explain', 'random_map_calibration', 'SanityCheck', 'sanity_check',
+           'penultimate_features', 'highlights_importance', 'Highlights', 'highlights_div', 'paper_grid', 'Tuning',
+           'tune', 'BenchConfig', 'load_bench_agent', 'collect_stream', 'MethodRun', 'paper_insertion_table',
+           'paper_tuning_table', 'paper_game', 'SaliencyBenchmark', 'game_stream', 'run_benchmark']
 
 # %% ../nbs/31_saliency_bench.ipynb #1e3c4645
 import matplotlib.pyplot as plt
@@ -34,7 +31,10 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from .agents import best_zoo_entry, env_slug
-from .attribution import forward_batches, resolve_actions
+from .attribution import (
+    cascading_randomization, forward_batches, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
+    INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
+    model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
 from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
 from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap
 
@@ -51,32 +51,13 @@ METHOD_LABELS = {"occlusion": "Occlusion", "noise_sensitivity": "Noise", "sarfa"
                  "random": "Baseline", "occlusion_gray": "Occlusion gray", "sarfa_blur": "SARFA blur",
                  "noise_sensitivity_black": "NS black", "noise_sensitivity_chosen_action": "NS chosen action"}
 
-def _image_obs(policy: Policy, obs: Any) -> Tensor:
-    "`(B, C, H, W)` float32 in [0, 1] on the policy's device; `ValueError` for non-image policies, channel-last or NaN input."
-    if len(getattr(policy, "obs_shape", ())) != 3:
-        raise ValueError(f"the saliency benchmark needs image observations (C, H, W); the policy's obs_shape is {getattr(policy, 'obs_shape', None)}.")
-    x = policy.obs(obs)
-    if len(x) == 0: raise ValueError("obs is empty (B = 0).")
-    return x
-
-def _map_values(maps: Any, x: Tensor) -> np.ndarray:
-    "Saliency values `(B, H, W)` float32 matching observations `x (B, C, H, W)`; `ValueError` for shape mismatch or NaN."
-    v = maps.values if isinstance(maps, SaliencyMap) else maps
-    v = np.asarray(v.detach().cpu() if isinstance(v, Tensor) else v, dtype=np.float32)
-    B, C, H, W = x.shape
-    if v.shape == (H, W) and B == 1: v = v[None]
-    if v.shape != (B, H, W):
-        raise ValueError(f"saliency maps must have shape (B, H, W) = {(B, H, W)} to match obs {tuple(x.shape)}; got {v.shape}.")
-    if not np.isfinite(v).all(): raise ValueError(f"saliency maps contain NaN or infinite values ({int((~np.isfinite(v)).sum())} of {v.size}).")
-    return v
-
 def random_saliency(policy: Policy,   # any Policy with image observations
                     obs: Any,         # (B, C, H, W) float32 in [0, 1] or uint8
                     action: Any = None, # None: greedy action; an int or (B,) ints
                     seed: int = 0,    # seed of the maps
                     ) -> SaliencyMap: # values (B, H, W) uniform in [0, 1)
     "The benchmark's baseline: uniformly random saliency maps (Huber et al. 2023, Table 1, 'Baseline')."
-    x = _image_obs(policy, obs)
+    x = image_obs(policy, obs)
     acts = resolve_actions(action, policy.outputs(x))
     B, C, H, W = x.shape
     return SaliencyMap(np.random.default_rng(seed).random((B, H, W), dtype=np.float32), acts, "random", dict(seed=int(seed)))
@@ -98,84 +79,6 @@ def explain(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(po
     m = SALIENCY_METHODS[name](policy, obs, action, **{**params, **overrides})
     return dataclasses.replace(m, method=method)
 
-# %% ../nbs/31_saliency_bench.ipynb #df2508a1
-def minmax(maps: Any,   # (..., H, W) saliency values
-           ) -> np.ndarray:   # same shape, float64, each map scaled to [0, 1]; constant maps become 0
-    "Min-max normalise each `(H, W)` map. Raises `ValueError` for NaN or fewer than 2 dimensions."
-    m = np.asarray(maps.values if isinstance(maps, SaliencyMap) else maps, dtype=np.float64)
-    if m.ndim < 2: raise ValueError(f"maps must have shape (..., H, W); got {m.shape}.")
-    if not np.isfinite(m).all(): raise ValueError("maps contain NaN or infinite values.")
-    lo, hi = m.min(axis=(-2, -1), keepdims=True), m.max(axis=(-2, -1), keepdims=True)
-    rng = hi - lo
-    return np.where(rng > 0, (m - lo) / np.where(rng > 0, rng, 1.0), 0.0)
-
-def _pairs(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
-    a, b = minmax(a), minmax(b)
-    if a.ndim == 2: a = a[None]
-    if b.ndim == 2: b = b[None]
-    if a.shape != b.shape or a.ndim != 3: raise ValueError(f"maps to compare must both be (H, W) or (N, H, W) of equal shape; got {a.shape} and {b.shape}.")
-    return a, b
-
-def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    "Pearson correlation of each row pair of `(N, D)` arrays; NaN where a row is constant."
-    x = x - x.mean(1, keepdims=True); y = y - y.mean(1, keepdims=True)
-    den = np.sqrt((x * x).sum(1) * (y * y).sum(1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, (x * y).sum(1) / np.where(den > 0, den, 1.0), np.nan)
-
-def spearman_similarity(a: Any, b: Any,   # (H, W) or (N, H, W) maps (any scale; min-max normalised here)
-                        ) -> np.ndarray:  # (N,) max(rho(a, b), rho(a, 1 - b)) = |rho| in [0, 1]; NaN for constant maps
-    "Spearman rank correlation of the flattened maps, max over the map and its inverse (Huber et al. 2023, Sec. 3)."
-    from scipy.stats import rankdata
-    a, b = _pairs(a, b)
-    ra, rb = (rankdata(m.reshape(len(m), -1), axis=1) for m in (a, b))
-    return np.abs(_rowwise_pearson(ra, rb))   # ranks of 1 - b are n + 1 - ranks of b: rho(a, 1 - b) = -rho(a, b)
-
-def ssim_similarity(a: Any, b: Any,       # (H, W) or (N, H, W) maps (min-max normalised here)
-                    win_size: int = 7,    # SSIM window (paper, App. B.1: 7)
-                    flat: bool = False,   # compare the flattened maps with a 1-D window (the authors' code)
-                    ) -> np.ndarray:      # (N,) max(SSIM(a, b), SSIM(a, 1 - b))
-    "Structural similarity (scikit-image, data range 1), max over the map and its inverse (Huber et al. 2023, App. B.1)."
-    from skimage.metrics import structural_similarity
-    a, b = _pairs(a, b)
-    f = (lambda u: u.ravel()) if flat else (lambda u: u)
-    return np.array([max(structural_similarity(f(x), f(y), win_size=win_size, data_range=1.0),
-                         structural_similarity(f(x), f(1.0 - y), win_size=win_size, data_range=1.0)) for x, y in zip(a, b)])
-
-def hog_features(maps: Any,                       # (H, W) or (N, H, W) maps (min-max normalised here)
-                 pixels_per_cell: tuple = (3, 3), # HOG cell size (paper, App. B.1: (3, 3))
-                 ) -> np.ndarray:                 # (N, F) scikit-image HOG feature vectors
-    "Histogram of oriented gradients of each map (scikit-image `hog`, default orientations and blocks)."
-    from skimage.feature import hog
-    m = minmax(maps)
-    m = m[None] if m.ndim == 2 else m
-    return np.stack([hog(x, pixels_per_cell=tuple(pixels_per_cell)) for x in m])
-
-def hog_similarity(a: Any, b: Any,                # (H, W) or (N, H, W) maps (min-max normalised here)
-                   pixels_per_cell: tuple = (3, 3),
-                   hog_a: np.ndarray | None = None, # precomputed `hog_features(a)` (reused across comparisons)
-                   ) -> np.ndarray:               # (N,) Pearson correlation of the HOG features; NaN for constant maps
-    "Pearson correlation of HOG features (Huber et al. 2023, App. B.1); HOG(1 - b) = HOG(b), so no inverse is needed."
-    a, b = _pairs(a, b)
-    ha = hog_a if hog_a is not None else hog_features(a, pixels_per_cell)
-    return _rowwise_pearson(ha, hog_features(b, pixels_per_cell))
-
-SIMILARITY_METRICS = ("spearman", "ssim", "hog")
-
-def map_similarity(a: Any, b: Any,                     # (H, W) or (N, H, W) maps
-                   metrics: Sequence[str] = SIMILARITY_METRICS,
-                   ssim_flat: bool = False,            # SSIM on flattened maps (authors' code)
-                   ) -> dict:                          # metric -> (N,) similarities
-    "The sanity checks' similarity measures of map pairs. Raises `ValueError` for unknown metrics or shape mismatch."
-    bad = [m for m in metrics if m not in SIMILARITY_METRICS]
-    if bad: raise ValueError(f"unknown similarity metrics {bad}; expected some of {SIMILARITY_METRICS}.")
-    out = {}
-    for m in metrics:
-        if m == "spearman": out[m] = spearman_similarity(a, b)
-        elif m == "ssim": out[m] = ssim_similarity(a, b, flat=ssim_flat)
-        else: out[m] = hog_similarity(a, b)
-    return out
-
 # %% ../nbs/31_saliency_bench.ipynb #9585a60d
 PAPER_CALIBRATION = pd.DataFrame({"spearman": [0.0087, 0.0093], "ssim": [0.0136, 0.0374], "hog": [0.0096, 0.0087]},
                                  index=pd.Index(["uniform", "gaussian"], name="distribution"))  # Huber et al. (2023), App. B.1
@@ -194,48 +97,6 @@ def random_map_calibration(n_pairs: int = 100,        # pairs of random maps (pa
         rows[dist] = {k: float(np.nanmean(v)) for k, v in map_similarity(a, b, ssim_flat=ssim_flat).items()}
     ours = pd.DataFrame(rows).T.rename_axis("distribution")
     return ours.join(PAPER_CALIBRATION.add_prefix("paper_"))
-
-# %% ../nbs/31_saliency_bench.ipynb #b8f2c1ee
-def model_layers(policy: Policy) -> list[tuple[str, nn.Module]]:
-    "Parametrised modules `(name, module)` of `policy.module` in the order one forward pass calls them (input first)."
-    params_of = {id(m): n for n, m in policy.module.named_modules() if any(True for _ in m.parameters(recurse=False))}
-    order, hooks = [], []
-    def hook(mod, args, out):
-        if id(mod) not in [id(m) for _, m in order]: order.append((params_of[id(mod)], mod))
-    for n, m in policy.module.named_modules():
-        if id(m) in params_of: hooks.append(m.register_forward_hook(hook))
-    try:
-        dev = next(policy.module.parameters(), torch.zeros(0)).device
-        with torch.no_grad(): policy.module(torch.zeros(1, *policy.obs_shape, device=dev))
-    finally:
-        for h in hooks: h.remove()
-    if not order: raise ValueError(f"{policy.name}: the module has no parametrised layers to randomise.")
-    return order
-
-def cascading_randomization(policy: Policy,   # the trained agent (left unchanged)
-                            seed: int = 0,    # seeds the re-initialisation (step k uses seed + k)
-                            layers: Sequence[str] | None = None, # layer names, input first; None: model_layers(policy)
-                            ) -> list[tuple[str, Policy]]: # [(name of the layer randomised at step k, policy with k random layers)]
-    """Cascading parameter randomisation (Adebayo et al. 2018, as used by Huber et al. 2023, Section 3): copies of the
-    policy with the last 1, 2, ..., L layers re-initialised by their own `reset_parameters()`, output layer first.
-
-    Raises `TypeError` for a layer without `reset_parameters` and `KeyError` for unknown layer names."""
-    names = [n for n, _ in model_layers(policy)] if layers is None else list(layers)
-    work = copy.deepcopy(policy.module)
-    mods = dict(work.named_modules())
-    missing = [n for n in names if n not in mods]
-    if missing: raise KeyError(f"layers {missing} are not modules of {policy.name}; see model_layers(policy).")
-    out = []
-    for k, name in enumerate(reversed(names), 1):
-        layer = mods[name]
-        if not hasattr(layer, "reset_parameters"):
-            raise TypeError(f"layer {name!r} ({type(layer).__name__}) has no reset_parameters(); pass `layers` without it.")
-        with torch.random.fork_rng(devices=[]):   # leave the caller's random state alone
-            torch.manual_seed(int(seed) + k)
-            layer.reset_parameters()
-        out.append((name, Policy(copy.deepcopy(work), policy.n_actions, policy.obs_shape, kind=policy.kind,
-                                 stochastic=policy.stochastic, device=policy.device, name=f"{policy.name}/random-{k}")))
-    return out
 
 # %% ../nbs/31_saliency_bench.ipynb #c3e3d26b
 def _ci99(x: pd.Series) -> float:
@@ -307,11 +168,11 @@ def sanity_check(policy: Policy,           # the trained agent
     the original maps to the maps of cascadingly re-initialised copies, which explain the original agent's action.
 
     Raises `ValueError` for bad observations, actions, reference maps or metrics."""
-    x = _image_obs(policy, obs)
+    x = image_obs(policy, obs)
     bad = [m for m in metrics if m not in SIMILARITY_METRICS]
     if bad: raise ValueError(f"unknown similarity metrics {bad}; expected some of {SIMILARITY_METRICS}.")
     ref = reference if reference is not None else explain(method, policy, x, action, **overrides)
-    vals = _map_values(ref, x)
+    vals = map_values(ref, x)
     acts = ref.actions if isinstance(ref, SaliencyMap) else resolve_actions(action, policy.outputs(x))
     name = method if isinstance(method, str) else getattr(method, "__name__", "custom")
     orig = minmax(vals); hog_orig = hog_features(orig) if "hog" in metrics else None
@@ -329,146 +190,6 @@ def sanity_check(policy: Policy,           # the trained agent
                       "value": float(val)} for s, val in enumerate(v)]
     return SanityCheck(pd.DataFrame(rows), tuple(n for n, _ in steps),
                        dict(seed=int(seed), ssim_flat=bool(ssim_flat), n_states=len(x), overrides=overrides))
-
-# %% ../nbs/31_saliency_bench.ipynb #789c6677
-INSERTION_STARTS = ("black", "random")
-INSERTION_METRICS = ("q", "advantage")
-SUB_METRIC_LABELS = {("q", "random"): "Q-val rand", ("advantage", "random"): "Adv rand",
-                     ("q", "black"): "Q-val black", ("advantage", "black"): "Adv black"}   # Huber et al. (2023), Table 1
-
-def insertion_ranks(maps: Any,     # (B, H, W) saliency values
-                    seed: int = 0, # seed of the random order among equal values
-                    ) -> np.ndarray: # (B, H*W) int64: rank of each flattened pixel location, 0 = most salient
-    "Rank pixel locations by decreasing saliency, ties in random order (Huber et al. 2023, Sec. 3, LIME superpixels)."
-    v = np.asarray(maps, dtype=np.float64).reshape(len(maps), -1)
-    ties = np.random.default_rng(seed).random(v.shape)
-    order = np.lexsort((ties, -v), axis=-1)
-    ranks = np.empty_like(order)
-    np.put_along_axis(ranks, order, np.arange(v.shape[1])[None].repeat(len(v), 0), axis=-1)
-    return ranks
-
-def insertion_auc(curves: np.ndarray,    # (..., K) curve values at the K insertion steps
-                  fractions: np.ndarray, # (K,) fraction of inserted pixels, 0..1
-                  kind: str = "trapezoid", # "trapezoid" over the fractions, or "mean" of the K values (authors' code)
-                  ) -> np.ndarray:       # (...,) areas
-    "Area under insertion curves. Raises `ValueError` for an unknown `kind`."
-    if kind == "trapezoid": return np.trapezoid(curves, fractions, axis=-1)
-    if kind == "mean": return np.asarray(curves).mean(-1)
-    raise ValueError(f"kind must be 'trapezoid' or 'mean'; got {kind!r}.")
-
-@dataclasses.dataclass(frozen=True)
-class InsertionResult(Result):
-    """Insertion curves of `B` states (Huber et al. 2023, Section 3, Table 1).
-
-    `q (B, S, K)`: the chosen action's raw output after each step for each start image in `starts`;
-    `advantage (B, S, K)`: `Q[a] - mean_a' Q[a']`; `q_orig (B,)`: `Q(s, a)` on the original state; `actions (B,)`;
-    `fractions (K,)`: inserted fraction of pixel locations. `curves(metric)` gives the normalised q-value
-    (`q / q_orig`) or the advantage; `auc(metric, start)`; `to_frame()` one AUC per state and sub-metric;
-    `summary()` mean and std (Table 1); `plot()` mean curves."""
-    q: np.ndarray
-    advantage: np.ndarray
-    q_orig: np.ndarray
-    actions: np.ndarray
-    fractions: np.ndarray
-    starts: tuple = INSERTION_STARTS
-    method: str = ""
-    game: str = ""
-    params: dict = dataclasses.field(default_factory=dict)
-
-    def __len__(self): return len(self.q)
-
-    def curves(self, metric: str = "q") -> np.ndarray:
-        "`(B, S, K)` curves: `'q'` normalised by the original state's q-value (NaN where it is 0), or `'advantage'`."
-        if metric == "advantage": return self.advantage
-        if metric != "q": raise ValueError(f"metric must be 'q' or 'advantage'; got {metric!r}.")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.q_orig[:, None, None] != 0, self.q / self.q_orig[:, None, None], np.nan)
-
-    def auc(self, metric: str = "q", start: str = "black", kind: str = "trapezoid") -> np.ndarray:
-        "`(B,)` areas under the curves of one sub-metric. Raises `ValueError` for an unknown start or metric."
-        if start not in self.starts: raise ValueError(f"start must be one of {self.starts}; got {start!r}.")
-        return insertion_auc(self.curves(metric)[:, self.starts.index(start)], self.fractions, kind)
-
-    def to_frame(self, kind: str = "trapezoid") -> pd.DataFrame:
-        "One row per (state, start, metric): game, method, state, action, start, metric, sub_metric, auc."
-        rows = []
-        for start in self.starts:
-            for metric in INSERTION_METRICS:
-                a = self.auc(metric, start, kind)
-                rows.append(pd.DataFrame({"game": self.game, "method": self.method, "state": np.arange(len(a)),
-                                          "action": self.actions, "start": start, "metric": metric,
-                                          "sub_metric": SUB_METRIC_LABELS.get((metric, start), f"{metric} {start}"), "auc": a}))
-        return pd.concat(rows, ignore_index=True)
-
-    def summary(self, kind: str = "trapezoid") -> pd.DataFrame:
-        "Mean and std of the AUC over states per sub-metric (Table 1 cells)."
-        return self.to_frame(kind).groupby(["game", "method", "sub_metric"], sort=False)["auc"].agg(["mean", "std", "count"]).reset_index()
-
-    def plot(self, ax=None, metric: str = "q"):
-        "Mean insertion curve (+- std) per start image. Returns the Axes."
-        ax = ax or plt.subplots(figsize=(3.2, 2.4))[1]
-        c = self.curves(metric)
-        for i, start in enumerate(self.starts):
-            mu, sd = np.nanmean(c[:, i], 0), np.nanstd(c[:, i], 0)
-            ax.plot(self.fractions, mu, label=start); ax.fill_between(self.fractions, mu - sd, mu + sd, alpha=0.2)
-        ax.set_xlabel("fraction of pixels inserted", fontsize=8)
-        ax.set_ylabel("Q(s',a) / Q(s,a)" if metric == "q" else "advantage", fontsize=8)
-        ax.set_title(f"{self.game + ': ' if self.game else ''}{self.method} insertion ({metric})", fontsize=9); ax.legend(fontsize=7); ax.tick_params(labelsize=7)
-        return ax
-
-def _start_images(start: str, x: Tensor, seed: int, offset: int) -> Tensor:
-    "`(n, C, H, W)` start images for states `offset..offset+n-1`: zeros, or uniform noise seeded per state."
-    if start == "black": return torch.zeros_like(x)
-    gens = [torch.Generator().manual_seed(int(seed) * 1_000_003 + offset + i) for i in range(len(x))]
-    return torch.stack([torch.rand(x.shape[1:], generator=g) for g in gens]).to(x.device)
-
-def insertion_curves(policy: Policy,          # any Policy with image observations; q-values (or logits) (B, A)
-                     obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-                     saliency: Any,           # SaliencyMap or (B, H, W) array: larger = more relevant
-                     action: Any = None,      # None: the greedy action on the original state; an int or (B,) ints
-                     starts: Sequence[str] = INSERTION_STARTS, # start images: "black" (zeros), "random" (uniform)
-                     pixels_per_step: int = 84, # pixel locations inserted per step (paper: 84)
-                     seed: int = 0,           # seeds the random start images and the order of tied pixels
-                     batch_size: int = 1024,  # images per forward pass (all steps of a state together when >= S*K)
-                     method: str | None = None, # label; default: the SaliencyMap's method
-                     game: str = "",          # label
-                     ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixels_per_step) + 1
-    """Insertion metric (Huber et al. 2023, Section 3; after Petsiuk et al. 2018): insert pixel locations (all frames)
-    in order of decreasing saliency into a black or uniform-random start image and record the chosen action's
-    q-value and advantage after every step; all steps of a state go through the network in one batch.
-
-    Raises `ValueError` for bad observations or actions, maps of another shape or with NaN, unknown starts, or
-    `pixels_per_step < 1`."""
-    x = _image_obs(policy, obs)
-    vals = _map_values(saliency, x)
-    starts = tuple(starts)
-    if not starts or any(s not in INSERTION_STARTS for s in starts):
-        raise ValueError(f"starts must be a non-empty subset of {INSERTION_STARTS}; got {starts}.")
-    if not isinstance(pixels_per_step, (int, np.integer)) or pixels_per_step < 1:
-        raise ValueError(f"pixels_per_step must be an int >= 1; got {pixels_per_step!r}.")
-    if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
-    B, C, H, W = x.shape
-    out0 = policy.outputs(x).to(x.device)
-    acts = resolve_actions(action, out0)
-    HW = H * W; K = math.ceil(HW / pixels_per_step) + 1; S = len(starts)
-    thr = torch.clamp(torch.arange(K, device=x.device) * int(pixels_per_step), max=HW)
-    ranks = torch.as_tensor(insertion_ranks(vals, seed), device=x.device)
-    a_t = torch.as_tensor(acts, device=x.device)
-    q = torch.empty(B, S, K); adv = torch.empty(B, S, K)
-    chunk = max(1, int(batch_size) // (S * K))
-    with torch.no_grad():
-        for i in range(0, B, chunk):
-            j = min(B, i + chunk); n = j - i
-            mask = (ranks[i:j, None, :] < thr[None, :, None]).reshape(n, 1, K, 1, H, W)
-            base = torch.stack([_start_images(s, x[i:j], seed, i) for s in starts], 1)          # (n, S, C, H, W)
-            imgs = torch.where(mask, x[i:j, None, None], base[:, :, None]).reshape(n * S * K, C, H, W)
-            out = forward_batches(policy, len(imgs), lambda u, v: imgs[u:v], batch_size).reshape(n, S, K, -1)
-            qa = out.gather(-1, a_t[i:j].view(n, 1, 1, 1).expand(n, S, K, 1)).squeeze(-1)
-            q[i:j] = qa.cpu(); adv[i:j] = (qa - out.mean(-1)).cpu()
-    name = method if method is not None else (saliency.method if isinstance(saliency, SaliencyMap) else "")
-    return InsertionResult(q.numpy(), adv.numpy(), out0.gather(1, a_t[:, None]).squeeze(1).cpu().numpy(), acts,
-                           (thr.float() / HW).cpu().numpy(), starts, name, game,
-                           dict(pixels_per_step=int(pixels_per_step), seed=int(seed)))
 
 # %% ../nbs/31_saliency_bench.ipynb #6b3296a0
 def penultimate_features(policy: Policy,         # any Policy
@@ -618,7 +339,7 @@ def tune(policy: Policy,                 # the agent
     "Grid search with the paper's combined z-score (Huber et al. 2023, Section 4). Raises `ValueError` for an empty grid."
     grid = list(DEMO_GRIDS.get(method, []) if grid is None else grid)
     if not grid: raise ValueError(f"no parameter grid for {method!r}; pass grid=[{{...}}, ...].")
-    x = _image_obs(policy, obs)
+    x = image_obs(policy, obs)
     rows = []
     for params in tqdm(grid, desc=f"tune {method}", disable=not progress, leave=False):
         t0 = time.perf_counter(); maps = explain(method, policy, x, **params); dt = (time.perf_counter() - t0) / len(x)

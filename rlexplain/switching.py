@@ -20,7 +20,7 @@ import pandas as pd
 from .agents import best_zoo_entry, load_agent, untrained_agent
 from .core import Policy, Result, ScaledConfig
 from .envs import make_parallel_env, team_returns
-from .timeseries import CausalImpact, PerformanceSeries, _check_study_config, causal_impact, episode_seed, forecast
+from .timeseries import CausalImpact, PerformanceSeries, check_study_config, causal_impact, episode_seed, forecast
 
 # %% ../nbs/51_switching.ipynb #4beb1a44
 def switching_series(team: Policy,               # the deployed team's policy (parameter sharing: every slot runs it)
@@ -83,7 +83,7 @@ class SwitchingConfig(ScaledConfig):
     deterministic: bool = True
 
     def __post_init__(self):
-        _check_study_config(self, "a switching study")
+        check_study_config(self, "a switching study")
         if self.team == self.donor: raise ValueError(f"team and donor must be different zoo seeds; both are {self.team}.")
         for name in ("ks", "untrained_ks"):
             v = tuple(getattr(self, name))

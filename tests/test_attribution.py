@@ -158,3 +158,60 @@ def test_attribution_result_roundtrip_and_plot(tmp_path, cnn):
     assert f"action {att.actions[1]}" in ax.get_title() and len(ax.figure.axes) == 2     # the colour bar
     plt.close(ax.figure)
     assert len(att.to_frame()) == 3 * 16 * 16
+
+
+def test_huber_defaults_are_the_papers_protocol():
+    "Each Huber et al. (2023) default pinned: final parameters (App. C.2) as presets, paper KL, trapezoid AUC, 84 pixels per step."
+    from rlexplain.saliency import PAPER_PARAMS
+    for key, (name, params) in PAPER_PARAMS.items():
+        assert params.items() <= EXPLAINERS[key].presets["huber2023"].items(), key
+    assert EXPLAINERS["sarfa"].presets["huber2023"]["kl"] == "paper" and EXPLAINERS["sarfa"].presets["xrlbench"]["kl"] == "code"
+    cfg = saliency_bench.BenchConfig()
+    assert (cfg.auc, cfg.pixels_per_step, cfg.starts, cfg.ssim_flat) == ("trapezoid", 84, ("black", "random"), False)
+    r = saliency.RISE()
+    assert (r.n_masks, r.s, r.p, r.softmax) == (1000, 8, 0.5, False)
+
+
+def test_image_perturbation_saliency_is_noise_sensitivity(cnn):
+    """XRL-Bench's image PS is Noise Sensitivity with XRL-Bench's parameters. Checked against its formula written out by hand:
+    Gaussian blobs exp(-d^2 / 2 5^2) on a stride-5 grid mix in the image blurred with sigma 3 (edge replicated), the score is
+    ||Q(x) - Q(x')||_2, resized bilinearly (half-pixel centres, no rescaling) and split evenly over the frames."""
+    pol, x = cnn
+    C, H, W = pol.obs_shape
+    ys, xs = np.arange(0, H, 5), np.arange(0, W, 5)
+    yy, xx = np.mgrid[0:H, 0:W]
+    want = []
+    for s in x:
+        blur = scipy.ndimage.gaussian_filter(s, (0, 3, 3), mode="nearest")
+        q = pol.outputs(s[None]).numpy()[0]
+        grid = np.zeros((len(ys), len(xs)))
+        for i, cy in enumerate(ys):
+            for j, cx in enumerate(xs):
+                m = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * 5.0 ** 2))
+                grid[i, j] = np.linalg.norm(q - pol.outputs((s * (1 - m) + blur * m)[None].astype(np.float32)).numpy()[0])
+        up = torch.nn.functional.interpolate(torch.tensor(grid, dtype=torch.float32)[None, None], size=(H, W), mode="bilinear",
+                                             align_corners=False)[0, 0].numpy()
+        want.append(np.repeat(up[None] / C, C, 0))
+    want = np.stack(want)
+    ps = xrlbench.make_explainer("PS", pol).explain(x).importance
+    np.testing.assert_allclose(ps, want, atol=1e-5)
+    preset = explain(EXPLAINERS["noise_sensitivity"].preset("xrlbench"), pol, x)
+    np.testing.assert_array_equal(preset.values, explain("perturbation_saliency", pol, x).values)
+    np.testing.assert_array_equal(preset.values, ps)
+    with pytest.raises(ValueError, match="mask must be one of"): saliency.noise_sensitivity(pol, x, mask="square")
+    with pytest.raises(ValueError, match="blur_mode must be one of"): saliency.noise_sensitivity(pol, x, blur_mode="wrap")
+
+
+def test_the_layer_is_low_and_each_method_lives_once():
+    "rlexplain.attribution imports no lesson module; the lessons' method names are the layer's own objects."
+    import inspect, rlexplain.attribution as A
+    src = inspect.getsource(A)
+    for mod in ("saliency", "saliency_bench", "xrlbench"):
+        assert f"rlexplain.{mod}" not in src and f"from .{mod}" not in src and f"import {mod}" not in src
+    for name in ("occlusion", "noise_sensitivity", "sarfa", "RISE", "lime", "segment", "SaliencyMap", "paper_saliency"):
+        assert getattr(saliency, name) is getattr(A, name)
+    for name in ("TabularSHAP", "TabularLIME", "PerturbationSaliency", "SARFA", "DeepSHAP", "GradientSHAP", "IntegratedGradients",
+                 "AIM", "AUM", "PGI", "PGU", "RIS", "Explanation", "make_explainer"):
+        assert getattr(xrlbench, name) is getattr(A, name)
+    for name in ("insertion_curves", "cascading_randomization", "spearman_similarity", "ssim_similarity", "hog_similarity"):
+        assert getattr(saliency_bench, name) is getattr(A, name)

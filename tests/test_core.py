@@ -225,8 +225,8 @@ def test_progress_is_quiet_in_logs(monkeypatch):
 
 def test_public_names_replace_private_imports():
     from rlexplain import core
-    assert core.sb3_class("dqn").__name__ == "DQN" and core._sb3_class is core.sb3_class
-    assert core.SB3Head is core._SB3Head and core.json_default is core._json_default
+    assert core.sb3_class("dqn").__name__ == "DQN" and not hasattr(core, "_sb3_class")
+    assert not hasattr(core, "_SB3Head") and not hasattr(core, "_json_default")   # no private name is imported across modules
     assert core.json_default(np.float32(0.5)) == 0.5 and core.json_default({2, 1}) == [1, 2]
 
 
@@ -378,3 +378,20 @@ def test_map_batches_nested_call_does_not_deadlock():
     assert torch.equal(torch.cat(out), x * 2)
     with pytest.raises(ValueError, match="batch_size"):
         map_batches(lambda c: c, x, 0)
+
+
+def test_no_module_imports_a_private_name_from_another():
+    "Issue 16.3: modules talk through public names only (`from .core import _x` would tie them to internals)."
+    import re
+    from pathlib import Path
+    pkg = Path(__file__).resolve().parent.parent / "rlexplain"
+    pat = re.compile(r"^\s*from\s+(?:rlexplain)?\.?(\w*)\s+import\s+(.+)$")
+    bad = []
+    for f in sorted(pkg.glob("*.py")):
+        if f.name == "_modidx.py": continue
+        for line in f.read_text().splitlines():
+            m = pat.match(line)
+            if not m or not (line.strip().startswith("from .") or line.strip().startswith("from rlexplain")): continue
+            names = [n.strip().split(" as ")[0] for n in m.group(2).strip("() ").split(",")]
+            bad += [f"{f.name}: {n}" for n in names if n.startswith("_") and not n.startswith("__")]
+    assert bad == []

@@ -77,3 +77,21 @@ def test_plots_label_units_and_seeds():
     ax = study.plot_effects()
     assert "95% t interval, 3 seeds" in ax.get_xlabel()
     plt.close("all")
+
+
+from hypothesis import given, settings, strategies as st
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(-3, 40), st.integers(-3, 40), st.integers(-2, 5), st.one_of(st.none(), st.integers(-3, 45)),
+       st.integers(-2, 5), st.lists(st.integers(-1, 6), max_size=4), st.floats(-0.5, 1.5) | st.just(float("nan")))
+def test_config_valid_or_clear_error(n_episodes, T, n_boot, window, horizon, seeds, ci_level):
+    "Random sizes: a config whose every field is usable, or a ValueError (never a config that fails later)."
+    try:
+        c = SwitchingConfig(n_episodes=n_episodes, T=T, n_boot=n_boot, window=window, horizon=horizon, seeds=tuple(seeds),
+                            ci_level=ci_level)
+    except ValueError:
+        return
+    assert 1 <= c.T < c.n_episodes and c.n_boot >= 1 and c.horizon >= 1 and 0 < c.ci_level < 1
+    assert c.window is None or 1 <= c.window <= c.n_episodes
+    assert len(set(c.seeds)) == len(c.seeds) >= 2 and min(c.seeds) >= 0
