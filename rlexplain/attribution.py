@@ -40,9 +40,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
-from .core import Policy, Result
+from .core import Policy, Result, map_batches, progress as progress_bar
 
 # %% ../nbs/05_attribution.ipynb #90f9d0c9
 META_COLUMNS = ("action", "reward", "episode", "step")
@@ -99,15 +98,19 @@ def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None, hint: s
 def forward_batches(policy: Policy,                     # any Policy
                     n: int,                             # number of perturbed inputs
                     make: Callable[[int, int], Tensor], # make(i, j) -> (j - i, *obs_shape) float32 inputs i..j-1 on the policy's device
-                    batch_size: int = 512,              # inputs per forward pass
+                    batch_size: int | None = None,      # inputs per forward pass; None: the policy's compute settings
                     ) -> Tensor:                        # (n, A) float32 outputs on the policy's device
-    "Forward `n` perturbed inputs built lazily by `make`, in chunks, without gradients. Raises `ValueError` for `batch_size < 1`."
-    if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
-    outs = []
-    with torch.no_grad():
-        for i in range(0, n, int(batch_size)):
-            outs.append(policy.forward(make(i, min(n, i + int(batch_size)))).detach().float())
-    return torch.cat(outs) if outs else torch.zeros(0, policy.n_actions, device=policy.device)
+    """Forward `n` perturbed inputs built lazily by `make`, in chunks, without gradients: the one place where every
+    perturbation method meets the network. Chunks run side by side on the policy's `settings.workers` threads
+    (`rlexplain.core.map_batches`) with its calibrated batch size, so thread count, memory layout and batch size are
+    chosen per network and machine (`rlexplain.core.compute_settings`), not here. Raises `ValueError` for `batch_size < 1`."""
+    s = getattr(policy, "settings", None)
+    bs = (s.batch_size if s is not None else 512) if batch_size is None else batch_size
+    if isinstance(bs, bool) or int(bs) < 1: raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
+    if n == 0: return torch.zeros(0, policy.n_actions, device=policy.device)
+    def run(idx: Tensor) -> Tensor:   # no_grad is per thread: entered in the worker that runs the chunk
+        with torch.no_grad(): return policy.forward(make(int(idx[0]), int(idx[-1]) + 1)).detach().float()
+    return torch.cat(map_batches(run, torch.arange(n), int(bs), s.workers if s is not None else 1))
 
 def resize_bilinear(grid: Tensor,   # (h, w) scores on a coarse grid
              H: int, W: int, # target size, pixels
@@ -418,7 +421,7 @@ def _prepare(policy: Policy, obs: Any, action: Any) -> tuple[Tensor, Tensor, np.
 
 def _states(n: int, desc: str):
     "Loop over states, with a progress bar when there are many."
-    return tqdm(range(n), desc=desc, disable=n < 8, leave=False)
+    return progress_bar(range(n), desc=desc, disable=n < 8, leave=False)
 
 
 # %% ../nbs/05_attribution.ipynb #baedda32
@@ -430,7 +433,7 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
               softmax: bool = False,      # score softmax probabilities instead of raw outputs
               score: str = "one_minus",   # "one_minus": 1 - pi(I')_a (Eq. A1); "diff": pi(I)_a - pi(I')_a
               upsample: str = "bilinear", # "bilinear" (original code) or "nearest" (each patch its own score)
-              batch_size: int = 512,      # perturbed images per forward pass
+              batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
               ) -> SaliencyMap:           # values (B, H, W)
     """Occlusion Sensitivity (Zeiler & Fergus 2014) as benchmarked by Huber et al. (2023), Appendix A, Eq. A1.
 
@@ -547,7 +550,7 @@ def noise_sensitivity(policy: Policy,           # any Policy with image observat
                       mask_sigma: float | None = None, # sigma of the mask, pixels; None: radius
                       blur_mode: str = "reflect", # border of the blur: "reflect" (scipy, Huber et al.) or "nearest" (XRL-Bench's code)
                       keep_max: bool = True,    # rescale the resized map to the grid's maximum (Greydanus et al.); False: XRL-Bench
-                      batch_size: int = 512,    # perturbed images per forward pass
+                      batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
                       ) -> SaliencyMap:         # values (B, H, W), >= 0
     """Noise Sensitivity (Greydanus et al. 2018) as benchmarked by Huber et al. (2023), Appendix A, Eq. A2; with
     `mask="gaussian", radius=5, blur_mode="nearest", score="l2", keep_max=False` it is XRL-Bench's image Perturbation Saliency
@@ -587,7 +590,7 @@ def sarfa(policy: Policy,             # any Policy with image observations and >
           mask_sigma: float | None = None, # sigma of the mask, pixels; None: radius
           blur_mode: str = "reflect", # border of the blur: "reflect" or "nearest" (XRL-Bench's code)
           keep_max: bool = True,      # rescale the resized map to the grid's maximum; False: XRL-Bench
-          batch_size: int = 512,      # perturbed images per forward pass
+          batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
           ) -> SaliencyMap:           # values (B, H, W) in [0, 1)
     """SARFA, specific and relevant feature attribution (Puri et al. 2020), as benchmarked by Huber et al. (2023),
     Appendix A, Eq. A4, with disks on a stride-`radius` grid resized bilinearly keeping the grid maximum.
@@ -619,11 +622,11 @@ class RISE:
                  p: float = 0.5,              # probability that a grid cell keeps the image (is 1)
                  seed: int = 0,               # seed of the masks and their shifts
                  softmax: bool = False,       # weight masks by softmax probabilities instead of raw outputs
-                 batch_size: int = 512):      # masked images per forward pass
+                 batch_size: int | None = None): # masked images per forward pass; None: the policy's compute settings
         self.n_masks = check_int("n_masks", n_masks, 1)
         self.s = check_int("s", s, 1)
         if not 0.0 < float(p) <= 1.0: raise ValueError(f"p must be in (0, 1]; got {p}.")
-        self.p, self.seed, self.softmax, self.batch_size = float(p), check_int("seed", seed, 0), bool(softmax), int(batch_size)
+        self.p, self.seed, self.softmax, self.batch_size = float(p), check_int("seed", seed, 0), bool(softmax), (None if batch_size is None else check_int("batch_size", batch_size, 1))
         self._masks: dict = {}
 
     def __repr__(self): return f"RISE(n_masks={self.n_masks}, s={self.s}, p={self.p}, seed={self.seed}, softmax={self.softmax})"
@@ -672,7 +675,7 @@ def rise(policy: Policy,           # any Policy with image observations
          p: float = 0.5,           # probability that a grid cell keeps the image
          seed: int = 0,            # seed of the masks and their shifts
          softmax: bool = False,    # weight masks by softmax probabilities instead of raw outputs
-         batch_size: int = 512,    # masked images per forward pass
+         batch_size: int | None = None, # masked images per forward pass; None: the policy's compute settings
          ) -> SaliencyMap:         # values (B, H, W)
     "One-off `RISE(n_masks, s, p, seed, softmax)(policy, obs, action)`; keep a `RISE` object to reuse masks across calls."
     return RISE(n_masks, s, p, seed, softmax, batch_size)(policy, obs, action)
@@ -725,7 +728,7 @@ def lime(policy: Policy,               # any Policy with image observations; raw
          hide_color: float = 0.0,      # colour of switched-off superpixels, in [0, 1]
          kernel_width: float = 0.25,   # width w of the exponential kernel on cosine distances
          seed: int = 0,                # random state of the samples (and of lime's Ridge)
-         batch_size: int = 512,        # perturbed images per forward pass
+         batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
          **seg_params,                 # segmentation parameters overriding LIME_SEGMENTATIONS
          ) -> SaliencyMap:             # values (B, H, W): each superpixel filled with its weight
     """LIME (Ribeiro et al. 2016) on raw outputs, as benchmarked by Huber et al. (2023), Appendix A, with the `lime`
@@ -1103,7 +1106,7 @@ class TabularLIME(FittedExplainer):
         per = np.zeros((N, A, D))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")                 # "Prediction probabilities do not sum to 1": raw Q-values by design
-            for i in tqdm(range(N), desc="LIME", disable=not self._progress):
+            for i in progress_bar(range(N), desc="LIME", disable=not self._progress):
                 exp = self._lime.explain_instance(x[i].astype(np.float64), predict, labels=range(A), num_features=D,
                                                   num_samples=self.num_samples)
                 for j in range(A):
@@ -1231,7 +1234,7 @@ class _GradientExplainer(FittedExplainer):
         N, A = len(x), self.policy.n_actions
         imp = np.zeros(x.shape, np.float64)
         per = np.zeros((N, A, *x.shape[1:])) if self.all_actions else None
-        for act, idx in tqdm(_groups(a, self.all_actions, A), desc=self.name, disable=not self._progress):
+        for act, idx in progress_bar(_groups(a, self.all_actions, A), desc=self.name, disable=not self._progress):
             if not len(idx): continue
             sv = np.asarray(self._attribute(act, X[torch.as_tensor(idx, device=self.device)], refs)).reshape(len(idx), *x.shape[1:])
             if per is not None: per[idx, act] = sv

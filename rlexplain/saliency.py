@@ -11,7 +11,7 @@ __all__ = []
 # %% ../nbs/30_saliency.ipynb #e2f7dfc6
 from .attribution import gaussian_blur, sarfa_score   # the shared blur and SARFA score, used by the lesson's checks
 
-# %% ../nbs/30_saliency.ipynb #9aaaac4b
+# %% ../nbs/30_saliency.ipynb #a4e8b531
 from .attribution import (
     lime, LIME_SEGMENTATIONS, noise_sensitivity, occlusion, PAPER_PARAMS, paper_saliency, RISE, rise, SALIENCY_METHODS,
     SaliencyMap, sarfa, segment)

@@ -28,14 +28,13 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from .agents import best_zoo_entry, env_slug
 from .attribution import (
     cascading_randomization, forward_batches, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
     INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
     model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
-from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
+from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig, progress as progress_bar
 from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap
 
 # %% ../nbs/31_saliency_bench.ipynb #0e1ef6fc
@@ -178,7 +177,7 @@ def sanity_check(policy: Policy,           # the trained agent
     orig = minmax(vals); hog_orig = hog_features(orig) if "hog" in metrics else None
     steps = cascading_randomization(policy, seed, layers)
     rows = []
-    for k, (lname, pk) in enumerate(tqdm(steps, desc=f"sanity {name}", disable=not progress, leave=False), 1):
+    for k, (lname, pk) in enumerate(progress_bar(steps, desc=f"sanity {name}", disable=not progress, leave=False), 1):
         mk = explain(method, pk, x, acts, **overrides).values
         sims = {}
         for metric in metrics:
@@ -341,7 +340,7 @@ def tune(policy: Policy,                 # the agent
     if not grid: raise ValueError(f"no parameter grid for {method!r}; pass grid=[{{...}}, ...].")
     x = image_obs(policy, obs)
     rows = []
-    for params in tqdm(grid, desc=f"tune {method}", disable=not progress, leave=False):
+    for params in progress_bar(grid, desc=f"tune {method}", disable=not progress, leave=False):
         t0 = time.perf_counter(); maps = explain(method, policy, x, **params); dt = (time.perf_counter() - t0) / len(x)
         ins = insertion_curves(policy, x, maps, starts=starts, seed=seed)
         qa = np.nanmean([np.nanmean(ins.auc("q", s, auc)) for s in ins.starts])

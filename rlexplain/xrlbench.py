@@ -23,10 +23,9 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from .attribution import as_states, gaussian_blur, resolve_actions, sarfa_score, state_columns
-from .core import Policy, Result, get_scale, load_json, save_json, save_table, ScaledConfig
+from .core import Policy, Result, get_scale, load_json, save_json, save_table, ScaledConfig, progress as progress_bar
 
 # %% ../nbs/40_xrlbench.ipynb #a1c9578a
 FEATURE_NAMES = {
@@ -91,7 +90,7 @@ def generate_dataset(policy: Policy,          # a tabular Policy, obs_shape (D,)
     if int(n_states) < 1: raise ValueError(f"n_states must be >= 1; got {n_states}.")
     env = make_env(env_id)
     parts, returns, ep = [], [], 0
-    bar = tqdm(total=int(n_states), desc=f"dataset {env_id}", disable=not progress)
+    bar = progress_bar(total=int(n_states), desc=f"dataset {env_id}", disable=not progress)
     while sum(len(p[0]) for p in parts) < n_states or ep < min_episodes:
         ro = collect_rollout(env, policy, n_episodes=1, seed=int(seed) + ep, deterministic=True, max_steps=max_steps)
         parts.append((ro.obs.astype(np.float32), ro.actions, ro.rewards, np.full(len(ro.actions), ep), np.arange(len(ro.actions))))
@@ -137,7 +136,7 @@ def dataset_arrays(df: pd.DataFrame) -> tuple:
     if "action" not in df.columns: raise ValueError(f"the dataset has no 'action' column; columns: {list(df.columns)}")
     return df[state_columns(df)].to_numpy(np.float32), df["action"].to_numpy(np.int64)
 
-# %% ../nbs/40_xrlbench.ipynb #ed7c5b3e
+# %% ../nbs/40_xrlbench.ipynb #20a3484d
 from .attribution import (
     AIM, AUM, DeepSHAP, Explanation, FIDELITY_METRICS, FidelityMetric, FidelityResult, FITTED_EXPLAINERS as EXPLAINERS,
     FittedExplainer, GradientSHAP, IMAGE_METHODS, IntegratedGradients, make_explainer, PerturbationSaliency, PGI, PGU, RIS,
@@ -227,7 +226,7 @@ def run_benchmark(policy: Policy,               # the agent
     if len(bg) == 0: raise ValueError("background is empty (M = 0); pass the agent's dataset states.")
     std = bg.std(0)
     rows, curves = [], []
-    for name in tqdm(methods, desc=f"explainers {env_id}", disable=not progress):
+    for name in progress_bar(methods, desc=f"explainers {env_id}", disable=not progress):
         t0 = time.perf_counter()
         ex = make_explainer(name, policy, background, seed=seed, **method_params.get(name, {}))
         setup = time.perf_counter() - t0
