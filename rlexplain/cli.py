@@ -245,7 +245,7 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
         game = env_id.split("-")[0]
         t = r.summary().join(paper[paper.env == game].set_index("method").drop(columns="env").add_prefix("paper_"))
         tabs.append(t.reset_index().assign(env=env_id)); times[env_id] = r.table.set_index("method")["ms_per_sample"]
-        sec.figure(f"xrl_{game.lower()}_aim", r.plot("AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k features")
+        sec.figure(f"xrl_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k features")
     if tabs:
         sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), "
                   "features ranked by |importance| as in the paper; RIS (Eq. 3); TabularSHAP's student agreement with the agent; next to the paper's values")
@@ -260,7 +260,7 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
         sec.table(f"xrl_image_{game.lower()}", t.reset_index(),
                   f"Table 3 and Table 4 (image columns) analogue on {env_id}: {card['algo'].upper()} agent {card['id']} (return {card['evaluation']['mean']:.1f}, "
                   f"random {card['evaluation']['random_mean']:.1f}); {cfg.n_image_explain} states, k over whole pixel rows")
-        sec.figure(f"xrl_image_{game.lower()}_aim", r.plot("AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
+        sec.figure(f"xrl_image_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
 
 def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     import matplotlib.pyplot as plt

@@ -166,7 +166,11 @@ class IRMatrix(Result):
         "`R - R[0]`: change of R under each intervention relative to the unintervened state (Figure 4), `(m+1, p)`."
         return self.R - self.R[:1]
 
-    def summary(self) -> dict:
+    def summary(self) -> pd.DataFrame:
+        "One row with the Table 5-7 columns (see `to_dict`)."
+        return pd.DataFrame([self.to_dict()])
+
+    def to_dict(self) -> dict:
         "Table 5-7 columns: mean R of unintervened states (Original), of intervened cells (Intervened), of the normalised cells (Normalized)."
         return {"pipeline": self.pipeline, "frames": int(self.frames), "original": float(np.nanmean(self.R[0])),
                 "intervened": float(np.nanmean(self.R[1:])) if self.R.shape[0] > 1 else float("nan"),
@@ -391,7 +395,7 @@ class IRStudy(Result):
 
     def table(self) -> pd.DataFrame:
         "Tables 5-7: per game, pipeline and checkpoint the mean R of Original / Intervened / Normalized cells, and the mean return."
-        rows = [{"game": g, **m.summary()} for g, m in zip(self.games, self.matrices)]
+        rows = [{"game": g, **m.to_dict()} for g, m in zip(self.games, self.matrices)]
         df = pd.DataFrame(rows)
         perf = self.performance.groupby(["game", "pipeline", "frames"])["return"].agg(["mean", "std"]).reset_index()
         perf.columns = ["game", "pipeline", "frames", "return_mean", "return_std"]

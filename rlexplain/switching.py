@@ -177,7 +177,7 @@ def run_switching_study(cfg: SwitchingConfig | None = None, # None: SwitchingCon
     perf = PerformanceSeries.concat(parts)
     post = float(perf.matrix(None, "control").to_numpy()[:, cfg.T:].mean())
     rows = [{**causal_impact(perf, perf, cfg.T, agg=cfg.agg, n_boot=cfg.n_boot, level=cfg.ci_level, treatment_condition=cond,
-                             control_condition="control", label=cond, interval=cfg.interval).summary(), "control_post_mean": post}
+                             control_condition="control", label=cond, interval=cfg.interval).to_dict(), "control_post_mean": post}
             for cond in perf.conditions[1:]]
     fc = forecast(perf, cfg.horizon, cfg.level, cfg.window, cfg.agg)
     return SwitchingStudy(perf.table, pd.DataFrame(rows), fc.summary, dataclasses.asdict(cfg),

@@ -506,7 +506,11 @@ class CausalImpact(Result):
         "M, the number of seeds every interval rests on."
         return len(self.per_seed)
 
-    def summary(self) -> dict:
+    def summary(self) -> pd.DataFrame:
+        "The scalar results as a one-row table (see `to_dict`)."
+        return pd.DataFrame([self.to_dict()])
+
+    def to_dict(self) -> dict:
         "The scalar results as a dict (one row of a results table), with `n_seeds` and both interval methods."
         return {k: getattr(self, k) for k in ("label", "T", "did", "did_post", "ci_low", "ci_high", "interval", "n_seeds",
                                                 "t_low", "t_high", "boot_low", "boot_high", "pre_gap", "placebo_T", "placebo",
@@ -574,6 +578,8 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
         if not np.isfinite(X).all():
             r, c = np.argwhere(~np.isfinite(X))[0]
             raise ValueError(f"{nm} has NaN or infinite returns (first at seed {A.index[r]}, episode {A.columns[c]}); every seed needs every episode.")
+        if np.abs(X).max(initial=0.0) > 1e100:   # sums of such values overflow float64: the DiD and its interval would be inf/NaN
+            raise ValueError(f"{nm} has returns of magnitude {np.abs(X).max():.3g}; above 1e100 the differences in means overflow. Rescale the returns.")
     if not (isinstance(T, (int, np.integer)) and not isinstance(T, bool) and 1 <= T <= N - 1):
         raise ValueError(f"T (the first shifted episode) must be an integer in [1, {N - 1}] so that both periods are non-empty; got {T!r} for N={N} episodes.")
     if not 0 < level < 1: raise ValueError(f"level must be in (0, 1); got {level}.")
@@ -828,7 +834,7 @@ def run_study(cfg: TimeSeriesConfig | None = None,
             parts.append(tr)
             ci = causal_impact(tr, ctrl, cfg.T, agg=cfg.agg, n_boot=cfg.n_boot, level=cfg.ci_level, label=f"{name}: {lab}",
                                interval=cfg.interval)
-            impacts.append({"agent": name, "shift": lab, **ci.summary()})
+            impacts.append({"agent": name, "shift": lab, **ci.to_dict()})
         parts.append(performance_series(pol, cfg.env_id, cfg.seeds, cfg.n_episodes, shift=FGSM(eps=cfg.obs_eps),
                                         attack_prob=cfg.attack_prob, agent=name, condition=obs_label, **kw))
     allp = PerformanceSeries.concat(parts)

@@ -180,10 +180,11 @@ class XRLBenchResult(Result):
 
     def to_frame(self) -> pd.DataFrame: return self.table.assign(env_id=self.env_id)
 
-    def plot(self, metric: str = "AIM", ax=None, order: str = "abs"):
+    def plot(self, ax=None, metric: str = "AIM", order: str = "abs"):
         """The curves of `metric` over k for each method (ranking `order`: "abs", the paper's, or "raw"), each method with its own marker and line
         style so that coinciding curves stay visible; the title says whether lower or higher is better. Returns the Axes.
         Raises `ValueError` if this result has no curves of `metric`."""
+        if isinstance(ax, str): raise TypeError(f"plot(ax=None, metric=...): pass the metric by name, plot(metric={ax!r}).")
         if metric not in set(self.curves.metric):
             raise ValueError(f"this result has no {metric!r} curves; it has {sorted(set(self.curves.metric))}.")
         ax = ax or plt.subplots(figsize=(4, 2.6))[1]

@@ -63,7 +63,7 @@ def test_matrix_on_real_states_and_save_load(tmp_path):
     m.save(tmp_path / "m")
     m2 = IRMatrix.load(tmp_path / "m")
     np.testing.assert_array_equal(m2.R, m.R)
-    assert m2.summary()["original"] == pytest.approx(1.0)
+    assert m2.summary()["original"].item() == pytest.approx(1.0) and m2.to_dict()["original"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="same action count"):
         ir_matrix([a, Policy.from_module(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4 * 84 * 84, 3)), (4, 84, 84), device="cpu")], obs)
 

@@ -177,7 +177,7 @@ def test_percentile_bootstrap_undercovers_with_three_seeds_and_is_reported_besid
     assert boot < 0.85 < 0.92 <= t, (boot, t)
     b = causal_impact(X1[0], X0[0], T=6, interval="bootstrap", n_boot=400)
     assert (b.ci_low, b.ci_high) == (b.boot_low, b.boot_high) and (b.t_low, b.t_high) == (cis[0].t_low, cis[0].t_high)
-    s = cis[0].summary()
+    s = cis[0].to_dict(); assert cis[0].summary().shape == (1, len(s))
     assert s["n_seeds"] == 3 and s["interval"] == "t" and {"boot_low", "boot_high", "t_low", "t_high"} <= set(s)
 
 

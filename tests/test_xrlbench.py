@@ -227,10 +227,11 @@ def test_benchmark_plot_names_the_better_direction_and_keeps_methods_apart():
     X = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
     r = run_benchmark(Policy.from_module(nn.Linear(4, 3), (4,), device="cpu"), X, X[:20], methods=("IG", "PS", "SARFA"), n_ris=0)
     for metric, better in (("AIM", "lower"), ("AUM", "higher"), ("PGI", "higher"), ("PGU", "lower")):
-        ax = r.plot(metric)
+        ax = r.plot(metric=metric)
         assert ax.get_title().endswith(f"{metric} ({better} is better)"), ax.get_title()
         lines = ax.get_lines()
         assert [l.get_label() for l in lines] == ["IG", "PS", "SARFA"]
         assert len({(l.get_marker(), l.get_linestyle()) for l in lines}) == 3
         plt.close(ax.figure)
-    with pytest.raises(ValueError, match="no 'RIS' curves"): r.plot("RIS")
+    with pytest.raises(ValueError, match="no 'RIS' curves"): r.plot(metric="RIS")
+    with pytest.raises(TypeError, match="pass the metric by name"): r.plot("AIM")   # ax comes first, as in every plot
