@@ -645,6 +645,13 @@ def build_parser() -> argparse.ArgumentParser:
     dc.add_argument("--out", default="runs/demo/docs", help="output folder (index.html links the pages)")
     dc.add_argument("--no-execute", action="store_true", help="use the notebooks' stored outputs instead of executing them")
 
+    ls = sub.add_parser("lessons", help="execute the lessons in place, keeping their outputs (figures, tables) in the notebooks", **par,
+                        epilog="example: rlexplain lessons --execute --only 10_ir,30_saliency")
+    ls.add_argument("--execute", action="store_true", help="run the notebooks (without it: only check their stored outputs)")
+    ls.add_argument("--nbs", default="nbs", help="folder of the notebooks")
+    ls.add_argument("--only", type=_csv, default=None, help="comma-separated name prefixes, e.g. 10_ir,30_saliency (default: every lesson)")
+    ls.add_argument("--timeout", type=int, default=1200, help="seconds one cell may take")
+
     rd = sub.add_parser("readme", help="regenerate README.md from nbs/index.ipynb (executed)", **par)
     rd.add_argument("--nb", default="nbs/index.ipynb", help="the index notebook")
     rd.add_argument("--out", default="README.md", help="where to write the Markdown")
@@ -745,6 +752,12 @@ def _run(args) -> int:
         print(render_docs(args.nbs, args.out, execute=not args.no_execute))
     elif args.cmd == "readme":
         print(render_readme(args.nb, args.out))
+    elif args.cmd == "lessons":
+        from rlexplain.lessons import execute_lessons, lesson_paths, output_problems
+        if args.execute: print(execute_lessons(args.nbs, args.only, args.timeout).drop(columns="problems").to_string(index=False))
+        problems = [p for nb in lesson_paths(args.nbs, args.only) for p in output_problems(nb)]
+        print("\n".join(problems) if problems else "[rlexplain lessons] stored outputs follow the rules (no absolute paths, widgets, banners or stderr; within budget)")
+        if problems: return 1
     elif args.cmd == "zoo":
         from rlexplain import agents
         if args.zoo_cmd == "list":
