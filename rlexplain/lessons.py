@@ -67,7 +67,7 @@ def output_problems(path: str | Path,                     # an .ipynb file
 def clean_outputs(nb: dict,            # a notebook as a dict (nbformat 4)
                   root: str | Path,    # the repository root: its absolute path is written as "." in outputs
                   ) -> dict:           # counts of what was removed: {"widgets", "stderr", "paths"}
-    "Remove widgets, `stderr` streams and execution metadata from `nb`'s outputs in place; relativise `root`'s path."
+    "Remove widgets, `stderr` streams and execution metadata from `nb`'s outputs in place (notebook metadata: the kernelspec only, as `nbdev_clean` keeps it); relativise `root`'s path."
     root_s = str(Path(root).resolve()); counts = {"widgets": 0, "stderr": 0, "paths": 0}
     def rel(s: str) -> str:
         if root_s in s: counts["paths"] += 1; return s.replace(root_s + "/", "").replace(root_s, ".")
@@ -90,7 +90,8 @@ def clean_outputs(nb: dict,            # a notebook as a dict (nbformat 4)
             if "execution_count" in out: out["execution_count"] = None
             keep.append(out)
         cell["outputs"] = keep
-    nb.get("metadata", {}).pop("widgets", None)
+    md = nb.get("metadata", {})   # as nbdev_clean leaves it: the kernelspec only (no widget state, no language_info)
+    for k in [k for k in md if k != "kernelspec"]: md.pop(k)
     return counts
 
 # %% ../nbs/92_lessons.ipynb #cfccbd9b
