@@ -47,7 +47,7 @@ def get_scale(default: str = "demo", # used when RLEXPLAIN_SCALE is unset
     return scale
 
 class ScaledConfig:
-    """Base of every experiment config (a frozen dataclass with `demo()` and `paper()` classmethods, DESIGN: Scale):
+    """Base of every experiment config (a frozen dataclass with `demo()` and `paper()` classmethods):
     `from_scale(scale, **overrides)` picks one by `scale` or `RLEXPLAIN_SCALE`. Raises `ValueError` on other scales."""
     @classmethod
     def from_scale(cls, scale: str | None = None, **kw):
