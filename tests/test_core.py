@@ -395,3 +395,30 @@ def test_no_module_imports_a_private_name_from_another():
             names = [n.strip().split(" as ")[0] for n in m.group(2).strip("() ").split(",")]
             bad += [f"{f.name}: {n}" for n in names if n.startswith("_") and not n.startswith("__")]
     assert bad == []
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_results_bit_for_bit(tmp_path):
+    "Issue 18: SIGKILL a run of units at an arbitrary point, rerun it: the results equal an uninterrupted run's, no temporaries left."
+    import signal, subprocess, sys, time
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import sys, time\nimport numpy as np\nfrom rlexplain.core import RunDir, run_jobs\n"
+        "def work(i):\n    time.sleep(0.03)\n    return {'x': np.random.default_rng(i).normal(size=20_000)}\n"
+        "if __name__ == '__main__':\n"
+        "    rd = RunDir(sys.argv[1], config={'n': 60})\n"
+        "    res = run_jobs(work, range(60), names=[f'unit p={i / 10}' for i in range(60)], run_dir=rd)\n"
+        "    np.save(sys.argv[2], np.stack([r['x'] for r in res]))\n")
+    run = lambda d: [sys.executable, str(script), str(tmp_path / d), str(tmp_path / f"{d}.npy")]
+    env = {**__import__("os").environ, "RLEXPLAIN_PROGRESS": "off"}
+    subprocess.run(run("a"), check=True, env=env)
+    p = subprocess.Popen(run("b"), env=env)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list((tmp_path / "b").rglob("*.npz"))) < 15: time.sleep(0.01)
+    p.send_signal(signal.SIGKILL); p.wait()
+    done = {f: f.stat().st_mtime_ns for f in (tmp_path / "b").rglob("*.npz")}
+    assert 15 <= len(done) < 60, len(done)      # killed mid-run
+    subprocess.run(run("b"), check=True, env=env)
+    assert all(f.stat().st_mtime_ns == t for f, t in done.items())   # finished units were loaded, not redone
+    assert len(list((tmp_path / "b").rglob("*.npz"))) == 60
+    assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+    assert not [f for f in (tmp_path / "b").rglob("*") if f.name.endswith(".tmp")]
