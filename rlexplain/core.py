@@ -324,11 +324,12 @@ def map_batches(fn: Callable[[Tensor], Tensor], # maps a chunk (b, ...) to a (b,
     if workers == 1 or len(chunks) < 2 or threading.current_thread().name.startswith("rlexplain"):   # nested: never wait on our own pool
         return [fn(c) for c in chunks]
     from concurrent.futures import ThreadPoolExecutor
-    if workers not in _POOL: _POOL[workers] = ThreadPoolExecutor(workers, thread_name_prefix="rlexplain")
+    key = (os.getpid(), int(workers))   # a forked child (a process pool's worker) inherits the pool object but none of its threads
+    if key not in _POOL: _POOL[key] = ThreadPoolExecutor(workers, thread_name_prefix="rlexplain")
     grad = torch.is_grad_enabled()
     def run(c):
         with torch.set_grad_enabled(grad): return fn(c)
-    return list(_POOL[workers].map(run, chunks))
+    return list(_POOL[key].map(run, chunks))
 
 # %% ../nbs/00_core.ipynb #c0a1b2f1
 def run_metadata() -> dict:

@@ -422,3 +422,17 @@ def test_a_killed_run_resumes_to_the_uninterrupted_results_bit_for_bit(tmp_path)
     assert len(list((tmp_path / "b").rglob("*.npz"))) == 60
     assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
     assert not [f for f in (tmp_path / "b").rglob("*") if f.name.endswith(".tmp")]
+
+
+def _map_in_child():
+    from rlexplain.core import map_batches
+    return [t.tolist() for t in map_batches(lambda c: c * 2, torch.arange(6), 2, 2)]
+
+
+def test_map_batches_works_in_a_forked_child_after_the_parent_used_its_pool():
+    "A process pool's forked worker inherits the parent's thread-pool object but not its threads: it must build its own (the demo hung here)."
+    import multiprocessing as mp
+    from rlexplain.core import map_batches
+    map_batches(lambda c: c + 1, torch.arange(6), 2, 2)          # the parent's pool now exists
+    with mp.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_map_in_child).get(timeout=60) == [[0, 2], [4, 6], [8, 10]]
