@@ -323,8 +323,8 @@ def _demo_saliency_bench(sec: Section, scale: str, executor=None, max_workers: i
     sec.table("saliency_bench_runtime", res.runtime_table(), "Appendix D analogue: seconds per map on this machine (paper: GTX Titan X)")
     sec.table("saliency_bench_calibration", random_map_calibration().reset_index(), "Appendix B.1: mean similarity of 100 random map pairs")
     game = cfg.games[0]
-    policy, kw, _ = _load_policy(cfg.agents[0] if cfg.agents else best_zoo_entry(game, cfg.algo), cfg.device)
-    o, e = _game_stream(policy, game, cfg, kw, RunDir(sec.dir / "run"))   # the stream run_benchmark recorded, reloaded
+    policy, kw, _ = load_bench_agent(cfg.agents[0] if cfg.agents else best_zoo_entry(game, cfg.algo), cfg.device)
+    o, e = game_stream(policy, game, cfg, kw, RunDir(sec.dir / "run"))   # the stream run_benchmark recorded, reloaded
     hl = highlights_div(policy, o, budget=10 if scale == "paper" else 3, episode=e, seed=cfg.seed)
     tabs = [tune(policy, o[hl.indices], k, grid=(paper_grid(k) if scale == "paper" else None), game=game).table
             for k in (["occlusion", "noise_sensitivity", "sarfa"] if scale != "paper" else list(DEMO_GRIDS))]
