@@ -506,7 +506,7 @@ def _execute(nb, path: Path, timeout: int):
     env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "RLEXPLAIN_PROGRESS": "log",
            "TQDM_DISABLE": "1"}   # any other tqdm bar (a widget in a kernel) stays out of the page
     old = {k: os.environ.get(k) for k in env}; os.environ.update(env)
-    try: ExecutePreprocessor(timeout=timeout, kernel_name="python3").preprocess(nb, {"metadata": {"path": str(path)}})
+    try: ExecutePreprocessor(timeout=timeout, kernel_name="python3", extra_arguments=["--IPKernelApp.log_level=ERROR"]).preprocess(nb, {"metadata": {"path": str(path)}})
     finally:
         for k, v in old.items():
             if v is None: os.environ.pop(k, None)

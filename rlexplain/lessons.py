@@ -120,7 +120,7 @@ def execute_notebook(path: str | Path,     # an .ipynb file
     seconds = time.perf_counter() - t0
     d = json.loads(nbformat.writes(nb))
     counts = clean_outputs(d, root)
-    atomic_write(path, json.dumps(d, indent=1, ensure_ascii=False) + "\n")
+    atomic_write(path, nbformat.writes(nbformat.from_dict(d)) + "\n")   # nbformat: sources and outputs as line lists (diffable)
     return {"notebook": path.name, "seconds": round(seconds, 1), "bytes": path.stat().st_size, **counts,
             "problems": output_problems(path)}
 
