@@ -214,6 +214,7 @@ def make_env(env_id: str,                   # e.g. "toybox/Breakout", "ALE/Pong-
     elif env_id.startswith("ALE/"):
         import ale_py
         from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)   # no "A.L.E ... [Powered by Stella]" banner per game
         gym.register_envs(ale_py)
         try: base = gym.make(env_id, frameskip=1, repeat_action_probability=repeat_action_probability,
                              max_num_frames_per_episode=108_000, **kwargs)
