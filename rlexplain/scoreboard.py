@@ -35,13 +35,20 @@ class NotComparable(ValueError):
 VERDICTS = ("reproduced", "not reproduced", "not comparable", "not run")
 
 def run_scale(run_dir: str | Path) -> str | None:
-    """The scale ("demo" or "paper") a run was made at: `config.json`'s `"scale"`, else the `Scale: ...` line that
-    `rlexplain.cli.write_report` puts in `report.html`; None when neither says."""
+    """The scale ("demo" or "paper") a run was made at: `config.json`'s `"scale"`, else the one scale every section's
+    `config.json` records (`rlexplain demo` writes `{"job", "scale"}` per section), else the `Scale: ...` line that
+    `rlexplain.cli.write_report` puts in `report.html`; None when none says (or sections disagree)."""
     p = Path(run_dir)
     try:
         s = json.loads((p / "config.json").read_text()).get("scale")
         if s: return str(s)
     except (OSError, ValueError, AttributeError): pass
+    found = set()
+    for f in sorted(p.glob("*/config.json")):
+        try: s = json.loads(f.read_text()).get("scale")
+        except (OSError, ValueError, AttributeError): continue
+        if s: found.add(str(s))
+    if len(found) == 1: return found.pop()
     try:
         m = re.search(r"Scale:\s*([A-Za-z_]+)", (p / "report.html").read_text(errors="replace")[:20000])
         if m: return m.group(1)

@@ -168,3 +168,14 @@ def test_paper_scale_from_the_report(tmp_path):
     assert v["ranld-roadrunner-adv-vs-natural"] == "not reproduced"   # adversarial mean 0.315 < natural 0.45
     assert v["ranld-roadrunner-cw-lowest"] == "reproduced"            # Carlini&Wagner is the first condition: 0.30
     assert v["ranld-freeway-base"] == "not comparable"
+
+
+def test_run_scale_from_the_sections_configs(tmp_path):
+    "The report is written after the scoreboard is scored: the scale comes from the sections' config.json while report.html does not exist yet."
+    import json
+    from rlexplain.scoreboard import run_scale
+    for k in ("ir", "xrlbench"):
+        (tmp_path / k).mkdir(); (tmp_path / k / "config.json").write_text(json.dumps({"job": k, "scale": "demo"}))
+    assert run_scale(tmp_path) == "demo"
+    (tmp_path / "ranld").mkdir(); (tmp_path / "ranld" / "config.json").write_text(json.dumps({"job": "ranld", "scale": "paper"}))
+    assert run_scale(tmp_path) is None      # sections disagree: no scale claimed
