@@ -621,7 +621,10 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
                           "pointwise_lo": pw_lo, "pointwise_hi": pw_hi, "cumulative": cum, "cumulative_lo": cum_lo,
                           "cumulative_hi": cum_hi, "period": np.where(post, "post", "pre")})
     per_seed = pd.DataFrame([{"seed": s, **did_estimates(X1[i], X0[i], T), "placebo": float(p_seed[i])} for i, s in enumerate(A.index)])
-    return CausalImpact(table, per_seed, T, est["did"], est["did_post"], est["pre_gap"], float(ci[0]), float(ci[1]),
+    # with agg="mean" the DiD of the mean series is the mean of the per-seed DiDs; report the latter, the centre of its t
+    # interval by construction (the two differ only by rounding, which matters for returns near 1e16)
+    did = float(d_seed.mean()) if agg == "mean" else est["did"]
+    return CausalImpact(table, per_seed, T, did, est["did_post"], est["pre_gap"], float(ci[0]), float(ci[1]),
                         -1 if pT is None else int(pT), float(plc), float(plc_ci[0]), float(plc_ci[1]), float(level), int(n_boot),
                         agg, label, interval, float(t_ci[0]), float(t_ci[1]), float(b_ci[0]), float(b_ci[1]))
 

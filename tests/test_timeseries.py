@@ -272,3 +272,11 @@ def test_rerun_with_other_sizes_never_mixes(tiny, tmp_path):
     run_study(cfg, policies={"a": tiny}, run_dir=tmp_path / "study")
     with pytest.raises(ConfigMismatchError, match="max_steps"):
         run_study(TimeSeriesConfig(**{**cfg.__dict__, "max_steps": 16}), policies={"a": tiny}, run_dir=tmp_path / "study")
+
+
+def test_did_is_the_centre_of_its_t_interval_even_for_huge_returns():
+    "Hypothesis found returns near 1.8e16 (float spacing 4) where the DiD of the mean series and the mean of per-seed DiDs differ by rounding."
+    X = np.array([[1.80143985e16, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    ci = causal_impact(X + 0.5, X, T=3, placebo_T=1, n_boot=20)
+    assert ci.ci_low <= ci.did <= ci.ci_high
+    assert ci.did == pytest.approx(float(np.mean([((a[3:].mean() - a[:3].mean()) - (b[3:].mean() - b[:3].mean())) for a, b in zip(X + 0.5, X)])))
