@@ -8,6 +8,13 @@ import pytest
 matplotlib.use("Agg")
 os.environ.setdefault("RLEXPLAIN_SCALE", "demo")
 
+# Property tests draw the same examples on every run (CI included): a failure is reproducible, never a coin flip.
+# Explore new examples locally with HYPOTHESIS_PROFILE=explore; pin what they find as a regression test.
+from hypothesis import settings as _hyp_settings
+_hyp_settings.register_profile("ci", derandomize=True, database=None)
+_hyp_settings.register_profile("explore", derandomize=False)
+_hyp_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
