@@ -498,20 +498,9 @@ def math_to_mathml(md: str) -> str:
     return "".join(parts)
 
 def _execute(nb, path: Path, timeout: int):
-    """Run a notebook in a fresh kernel with cwd `path`. The kernel draws figures inline even when this process runs
-    with `MPLBACKEND=Agg` (as `run.sh` sets): an inherited Agg backend would leave every figure out of the page.
-    rlexplain's progress bars print text lines (`RLEXPLAIN_PROGRESS=log`); other libraries' tqdm bars, which would be
-    widgets, are disabled (`TQDM_DISABLE=1`)."""
-    from nbconvert.preprocessors import ExecutePreprocessor
-    env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "RLEXPLAIN_PROGRESS": "log",
-           "TQDM_DISABLE": "1"}   # any other tqdm bar (a widget in a kernel) stays out of the page
-    old = {k: os.environ.get(k) for k in env}; os.environ.update(env)
-    try: ExecutePreprocessor(timeout=timeout, kernel_name="python3", extra_arguments=["--IPKernelApp.log_level=ERROR"]).preprocess(nb, {"metadata": {"path": str(path)}})
-    finally:
-        for k, v in old.items():
-            if v is None: os.environ.pop(k, None)
-            else: os.environ[k] = v
-    return nb
+    "Run a notebook in a fresh kernel with cwd `path` (`rlexplain.lessons.run_notebook`: inline figures, text progress)."
+    from rlexplain.lessons import run_notebook
+    return run_notebook(nb, path, timeout)
 
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
 _REMOTE_LINK = re.compile(r"<link\b[^>]*href=[\"']https?://[^>]*>", re.I)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Iterable
 
 # %% auto #0
-__all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'output_problems', 'clean_outputs', 'execute_notebook', 'lesson_paths',
-           'execute_lessons']
+__all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'output_problems', 'clean_outputs', 'run_notebook',
+           'execute_notebook', 'lesson_paths', 'execute_lessons']
 
 # %% ../nbs/92_lessons.ipynb #e10d1f13
 import pandas as pd
@@ -96,6 +96,26 @@ def clean_outputs(nb: dict,            # a notebook as a dict (nbformat 4)
 
 # %% ../nbs/92_lessons.ipynb #cfccbd9b
 _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]   # no "Kernel is running over TCP without encryption" line per notebook
+KERNEL_ENV = {"MPLBACKEND": "module://matplotlib_inline.backend_inline",   # figures inline even if the caller uses Agg
+              "RLEXPLAIN_PROGRESS": "log", "TQDM_DISABLE": "1",          # text progress lines; other libraries' bars (widgets) off
+              "PYTHONWARNINGS": "ignore"}
+
+def run_notebook(nb,                      # an nbformat NotebookNode, executed in place
+                 cwd: str | Path,         # the kernel's working directory (the notebook's folder)
+                 timeout: int = 1200,     # seconds one cell may take
+                 ):                       # -> nb
+    """Execute `nb` in a fresh kernel with `KERNEL_ENV` (restored afterwards): the one notebook runner of the package,
+    used by `execute_notebook` and by the docs and README rendering in `rlexplain.cli`. Raises nbclient's
+    `CellExecutionError` naming the failing cell."""
+    from nbconvert.preprocessors import ExecutePreprocessor
+    old = {k: os.environ.get(k) for k in KERNEL_ENV}; os.environ.update(KERNEL_ENV)
+    try: ExecutePreprocessor(timeout=timeout, kernel_name="python3", extra_arguments=_KERNEL_ARGS).preprocess(nb, {"metadata": {"path": str(cwd)}})
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
+    return nb
+
 
 def execute_notebook(path: str | Path,     # an .ipynb file
                      timeout: int = 1200,   # seconds one cell may take
@@ -104,19 +124,12 @@ def execute_notebook(path: str | Path,     # an .ipynb file
     """Execute notebook `path` in place (cwd: its folder), clean its outputs with `clean_outputs`, write it atomically.
     Raises `FileNotFoundError` for a missing notebook and nbclient's `CellExecutionError` (naming the cell) when a cell fails."""
     import nbformat
-    from nbconvert.preprocessors import ExecutePreprocessor
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"no notebook at {path}")
     root = Path(root) if root is not None else path.parent.parent
     nb = nbformat.read(path, as_version=4)
-    env = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore"}
-    old = {k: os.environ.get(k) for k in env}; os.environ.update(env)
     t0 = time.perf_counter()
-    try: ExecutePreprocessor(timeout=timeout, kernel_name="python3", extra_arguments=_KERNEL_ARGS).preprocess(nb, {"metadata": {"path": str(path.parent)}})
-    finally:
-        for k, v in old.items():
-            if v is None: os.environ.pop(k, None)
-            else: os.environ[k] = v
+    run_notebook(nb, path.parent, timeout)
     seconds = time.perf_counter() - t0
     d = json.loads(nbformat.writes(nb))
     counts = clean_outputs(d, root)
