@@ -5,11 +5,15 @@ Conditions, interleaved over `--repeats` rounds (medians reported):
 - `default`:  rlexplain's compute settings (`rlexplain.core.compute_settings`: threads, workers, layout, batch size);
 - `1 thread`: one torch thread, one worker, the calibrated layout and batch size;
 - `old`:      what the package did before the thread policy: torch's own thread count, channels-last, batch 512, one worker.
-A naive loop (one forward per perturbed image) is timed on a sample of single-image forwards and scaled to each
-method's number of perturbed inputs; the best forward throughput is the best of a sweep over threads, workers, layouts and
-batch sizes in the same run. `--busy` starts one busy process for the duration (a shared laptop or CI box).
+- `naive`:    the same method with one forward pass per perturbed image (batch size 1, one torch thread, one worker):
+              the loop of the papers' code, timed on the first `--naive-states` states in every round;
+- `fwd-only`: a lower bound on any naive loop: `inputs` single-image forwards (1 thread), timed alone and scaled.
+The best forward throughput is the best of a sweep over threads, workers, layouts and batch sizes in the same run;
+`fwd/best` is a map's perturbed inputs per second at the default settings over it. `--busy` starts one busy process
+for the duration (a shared laptop or CI box). `--save-maps F.npz` keeps the default maps; `--reference F.npz` reports the
+largest difference from maps saved by another version of the package (`max|d| ref`).
 
-    python bench/saliency.py [--states 8] [--repeats 5] [--busy] [--methods occlusion,rise]
+    python bench/saliency.py [--states 8] [--repeats 5] [--busy] [--methods occlusion,rise] [--reference old.npz]
 """
 import argparse
 import multiprocessing as mp
@@ -60,6 +64,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--busy", action="store_true", help="run one busy process beside the benchmark")
     ap.add_argument("--methods", default=",".join(INPUTS))
+    ap.add_argument("--naive-states", type=int, default=2, help="states the naive loop explains per round")
+    ap.add_argument("--save-maps", default=None, help="write the default maps to this .npz")
+    ap.add_argument("--reference", default=None, help="compare the default maps with this .npz (from --save-maps)")
     args = ap.parse_args()
     spin = mp.Process(target=_spin, daemon=True) if args.busy else None
     if spin: spin.start(); time.sleep(2)
@@ -85,28 +92,34 @@ def run(args):
     with torch.no_grad():
         for _ in range(200): t0 = time.perf_counter(); policy.forward(one); t1.append(time.perf_counter() - t0)
     single = statistics.median(t1)
-    print(f"naive loop: {single * 1e3:.2f} ms per single-image forward (1 thread)")
+    print(f"fwd-only: {single * 1e3:.2f} ms per single-image forward (1 thread)")
     conds = {"default": (default.threads, default.workers, default.layout, default.batch_size),
              "1 thread": (1, 1, default.layout, default.batch_size),
              "old": (os.cpu_count(), 1, "channels_last", 512)}   # torch's default: one thread per core
     methods = [m for m in args.methods.split(",") if m]
+    conds["naive"] = (1, 1, default.layout, 1)
     times = {(c, m): [] for c in conds for m in methods}; maps = {}
     for r in range(args.repeats):
         for m in methods:
             for c, (t, w, l, b) in conds.items():
                 use(policy, t, w, l, b)
-                t0 = time.perf_counter(); out = paper_saliency(m, policy, states); dt = time.perf_counter() - t0
-                times[(c, m)].append(dt / len(states))
+                xs = states[:args.naive_states] if c == "naive" else states
+                t0 = time.perf_counter(); out = paper_saliency(m, policy, xs); dt = time.perf_counter() - t0
+                times[(c, m)].append(dt / len(xs))
                 if r == 0: maps[(c, m)] = out.values if hasattr(out, "values") else np.asarray(out)
     print(f"load after: {os.getloadavg()[0]:.2f}\n")
-    hdr = f"{'method':18s} {'inputs':>6s} {'default':>8s} {'1 thread':>8s} {'old':>7s} {'naive':>7s} {'x naive':>7s} {'fwd/best':>8s} {'paper':>6s} {'max|d|':>8s}"
+    ref = dict(np.load(args.reference)) if args.reference else {}
+    if args.save_maps: np.savez(args.save_maps, **{m: np.asarray(maps[("default", m)]) for m in methods})
+    hdr = (f"{'method':18s} {'inputs':>6s} {'default':>8s} {'1 thread':>8s} {'old':>7s} {'naive':>7s} {'x naive':>7s} "
+           f"{'fwd-only':>8s} {'x f-o':>6s} {'fwd/best':>8s} {'paper':>6s} {'max|d|':>8s} {'max|d| ref':>10s}")
     print("seconds per map (median of", args.repeats, "interleaved rounds)\n" + hdr)
     for m in methods:
-        d, o, old = (statistics.median(times[(c, m)]) for c in conds)
-        naive = INPUTS[m] * single
+        d, o, old, naive = (statistics.median(times[(c, m)]) for c in conds)
+        fwd_only = INPUTS[m] * single
         diff = float(np.abs(np.asarray(maps[("default", m)], np.float64) - np.asarray(maps[("old", m)], np.float64)).max())
-        print(f"{m:18s} {INPUTS[m]:6d} {d:8.3f} {o:8.3f} {old:7.3f} {naive:7.3f} {naive / d:7.1f} {INPUTS[m] / d / best:8.0%} "
-              f"{PAPER_SECONDS.get(m, float('nan')):6.2f} {diff:8.1e}")
+        dref = (f"{float(np.abs(np.asarray(maps[('default', m)], np.float64) - ref[m]).max()):10.1e}" if m in ref else f"{'-':>10s}")
+        print(f"{m:18s} {INPUTS[m]:6d} {d:8.3f} {o:8.3f} {old:7.3f} {naive:7.3f} {naive / d:7.1f} {fwd_only:8.3f} {fwd_only / d:6.1f} "
+              f"{INPUTS[m] / d / best:8.0%} {PAPER_SECONDS.get(m, float('nan')):6.2f} {diff:8.1e} {dref}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import math
 import os
 import time
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 # %% auto #0
 __all__ = ['META_COLUMNS', 'BLUR_MODES', 'SARFA_KL', 'NS_MASKS', 'NS_SCORES', 'LIME_SEGMENTATIONS', 'SALIENCY_METHODS',
@@ -21,17 +21,18 @@ __all__ = ['META_COLUMNS', 'BLUR_MODES', 'SARFA_KL', 'NS_MASKS', 'NS_SCORES', 'L
            'INSERTION_STARTS', 'INSERTION_METRICS', 'SUB_METRIC_LABELS', 'INSERTION_METRIC_CLASSES', 'METRICS',
            'state_columns', 'as_states', 'resolve_actions', 'check_int', 'forward_batches', 'resize_bilinear',
            'gauss_matrix', 'gaussian_blur', 'sarfa_score', 'Attribution', 'Explainer', 'SaliencyMap', 'image_obs',
-           'map_values', 'occlusion', 'noise_sensitivity', 'sarfa', 'RISE', 'rise', 'segment', 'lime', 'paper_saliency',
-           'Occlusion', 'NoiseSensitivity', 'RISEExplainer', 'LIMEImage', 'LIMESlic', 'LIMEQuickshift',
-           'LIMEFelzenszwalb', 'RandomBaseline', 'Explanation', 'FittedExplainer', 'TabularSHAP', 'TabularLIME',
-           'PerturbationSaliency', 'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients', 'make_explainer',
-           'SARFAExplainer', 'PerturbationSaliencyExplainer', 'TabularSHAPExplainer', 'TabularLIMEExplainer',
-           'DeepSHAPExplainer', 'GradientSHAPExplainer', 'IntegratedGradientsExplainer', 'explainer', 'explain',
-           'MetricResult', 'Metric', 'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS',
-           'RISMetric', 'minmax', 'spearman_similarity', 'ssim_similarity', 'hog_features', 'hog_similarity',
-           'map_similarity', 'model_layers', 'cascading_randomization', 'insertion_ranks', 'insertion_auc',
-           'InsertionResult', 'insertion_curves', 'Insertion', 'randomized_attributions', 'SanitySimilarity',
-           'SanitySpearman', 'SanitySSIM', 'SanityHOG', 'score']
+           'map_values', 'SparseMasks', 'sparse_masks', 'perturb', 'patch_masks', 'occlusion', 'grid_masks',
+           'noise_sensitivity', 'sarfa', 'rise_masks', 'RISE', 'rise', 'segment', 'lime', 'paper_saliency', 'Occlusion',
+           'NoiseSensitivity', 'RISEExplainer', 'LIMEImage', 'LIMESlic', 'LIMEQuickshift', 'LIMEFelzenszwalb',
+           'RandomBaseline', 'Explanation', 'FittedExplainer', 'TabularSHAP', 'TabularLIME', 'PerturbationSaliency',
+           'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients', 'make_explainer', 'SARFAExplainer',
+           'PerturbationSaliencyExplainer', 'TabularSHAPExplainer', 'TabularLIMEExplainer', 'DeepSHAPExplainer',
+           'GradientSHAPExplainer', 'IntegratedGradientsExplainer', 'explainer', 'explain', 'MetricResult', 'Metric',
+           'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS', 'RISMetric', 'minmax',
+           'spearman_similarity', 'ssim_similarity', 'hog_features', 'hog_similarity', 'map_similarity', 'model_layers',
+           'cascading_randomization', 'insertion_ranks', 'insertion_auc', 'InsertionResult', 'insertion_curves',
+           'Insertion', 'randomized_attributions', 'SanitySimilarity', 'SanitySpearman', 'SanitySSIM', 'SanityHOG',
+           'score']
 
 # %% ../nbs/05_attribution.ipynb #3a911bea
 import matplotlib.pyplot as plt
@@ -424,6 +425,72 @@ def _states(n: int, desc: str):
     return progress_bar(range(n), desc=desc, disable=n < 8, leave=False)
 
 
+# %% ../nbs/05_attribution.ipynb #f663b34a
+class SparseMasks(NamedTuple):
+    """`n` masks over `(H, W)` images stored by their support: `idx (n, K)` int64 flat pixel indices `y * W + x` and `w (n, K)`
+    float32 mask values there, K the largest support (shorter supports repeat their first pixel with weight 0). `dense`
+    holds the `(n, H, W)` masks instead when their supports cover over a quarter of the image (a Gaussian blob)."""
+    idx: Tensor
+    w: Tensor
+    shape: tuple
+    dense: Tensor | None = None
+
+    def __len__(self) -> int: return len(self.idx) if self.dense is None else len(self.dense)
+
+def sparse_masks(build: Callable[[Tensor], Tensor],  # build(mask indices (k,)) -> (k, H, W) float masks
+                 n: int,                             # number of masks
+                 chunk: int = 256,                   # masks built at a time (bounds the dense memory)
+                 ) -> SparseMasks:
+    "Build `n` masks in chunks and keep each one's support (its non-zero pixels). Raises `ValueError` for an all-zero mask."
+    parts = []
+    for i in range(0, n, chunk):
+        m = build(torch.arange(i, min(n, i + chunk)))
+        flat = m.reshape(len(m), -1)
+        nz = flat != 0
+        cnt = nz.sum(1)
+        if int(cnt.min()) == 0: raise ValueError(f"mask {i + int(cnt.argmin())} of {n} is all zeros.")
+        order = torch.argsort((~nz).to(torch.uint8), dim=1, stable=True)   # the support first, in pixel order
+        parts.append((flat, order, cnt))
+    H, W = m.shape[-2:]
+    K = max(int(c.max()) for _, _, c in parts)
+    if K > H * W // 4: return SparseMasks(torch.zeros(0, 1, dtype=torch.int64), torch.zeros(0, 1), (H, W), torch.cat([f for f, _, _ in parts]).reshape(n, H, W).float())
+    idx, w = [], []
+    for flat, order, cnt in parts:
+        o = order[:, :K]
+        pad = torch.arange(K, device=o.device)[None] >= cnt[:, None]
+        idx.append(torch.where(pad, o[:, :1], o)); w.append(torch.where(pad, 0.0, flat.gather(1, o).float()))
+    return SparseMasks(torch.cat(idx).contiguous(), torch.cat(w).contiguous(), (int(H), int(W)))
+
+def perturb(x: Tensor,              # (C, H, W) one image
+            masks: SparseMasks,     # masks over (H, W)
+            i: int, j: int,         # apply masks i..j-1, one per copy
+            delta: Tensor | None = None,  # (C, H, W): soft masks give x + w * delta (e.g. delta = blur(x) - x)
+            value: float | None = None,   # hard masks: the support set to `value` in every frame (occlusion colour, black)
+            ) -> Tensor:            # (j - i, C, H, W) perturbed copies of x
+    "Copies of `x` with mask k applied to copy k - i, on every frame. Raises `ValueError` unless exactly one of `delta`, `value` is given."
+    if (delta is None) == (value is None): raise ValueError("pass exactly one of delta (soft masks) or value (hard masks).")
+    C, H, W = x.shape
+    if masks.dense is not None:
+        m = masks.dense[i:j, None]
+        return torch.addcmul(x[None], delta[None], m) if value is None else torch.where(m > 0, torch.as_tensor(float(value), device=x.device), x[None])
+    idx = masks.idx[i:j]; k, K = idx.shape
+    out = x.reshape(1, C, H * W).expand(k, C, H * W).contiguous()   # (about twice as fast as .repeat)
+    at = idx[:, None, :].expand(k, C, K)
+    if value is not None: out.scatter_(2, at, float(value))
+    else: out.scatter_add_(2, at, delta.reshape(C, H * W)[:, idx].transpose(0, 1) * masks.w[i:j, None, :])
+    return out.reshape(k, C, H, W)
+
+@functools.lru_cache(maxsize=16)
+def patch_masks(H: int, W: int, patch: int, device: str = "cpu") -> SparseMasks:
+    "Occlusion's `ceil(H/patch) * ceil(W/patch)` square patches (stride = patch, row-major), each a hard mask; built once per size."
+    nx = math.ceil(W / patch)
+    def build(k):
+        cy, cx = (k // nx) * patch, (k % nx) * patch
+        yy, xx = torch.arange(H)[None, :, None], torch.arange(W)[None, None, :]
+        return ((yy >= cy[:, None, None]) & (yy < cy[:, None, None] + patch) & (xx >= cx[:, None, None]) & (xx < cx[:, None, None] + patch)).float()
+    s = sparse_masks(build, math.ceil(H / patch) * nx)
+    return s if device == "cpu" else SparseMasks(*(t.to(device) if isinstance(t, Tensor) else t for t in s))
+
 # %% ../nbs/05_attribution.ipynb #baedda32
 def occlusion(policy: Policy,             # any Policy with image observations; q-values or logits (B, A)
               obs: Any,                   # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
@@ -448,14 +515,11 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
     ny, nx = math.ceil(H / patch), math.ceil(W / patch)
     cell_y = torch.arange(H, device=x.device) // patch
     cell_x = torch.arange(W, device=x.device) // patch
+    masks = patch_masks(H, W, patch, str(x.device))
     maps = torch.zeros(B, H, W)
     for b in _states(B, "occlusion"):
         xb = x[b]
-        def make(i, j):
-            idx = torch.arange(i, j, device=x.device)
-            m = (cell_y[None, :, None] == (idx // nx)[:, None, None]) & (cell_x[None, None, :] == (idx % nx)[:, None, None])
-            return torch.where(m[:, None], torch.as_tensor(float(color), device=x.device), xb[None])
-        out = forward_batches(policy, ny * nx, make, batch_size)
+        out = forward_batches(policy, ny * nx, lambda i, j: perturb(xb, masks, i, j, value=color), batch_size)
         ref = q[b]
         if softmax: out, ref = out.softmax(-1), ref.softmax(-1)
         a = int(acts[b])
@@ -498,6 +562,24 @@ def _black_disks(cy: Tensor, cx: Tensor, H: int, W: int, radius: float) -> Tenso
 
 NS_MASKS = ("disk", "gaussian")   # Greydanus et al.'s blurred unit disk; XRL-Bench's Gaussian blob
 
+@functools.lru_cache(maxsize=16)
+def grid_masks(H: int, W: int,        # image size, pixels
+               radius: int,           # grid stride, pixels
+               kind: str = "disk",    # "disk" (blurred unit disk), "gaussian" (Gaussian blob) or "black" (hard disk of `radius`)
+               sigma: float = 3.0,    # sigma of "disk" and "gaussian", pixels
+               device: str = "cpu",
+               ) -> SparseMasks:      # ceil(H/radius) * ceil(W/radius) masks, row-major
+    """Noise Sensitivity's and SARFA's masks for every point of the stride-`radius` grid, built once per image size and
+    parameters and reused (Greydanus et al. 2018; Huber et al. 2023, App. A; Xiong et al. 2024). Raises `ValueError` for an unknown kind."""
+    if kind not in (*NS_MASKS, "black"): raise ValueError(f"kind must be one of {(*NS_MASKS, 'black')}; got {kind!r}.")
+    gw = math.ceil(W / radius)
+    def build(k):
+        cy, cx = (k // gw) * radius, (k % gw) * radius
+        if kind == "black": return _black_disks(cy, cx, H, W, radius)
+        return _blur_masks(cy, cx, H, W, float(sigma)) if kind == "disk" else _gaussian_blobs(cy, cx, H, W, float(sigma))
+    s = sparse_masks(build, math.ceil(H / radius) * gw)
+    return s if device == "cpu" else SparseMasks(*(t.to(device) if isinstance(t, Tensor) else t for t in s))
+
 def _grid_outputs(policy: Policy, xb: Tensor, radius: int, perturbation: str, blur_sigma: float,
                   blur_frames: bool, batch_size: int, mask: str = "disk", mask_sigma: float | None = None,
                   blur_mode: str = "reflect") -> tuple[Tensor, int, int]:
@@ -508,13 +590,12 @@ def _grid_outputs(policy: Policy, xb: Tensor, radius: int, perturbation: str, bl
     gh, gw = math.ceil(H / radius), math.ceil(W / radius)
     ms = float(mask_sigma or radius)
     delta = gaussian_blur(xb, blur_sigma, frames=blur_frames, mode=blur_mode) - xb if perturbation == "blur" else None   # blur(I) - I
-    def make(i, j):
-        idx = torch.arange(i, j, device=xb.device)
-        cy, cx = (idx // gw) * radius, (idx % gw) * radius
-        if perturbation == "blur":
-            m = _blur_masks(cy, cx, H, W, ms) if mask == "disk" else _gaussian_blobs(cy, cx, H, W, ms)
-            return torch.addcmul(xb[None], delta[None], m[:, None])
-        return xb[None] * (1.0 - _black_disks(cy, cx, H, W, radius)[:, None])
+    if perturbation == "blur":
+        masks = grid_masks(H, W, radius, mask, ms, str(xb.device))
+        make = lambda i, j: perturb(xb, masks, i, j, delta=delta)
+    else:
+        masks = grid_masks(H, W, radius, "black", float(radius), str(xb.device))
+        make = lambda i, j: perturb(xb, masks, i, j, value=0.0)
     return forward_batches(policy, gh * gw, make, batch_size), gh, gw
 
 def _grid_to_map(scores: Tensor, gh: int, gw: int, H: int, W: int, keep_max: bool = True) -> Tensor:
@@ -612,10 +693,27 @@ def sarfa(policy: Policy,             # any Policy with image observations and >
     return SaliencyMap(maps.numpy(), acts, "sarfa", params)
 
 # %% ../nbs/05_attribution.ipynb #c4858ce8
+@functools.lru_cache(maxsize=4)   # 1000 masks of 84x84 take 28 MB
+def rise_masks(n_masks: int, s: int, p: float, seed: int,   # RISE's parameters (see `RISE`)
+               H: int, W: int,                            # image size, pixels
+               device: str = "cpu",
+               ) -> Tensor:                               # (n_masks, H, W) float32 in [0, 1]
+    """RISE's random masks (Petsiuk et al. 2018, Sec. 3.2): binary `s x s` grids with P(1) = p, upsampled bilinearly to
+    `(s + 1) * ceil(H / s)` and cropped at a random shift. Drawn once per (parameters, seed, size) and reused by every call."""
+    if device != "cpu": return rise_masks(n_masks, s, p, seed, H, W).to(device)
+    rng = np.random.default_rng(seed)
+    grid = torch.from_numpy(rng.random((n_masks, s, s)) < p).float()
+    ch, cw = math.ceil(H / s), math.ceil(W / s)
+    up = F.interpolate(grid[:, None], size=((s + 1) * ch, (s + 1) * cw), mode="bilinear", align_corners=False)[:, 0]
+    sy, sx = torch.from_numpy(rng.integers(0, ch, n_masks)), torch.from_numpy(rng.integers(0, cw, n_masks))
+    rows, cols = sy[:, None] + torch.arange(H), sx[:, None] + torch.arange(W)
+    return up[torch.arange(n_masks)[:, None, None], rows[:, :, None], cols[:, None, :]].clamp(0, 1).contiguous()
+
 class RISE:
     """RISE saliency (Petsiuk et al. 2018) as benchmarked by Huber et al. (2023), Appendix A, Eq. A3.
 
-    `RISE(n_masks, s, p, seed)` draws its masks on first use for each image size and reuses them for every call;
+    `RISE(n_masks, s, p, seed)` draws its masks on first use for each image size; every call with the same parameters and seed,
+    from this object or another (`rise`, `paper_saliency("rise")`), reuses them (`rise_masks`);
     `explainer(policy, obs, action=None) -> SaliencyMap`. Raises `ValueError` for bad parameters."""
     def __init__(self, n_masks: int = 1000,   # N, number of random masks
                  s: int = 8,                  # side of the coarse binary grid
@@ -627,7 +725,6 @@ class RISE:
         self.s = check_int("s", s, 1)
         if not 0.0 < float(p) <= 1.0: raise ValueError(f"p must be in (0, 1]; got {p}.")
         self.p, self.seed, self.softmax, self.batch_size = float(p), check_int("seed", seed, 0), bool(softmax), (None if batch_size is None else check_int("batch_size", batch_size, 1))
-        self._masks: dict = {}
 
     def __repr__(self): return f"RISE(n_masks={self.n_masks}, s={self.s}, p={self.p}, seed={self.seed}, softmax={self.softmax})"
 
@@ -637,19 +734,7 @@ class RISE:
     def masks(self, H: int, W: int, device: str | torch.device = "cpu") -> Tensor:
         "The `(n_masks, H, W)` float32 masks in [0, 1] for images of size H x W (drawn once, then cached)."
         if self.s > min(H, W): raise ValueError(f"s = {self.s} is larger than the image ({H}x{W}).")
-        key = (int(H), int(W))
-        if key not in self._masks:
-            rng = np.random.default_rng(self.seed)
-            grid = torch.from_numpy(rng.random((self.n_masks, self.s, self.s)) < self.p).float()
-            ch, cw = math.ceil(H / self.s), math.ceil(W / self.s)
-            up = F.interpolate(grid[:, None], size=((self.s + 1) * ch, (self.s + 1) * cw), mode="bilinear", align_corners=False)[:, 0]
-            sy, sx = torch.from_numpy(rng.integers(0, ch, self.n_masks)), torch.from_numpy(rng.integers(0, cw, self.n_masks))
-            rows, cols = sy[:, None] + torch.arange(H), sx[:, None] + torch.arange(W)
-            self._masks[key] = up[torch.arange(self.n_masks)[:, None, None], rows[:, :, None], cols[:, None, :]].clamp(0, 1).contiguous()
-        dev = torch.device(device)
-        if dev.type == "cpu": return self._masks[key]
-        if (*key, str(dev)) not in self._masks: self._masks[(*key, str(dev))] = self._masks[key].to(dev)   # one copy per device
-        return self._masks[(*key, str(dev))]
+        return rise_masks(self.n_masks, self.s, self.p, self.seed, int(H), int(W), str(torch.device(device)))
 
     def __call__(self, policy: Policy,   # any Policy with image observations
                  obs: Any,               # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
@@ -1748,6 +1833,20 @@ class RIS:
                  ) -> RISResult:
         """RIS of `explainer` around `states`. Raises `ValueError` if neither states nor an explanation is given, states are empty,
         or shapes disagree; `TypeError` for an explainer that is neither an Explainer nor callable."""
+        return self.variants(explainer, states, explanation, actions, (self.variant,))[self.variant]
+
+    def variants(self, explainer: Any, states: Any = None, explanation: Any = None, actions: Any = None,
+                 variants: Sequence[str] = ("paper", "code"),   # formulas to report, each a RISResult
+                 ) -> dict[str, RISResult]:
+        """RIS under several formulas from one set of neighbour explanations (re-explaining the neighbours is the expensive
+        part): "paper" and "code" differ only in how they normalise, so they share this object's neighbourhood
+        (`n_neighbors`, `noise_std`, `seed`). "original" has a neighbourhood of its own and is computed alone.
+        Arguments as `__call__`. Raises `ValueError` for an unknown variant or "original" mixed with the others."""
+        variants = tuple(variants)
+        bad = [v for v in variants if v not in RIS_VARIANTS]
+        if bad or not variants: raise ValueError(f"variants must be a non-empty subset of {RIS_VARIANTS}; got {variants!r}.")
+        if ("original" in variants) != (self.variant == "original") or ("original" in variants and len(variants) > 1):
+            raise ValueError(f"'original' draws its own neighbourhood (one neighbour, noise 0.5 std): compute it with RIS(variant='original') alone; got {variants!r} for {self!r}.")
         bound = isinstance(explainer, FittedExplainer)
         if not bound and not callable(explainer): raise TypeError(f"explainer must be an Explainer or a callable; got {type(explainer).__name__}.")
         f = (lambda s, acts: explainer.explain(s, acts).importance) if bound else explainer
@@ -1773,22 +1872,25 @@ class RIS:
         en = np.asarray(f(xn.reshape(m * N, *x.shape[1:]), np.tile(a, m)), np.float64).reshape(m, *x.shape)
         flat = lambda v: v.reshape(*v.shape[:2], -1)
         norm = lambda v: np.linalg.norm(flat(v), ord=self.p, axis=-1)
-        if self.variant == "original":
-            num = norm((e[None] - en) / np.clip(e, self.eps, None)[None])
-            den = norm((x[None] - xn) / np.clip(x, self.eps, None)[None])
-            with np.errstate(divide="ignore", invalid="ignore"): per = np.nan_to_num((num / den)[0], nan=0.0)
-            value = float(per.max())
-        else:
-            if self.variant == "paper":
-                ne, nx = _signed_floor(e, self.eps)[None], _signed_floor(x.astype(np.float64), self.eps)[None]
-            else:
-                ne = np.maximum(np.maximum(np.abs(e)[None], np.abs(en)), self.eps)
-                nx = np.maximum(np.maximum(np.abs(x.astype(np.float64))[None], np.abs(xn.astype(np.float64))), self.eps)
-            per = (norm((e[None] - en) / ne) / np.maximum(norm((x[None] - xn) / nx), self.eps)).max(0)
-            value = float(per.mean())
         method = explanation.method if is_ex else getattr(explainer, "name", "")
-        return RISResult(per, value, self.variant, method,
-                         {"n_neighbors": m, "noise_std": self.noise_std, "p": self.p, "eps": self.eps, "seed": self.seed})
+        out = {}
+        for variant in variants:
+            if variant == "original":
+                num = norm((e[None] - en) / np.clip(e, self.eps, None)[None])
+                den = norm((x[None] - xn) / np.clip(x, self.eps, None)[None])
+                with np.errstate(divide="ignore", invalid="ignore"): per = np.nan_to_num((num / den)[0], nan=0.0)
+                value = float(per.max())
+            else:
+                if variant == "paper":
+                    ne, nx = _signed_floor(e, self.eps)[None], _signed_floor(x.astype(np.float64), self.eps)[None]
+                else:
+                    ne = np.maximum(np.maximum(np.abs(e)[None], np.abs(en)), self.eps)
+                    nx = np.maximum(np.maximum(np.abs(x.astype(np.float64))[None], np.abs(xn.astype(np.float64))), self.eps)
+                per = (norm((e[None] - en) / ne) / np.maximum(norm((x[None] - xn) / nx), self.eps)).max(0)
+                value = float(per.mean())
+            out[variant] = RISResult(per, value, variant, method,
+                                     {"n_neighbors": m, "noise_std": self.noise_std, "p": self.p, "eps": self.eps, "seed": self.seed})
+        return out
 
 
 # %% ../nbs/05_attribution.ipynb #7d4c90a2

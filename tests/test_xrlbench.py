@@ -235,3 +235,25 @@ def test_benchmark_plot_names_the_better_direction_and_keeps_methods_apart():
         plt.close(ax.figure)
     with pytest.raises(ValueError, match="no 'RIS' curves"): r.plot(metric="RIS")
     with pytest.raises(TypeError, match="pass the metric by name"): r.plot("AIM")   # ax comes first, as in every plot
+
+
+def test_ris_variants_share_one_set_of_neighbour_explanations(data):
+    """`RIS.variants` gives each formula's value exactly as its own `RIS` call would, from one pass over the neighbours."""
+    X, _ = data
+    pol = linear_policy([[0.5, -1.0, 2.0, 0.3], [0.1, 0.4, -0.2, 1.0]])
+    ig = make_explainer("IG", pol, baseline="zeros")
+    calls = []
+    def f(s, a):
+        calls.append(len(s)); return ig.explain(s, a).importance
+    e = ig.explain(X[:12] + 1.0)
+    both = RIS(n_neighbors=3, seed=4).variants(f, e.states, e.importance, e.actions)
+    assert calls == [36]                                     # 12 states x 3 neighbours, explained once
+    for v in ("paper", "code"):
+        alone = RIS(n_neighbors=3, seed=4, variant=v)(f, e.states, e.importance, e.actions)
+        np.testing.assert_array_equal(both[v].per_state, alone.per_state)
+        assert both[v].variant == v and both[v].value == alone.value
+    assert both["paper"].value != both["code"].value
+    with pytest.raises(ValueError, match="original"):
+        RIS().variants(f, e.states, e.importance, e.actions, variants=("paper", "original"))
+    with pytest.raises(ValueError, match="subset"):
+        RIS().variants(f, e.states, e.importance, e.actions, variants=("mean",))
