@@ -9,7 +9,8 @@ Conditions, interleaved over `--repeats` rounds (medians reported):
               the loop of the papers' code, timed on the first `--naive-states` states in every round;
 - `fwd-only`: a lower bound on any naive loop: `inputs` single-image forwards (1 thread), timed alone and scaled.
 The best forward throughput is the best of a sweep over threads, workers, layouts and batch sizes in the same run;
-`fwd/best` is a map's perturbed inputs per second at the default settings over it. `--busy` starts one busy process
+`fwd/best` is a map's perturbed inputs per second at the default settings over it; `of fwd` is the same over the median
+throughput of a plain forward of 1764 ready-made inputs at the default settings, timed in every round beside the maps. `--busy` starts one busy process
 for the duration (a shared laptop or CI box). `--save-maps F.npz` keeps the default maps; `--reference F.npz` reports the
 largest difference from maps saved by another version of the package (`max|d| ref`).
 
@@ -28,7 +29,7 @@ import torch
 from rlexplain.agents import load_best_agent
 from rlexplain.core import ComputeSettings, compute_settings, map_batches
 from rlexplain.envs import collect_rollout, make_env
-from rlexplain.saliency import PAPER_PARAMS, paper_saliency
+from rlexplain.saliency import paper_saliency
 
 PAPER_SECONDS = {"occlusion": 2.80, "noise_sensitivity": 2.62, "sarfa": 3.00, "rise": 1.54, "lime_slic": 2.08}  # GTX Titan X
 INPUTS = {"occlusion": 42 * 42, "noise_sensitivity": 28 * 28, "sarfa": 42 * 42, "rise": 1000,
@@ -98,8 +99,12 @@ def run(args):
              "old": (os.cpu_count(), 1, "channels_last", 512)}   # torch's default: one thread per core
     methods = [m for m in args.methods.split(",") if m]
     conds["naive"] = (1, 1, default.layout, 1)
-    times = {(c, m): [] for c in conds for m in methods}; maps = {}
+    times = {(c, m): [] for c in conds for m in methods}; maps = {}; fwd = []
+    xf = policy.obs(np.repeat(states, 1764 // len(states) + 1, axis=0)[:1764])
     for r in range(args.repeats):
+        use(policy, *conds["default"])
+        with torch.no_grad():
+            t0 = time.perf_counter(); map_batches(policy.forward, xf, default.batch_size, default.workers); fwd.append(len(xf) / (time.perf_counter() - t0))
         for m in methods:
             for c, (t, w, l, b) in conds.items():
                 use(policy, t, w, l, b)
@@ -107,11 +112,11 @@ def run(args):
                 t0 = time.perf_counter(); out = paper_saliency(m, policy, xs); dt = time.perf_counter() - t0
                 times[(c, m)].append(dt / len(xs))
                 if r == 0: maps[(c, m)] = out.values if hasattr(out, "values") else np.asarray(out)
-    print(f"load after: {os.getloadavg()[0]:.2f}\n")
+    print(f"load after: {os.getloadavg()[0]:.2f}; plain forward at the default settings: {statistics.median(fwd):,.0f} img/s (median of rounds)\n")
     ref = dict(np.load(args.reference)) if args.reference else {}
     if args.save_maps: np.savez(args.save_maps, **{m: np.asarray(maps[("default", m)]) for m in methods})
     hdr = (f"{'method':18s} {'inputs':>6s} {'default':>8s} {'1 thread':>8s} {'old':>7s} {'naive':>7s} {'x naive':>7s} "
-           f"{'fwd-only':>8s} {'x f-o':>6s} {'fwd/best':>8s} {'paper':>6s} {'max|d|':>8s} {'max|d| ref':>10s}")
+           f"{'fwd-only':>8s} {'x f-o':>6s} {'fwd/best':>8s} {'of fwd':>6s} {'paper':>6s} {'max|d|':>8s} {'max|d| ref':>10s}")
     print("seconds per map (median of", args.repeats, "interleaved rounds)\n" + hdr)
     for m in methods:
         d, o, old, naive = (statistics.median(times[(c, m)]) for c in conds)
@@ -119,7 +124,7 @@ def run(args):
         diff = float(np.abs(np.asarray(maps[("default", m)], np.float64) - np.asarray(maps[("old", m)], np.float64)).max())
         dref = (f"{float(np.abs(np.asarray(maps[('default', m)], np.float64) - ref[m]).max()):10.1e}" if m in ref else f"{'-':>10s}")
         print(f"{m:18s} {INPUTS[m]:6d} {d:8.3f} {o:8.3f} {old:7.3f} {naive:7.3f} {naive / d:7.1f} {fwd_only:8.3f} {fwd_only / d:6.1f} "
-              f"{INPUTS[m] / d / best:8.0%} {PAPER_SECONDS.get(m, float('nan')):6.2f} {diff:8.1e} {dref}")
+              f"{INPUTS[m] / d / best:8.0%} {INPUTS[m] / d / statistics.median(fwd):6.0%} {PAPER_SECONDS.get(m, float('nan')):6.2f} {diff:8.1e} {dref}")
 
 
 if __name__ == "__main__":

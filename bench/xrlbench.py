@@ -2,12 +2,18 @@
 (Xiong et al. 2024, Figure 2): TabularSHAP <= 3 ms per state on LunarLander, DeepSHAP <= 0.234 s per state on a
 Breakout-sized image input (Nature CNN on (4, 84, 84)).
 
-    python bench/xrlbench.py [--n 200] [--threads 1] [--image-n 4] [--image-methods DeepSHAP PS]
+    python bench/xrlbench.py [--n 200] [--image-n 4] [--image-methods DeepSHAP PS] [--conditions default "1 thread"] [--busy]
+
+Conditions, interleaved over `--repeats` rounds (medians reported): `default` (rlexplain's settings: one torch thread, the
+policy's calibrated workers), `1 thread` (one torch thread, one worker) and `2 threads` (torch's own default on 2 cores:
+one thread per core, one worker). `--busy` runs one busy process beside the benchmark (a shared laptop or CI box).
 
 Uses the XRL-Bench agents in ../shared/agents/xrl-bench when present, else randomly initialised MLPs of the same
 shape (timings are about the network's size, not its weights).
 """
 import argparse
+import os
+import statistics
 import time
 from pathlib import Path
 
@@ -37,30 +43,59 @@ def nature_cnn(n_actions: int = 4) -> nn.Module:
                          nn.ReLU(), nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, n_actions))
 
 
+CONDITIONS = ("default", "1 thread", "2 threads")
+
+
+def use(policy, condition: str, default) -> None:
+    "Thread count and workers of one condition (see the module docstring)."
+    from rlexplain.core import ComputeSettings
+    threads, workers = {"default": (default.threads, default.workers), "1 thread": (1, 1), "2 threads": (os.cpu_count(), 1)}[condition]
+    torch.set_num_threads(threads)
+    policy.apply_settings(ComputeSettings(threads, workers, default.layout, default.batch_size, "override"))
+
+
 def time_method(name, policy, background, states, **kw) -> dict:
     t = time.perf_counter()
     ex = make_explainer(name, policy, background=background, **kw)
     setup = time.perf_counter() - t
     ex.explain(states[:2])            # warm-up: thread pools, oneDNN kernels, LightGBM's OpenMP team (paid once per process)
     e = ex.explain(states)
-    row = {"method": name, "setup_s": setup, "ms_per_state": 1e3 * e.seconds_per_sample}
+    row = {"method": name, "setup_s": setup, "ms_per_state": 1e3 * e.seconds_per_sample, "importance": e.importance}
     if hasattr(ex, "agreement"): row.update(student_agreement=ex.agreement, student_trees=ex.n_trees)
     return row
+
+
+def _spin():
+    while True: pass
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200, help="tabular states explained per method")
     ap.add_argument("--dataset", type=int, default=5000, help="background dataset states")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--conditions", nargs="*", default=list(CONDITIONS), help=f"of {CONDITIONS}")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--busy", action="store_true", help="run one busy process beside the benchmark")
     ap.add_argument("--image-n", type=int, default=4, help="image states explained")
     ap.add_argument("--image-methods", nargs="*", default=["DeepSHAP"])
     ap.add_argument("--image-zoo", action="store_true", help="time the zoo's ALE Breakout DQN (compact CNN) instead of a Nature CNN")
     ap.add_argument("--envs", nargs="*", default=["CartPole-v1", "LunarLander-v3"], help="tabular environments (none: skip)")
     ap.add_argument("--methods", nargs="*", default=list(TABULAR_METHODS), help="tabular methods")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    rows = []
+    import multiprocessing as mp
+    spin = mp.Process(target=_spin, daemon=True) if args.busy else None
+    if spin: spin.start(); time.sleep(2)
+    try: run(args)
+    finally:
+        if spin: spin.terminate()
+
+
+def run(args):
+    from rlexplain.core import compute_settings
+    import platform
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    print(f"machine: {cpu} | {os.cpu_count()} cores | torch {torch.__version__} | load {os.getloadavg()[0]:.2f} | busy process: {'yes' if args.busy else 'no'}")
+    jobs = []    # (env, policy, background, states, method)
     shapes = {"CartPole-v1": ("CartPole", 4, 2), "LunarLander-v3": ("LunarLander", 8, 4), "FlappyBird-v0": ("FlappyBird", 12, 2)}
     for env_id in args.envs:
         game, d, a = shapes[env_id]
@@ -68,8 +103,7 @@ def main():
         df = generate_dataset(pol, env_id, n_states=args.dataset, seed=0, min_episodes=5)
         X, _ = dataset_arrays(df)
         states = X[np.random.default_rng(0).choice(len(X), min(args.n, len(X)), replace=False)]
-        for m in args.methods:
-            rows.append({"env": env_id, "policy": pol.name, **time_method(m, pol, df, states)})
+        jobs += [(env_id, pol, df, states, m) for m in args.methods]
     torch.manual_seed(0)
     if args.image_zoo:
         from rlexplain.agents import load_best_agent
@@ -79,17 +113,34 @@ def main():
     rng = np.random.default_rng(0)
     bg = rng.random((100, 4, 84, 84), dtype=np.float32)
     xs = rng.random((args.image_n, 4, 84, 84), dtype=np.float32)
-    for m in args.image_methods:
-        rows.append({"env": "image", "policy": img.name, **time_method(m, img, bg, xs)})
-    t = pd.DataFrame(rows)
-    t["goal_ms"] = [GOALS.get((e, m)) for e, m in zip(t.env, t.method)]
-    t["meets_goal"] = [None if pd.isna(g) else bool(v <= g) for v, g in zip(t.ms_per_state, t.goal_ms)]
-    pd.set_option("display.width", 160)
-    import os
-    print(f"torch threads: {args.threads} (TabularSHAP's TreeSHAP: LightGBM on {os.cpu_count()} OpenMP threads, its explain_jobs default); tabular states: {args.n}; image states: {args.image_n}; "
-          f"device: {img.device}; agents: {'XRL-Bench' if AGENTS.exists() else 'random MLPs'}")
-    print(t.round(3).to_string(index=False))
-
+    jobs += [("image", img, bg, xs, m) for m in args.image_methods]
+    defaults = {id(p): compute_settings(p) for _, p, *_ in jobs}
+    print("default settings:", {p.name: str(defaults[id(p)]) for _, p, *_ in jobs})
+    rows, first = {}, {}
+    for r in range(args.repeats):
+        for env, pol, back, states, m in jobs:
+            for c in args.conditions:
+                use(pol, c, defaults[id(pol)])
+                row = time_method(m, pol, back, states)
+                imp = row.pop("importance")
+                if (env, m) not in first: first[(env, m)] = imp
+                row["max_abs_diff"] = float(np.abs(np.asarray(imp, np.float64) - first[(env, m)]).max())
+                rows.setdefault((env, pol.name, m, c), []).append(row)
+    out = []
+    for (env, pname, m, c), rs in rows.items():
+        row = {"env": env, "policy": pname, "method": m, "condition": c, "ms_per_state": statistics.median(x["ms_per_state"] for x in rs),
+               "setup_s": statistics.median(x["setup_s"] for x in rs), "max_abs_diff": max(x["max_abs_diff"] for x in rs)}
+        out.append(row)
+    t = pd.DataFrame(out)
+    wide = t.pivot_table(index=["env", "method"], columns="condition", values="ms_per_state", sort=False)[list(args.conditions)]
+    if "default" in wide and "1 thread" in wide: wide["default / 1 thread"] = wide["default"] / wide["1 thread"]
+    wide["goal_ms"] = [GOALS.get(k) for k in wide.index]
+    wide["max_abs_diff"] = t.groupby(["env", "method"], sort=False)["max_abs_diff"].max()
+    pd.set_option("display.width", 200)
+    print(f"ms per state, median of {args.repeats} interleaved rounds; tabular states: {args.n}; image states: {args.image_n}; "
+          f"TabularSHAP's TreeSHAP: LightGBM on its own OpenMP threads; agents: {'XRL-Bench' if AGENTS.exists() else 'random MLPs'}; "
+          f"load after: {os.getloadavg()[0]:.2f}")
+    print(wide.round(3).to_string())
 
 if __name__ == "__main__":
     main()

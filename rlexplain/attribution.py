@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import math
 import os
+import threading
 import time
 import warnings
 from typing import Any, Callable, NamedTuple, Sequence
@@ -420,9 +421,22 @@ def _prepare(policy: Policy, obs: Any, action: Any) -> tuple[Tensor, Tensor, np.
     with torch.no_grad(): q = policy.forward(x).detach().float()
     return x, q, resolve_actions(action, q)
 
-def _states(n: int, desc: str):
-    "Loop over states, with a progress bar when there are many."
-    return progress_bar(range(n), desc=desc, disable=n < 8, leave=False)
+def _for_states(policy: Policy, n: int, desc: str, fn: Callable[[int], None]) -> None:
+    """Run `fn(b)` for every state b (each writes its own row of the result), with a progress bar when there are many. With at
+    least as many states as the policy has workers, states run side by side, one per worker, each sending its perturbed inputs
+    through the network in its own worker: the work between forward passes (building images, segmenting, fitting surrogates,
+    resizing) then runs in parallel too. Fewer states run one after another, their forward passes spread over the workers."""
+    s = getattr(policy, "settings", None)
+    workers = s.workers if s is not None else 1
+    bar, lock = progress_bar(total=n, desc=desc, disable=n < 8, leave=False), threading.Lock()
+    def one(b):
+        fn(int(b))
+        with lock: bar.update(1)
+    try:
+        if workers > 1 and n >= workers: map_batches(lambda idx: [one(b) for b in idx], torch.arange(n), 1, workers)
+        else:
+            for b in range(n): one(b)
+    finally: bar.close()
 
 
 # %% ../nbs/05_attribution.ipynb #f663b34a
@@ -517,7 +531,7 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
     cell_x = torch.arange(W, device=x.device) // patch
     masks = patch_masks(H, W, patch, str(x.device))
     maps = torch.zeros(B, H, W)
-    for b in _states(B, "occlusion"):
+    def one(b: int):
         xb = x[b]
         out = forward_batches(policy, ny * nx, lambda i, j: perturb(xb, masks, i, j, value=color), batch_size)
         ref = q[b]
@@ -526,6 +540,7 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
         s = (1.0 - out[:, a]) if score == "one_minus" else (ref[a] - out[:, a])
         grid = s.reshape(ny, nx).cpu()
         maps[b] = grid[cell_y.cpu()][:, cell_x.cpu()] if upsample == "nearest" else resize_bilinear(grid, H, W)
+    _for_states(policy, B, "occlusion", one)
     return SaliencyMap(maps.numpy(), acts, "occlusion",
                        dict(patch=patch, color=float(color), softmax=bool(softmax), score=score, upsample=upsample))
 
@@ -645,13 +660,14 @@ def noise_sensitivity(policy: Policy,           # any Policy with image observat
     radius = _check_disk_args(radius, perturbation, blur_sigma, H, W, mask, mask_sigma, blur_mode)
     if score not in NS_SCORES: raise ValueError(f"score must be one of {NS_SCORES}; got {score!r}.")
     maps = torch.zeros(B, H, W)
-    for b in _states(B, "noise sensitivity"):
+    def one(b: int):
         out, gh, gw = _grid_outputs(policy, x[b], radius, perturbation, blur_sigma, blur_frames, batch_size, mask, mask_sigma, blur_mode)
         if score == "chosen_action": s = 1.0 - out.softmax(-1)[:, int(acts[b])]
         else:
             d2 = ((q[b][None] - out) ** 2).sum(-1)
             s = 0.5 * d2 if score == "all_actions" else d2.sqrt()
         maps[b] = _grid_to_map(s, gh, gw, H, W, keep_max)
+    _for_states(policy, B, "noise sensitivity", one)
     params = dict(radius=radius, perturbation=perturbation, score=score, blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames))
     if (mask, mask_sigma, blur_mode, keep_max) != ("disk", None, "reflect", True):
         params.update(mask=mask, mask_sigma=None if mask_sigma is None else float(mask_sigma), blur_mode=blur_mode, keep_max=bool(keep_max))
@@ -684,9 +700,10 @@ def sarfa(policy: Policy,             # any Policy with image observations and >
     if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")
     radius = _check_disk_args(radius, perturbation, blur_sigma, H, W, mask, mask_sigma, blur_mode)
     maps = torch.zeros(B, H, W)
-    for b in _states(B, "sarfa"):
+    def one(b: int):
         out, gh, gw = _grid_outputs(policy, x[b], radius, perturbation, blur_sigma, blur_frames, batch_size, mask, mask_sigma, blur_mode)
         maps[b] = _grid_to_map(sarfa_score(q[b], out, int(acts[b]), kl), gh, gw, H, W, keep_max)
+    _for_states(policy, B, "sarfa", one)
     params = dict(radius=radius, perturbation=perturbation, kl=kl, blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames))
     if (mask, mask_sigma, blur_mode, keep_max) != ("disk", None, "reflect", True):
         params.update(mask=mask, mask_sigma=None if mask_sigma is None else float(mask_sigma), blur_mode=blur_mode, keep_max=bool(keep_max))
@@ -745,11 +762,12 @@ class RISE:
         masks = self.masks(H, W, x.device)
         flat = masks.reshape(self.n_masks, -1)
         maps = torch.zeros(B, H, W)
-        for b in _states(B, "rise"):
+        def one(b: int):
             xb = x[b]
             out = forward_batches(policy, self.n_masks, lambda i, j: xb[None] * masks[i:j, None], self.batch_size)
             if self.softmax: out = out.softmax(-1)
             maps[b] = (out[:, int(acts[b])] @ flat).reshape(H, W).cpu() / (self.n_masks * self.p)
+        _for_states(policy, B, "rise", one)
         return SaliencyMap(maps.numpy(), acts, "rise", self.params)
 
 def rise(policy: Policy,           # any Policy with image observations
@@ -834,8 +852,8 @@ def lime(policy: Policy,               # any Policy with image observations; raw
     if not kernel_width > 0: raise ValueError(f"kernel_width must be > 0; got {kernel_width}.")
     seed = check_int("seed", seed, 0)
     kernel = lambda d: np.sqrt(np.exp(-(d ** 2) / kernel_width ** 2))
-    maps = np.zeros((B, H, W), np.float32); n_segments, r2 = [], []
-    for b in _states(B, "lime"):
+    maps = np.zeros((B, H, W), np.float32); n_segments, r2 = [0] * B, [0.0] * B
+    def one(b: int):
         xb = x[b]
         seg = segment(xb, segmentation, **seg_params)
         n_feat = int(seg.max()) + 1
@@ -845,15 +863,17 @@ def lime(policy: Policy,               # any Policy with image observations; raw
         data_t, seg_t = torch.as_tensor(data, dtype=torch.float32, device=x.device), torch.as_tensor(seg.ravel(), device=x.device)
         def make(i, j):
             keep = data_t[i:j].index_select(1, seg_t).reshape(j - i, 1, H, W)
+            if hide_color == 0: return xb[None] * keep   # the same values, one pass less over memory
             return torch.addcmul(torch.full_like(xb, float(hide_color))[None], (xb - float(hide_color))[None], keep)
         labels = forward_batches(policy, num_samples, make, batch_size).double().cpu().numpy()
         dist = pairwise_distances(data, data[0].reshape(1, -1), metric="cosine").ravel()
-        with threadpool_limits(1, user_api="blas"):   # a small Ridge; multi-threaded BLAS only adds contention
-            _, exp, score, _ = LimeBase(kernel, random_state=rs).explain_instance_with_data(
-                data, labels, dist, int(acts[b]), n_feat, feature_selection="none")   # all n_feat features: as "auto", one fit less
+        _, exp, score, _ = LimeBase(kernel, random_state=rs).explain_instance_with_data(
+            data, labels, dist, int(acts[b]), n_feat, feature_selection="none")   # all n_feat features: as "auto", one fit less
         w = np.zeros(n_feat)
         for f, v in exp: w[f] = v
-        maps[b] = w[seg]; n_segments.append(n_feat); r2.append(float(score))
+        maps[b], n_segments[b], r2[b] = w[seg], n_feat, float(score)
+    with threadpool_limits(1, user_api="blas"):   # small Ridge fits; multi-threaded BLAS only adds contention (set once: not thread-local)
+        _for_states(policy, B, "lime", one)
     name = segmentation if isinstance(segmentation, str) else getattr(segmentation, "__name__", "custom")
     return SaliencyMap(maps, acts, "lime", dict(segmentation=name, seg_params={**(LIME_SEGMENTATIONS.get(name, ({}, 0))[0]), **seg_params},
                                                 num_samples=num_samples, hide_color=float(hide_color), kernel_width=float(kernel_width),
@@ -1402,17 +1422,17 @@ class IntegratedGradients(_GradientExplainer):
         from captum.attr import IntegratedGradients as _IG
         # captum differentiates each output row separately (torch.unbind: one autograd root per row, ~20x slower here);
         # the rows of an eval-mode network are independent, so the gradient of their sum is the same per-row gradient
-        ig = _IG(lambda z: self.policy.forward(z)[:, int(act)].sum().reshape(1))
-        M, out = len(refs), []
-        step = max(1, self.rows_per_pass // M)
-        for s in range(0, len(x), step):
-            xc = x[s:s + step]
+        M = len(refs)
+        def chunk(idx: Tensor) -> np.ndarray:   # states idx against every reference; chunks run side by side on the policy's workers
+            ig = _IG(lambda z: self.policy.forward(z)[:, int(act)].sum().reshape(1))
+            xc = x[idx]
             xr = xc.repeat_interleave(M, 0)
             br = refs.repeat(len(xc), *[1] * (refs.ndim - 1))
             att = ig.attribute(xr, baselines=br, n_steps=self.n_steps, method=self.method,
                                internal_batch_size=max(len(xr), self.rows_per_pass))
-            out.append(att.detach().reshape(len(xc), M, *x.shape[1:]).mean(1).cpu().numpy())
-        return np.concatenate(out)
+            return att.detach().reshape(len(xc), M, *x.shape[1:]).mean(1).cpu().numpy()
+        s = getattr(self.policy, "settings", None)
+        return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, self.rows_per_pass // M), s.workers if s is not None else 1))
 
     def _explain(self, x, a):
         imp, per, base = super()._explain(x, a)

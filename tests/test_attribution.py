@@ -215,3 +215,20 @@ def test_the_layer_is_low_and_each_method_lives_once():
         assert getattr(xrlbench, name) is getattr(A, name)
     for name in ("insertion_curves", "cascading_randomization", "spearman_similarity", "ssim_similarity", "hog_similarity"):
         assert getattr(saliency_bench, name) is getattr(A, name)
+
+
+@pytest.mark.parametrize("key", ["occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic", "integrated_gradients"])
+def test_values_do_not_depend_on_the_number_of_workers(cnn, key):
+    """States side by side on 2 workers (3 states), chunks side by side (1 state) and everything in one thread give the
+    same values: every state's perturbed inputs go through the network in the same chunks."""
+    from rlexplain.core import ComputeSettings
+    pol, x = cnn
+    bg = np.random.default_rng(1).random((4, 2, 16, 16)).astype(np.float32)
+    kw = {**FAST[key], **({"background": bg} if key == "integrated_gradients" else {})}
+    got = {}
+    for workers in (1, 2):
+        pol.apply_settings(ComputeSettings(1, workers, "contiguous", 7, "override"))   # batch 7: several chunks per state
+        got[workers] = (explain(key, pol, x, **kw).values, explain(key, pol, x[:1], **kw).values)
+    np.testing.assert_array_equal(got[1][0], got[2][0])
+    np.testing.assert_array_equal(got[1][1], got[2][1])
+    np.testing.assert_allclose(got[2][0][:1], got[2][1], rtol=1e-5, atol=1e-6)   # alone or in a batch (forward batch sizes differ)
