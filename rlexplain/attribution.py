@@ -1361,15 +1361,19 @@ class DeepSHAP(_GradientExplainer):
 
     def _attribute(self, act, x, refs):
         import shap
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
-            # on a copy: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules (they would change the caller's policy)
-            e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
-            try: return e.shap_values(x, check_additivity=self.check_additivity)
-            except AssertionError as err:
-                raise ValueError(f"DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({str(err).split(' - ')[-2:]}). "
-                                 "The network probably applies functional activations (F.relu / torch.relu) that shap's "
-                                 "DeepExplainer cannot see: build it from nn.ReLU modules (see xrlbench_mlp).") from None
+        def chunk(idx: Tensor) -> np.ndarray:   # each state is explained on its own, so chunks of states can run side by side
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
+                # on a copy per chunk: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules
+                e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
+                try: return np.asarray(e.shap_values(x[idx], check_additivity=self.check_additivity)).reshape(len(idx), *x.shape[1:])
+                except AssertionError as err:
+                    raise ValueError(f"DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({str(err).split(' - ')[-2:]}). "
+                                     "The network probably applies functional activations (F.relu / torch.relu) that shap's "
+                                     "DeepExplainer cannot see: build it from nn.ReLU modules (see xrlbench_mlp).") from None
+        s = getattr(self.policy, "settings", None)
+        workers = s.workers if s is not None and self.is_image else 1   # tabular networks: too small to gain from a second worker
+        return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, math.ceil(len(x) / workers)), workers))
 
 class GradientSHAP(_GradientExplainer):
     "GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer."

@@ -217,14 +217,14 @@ def test_the_layer_is_low_and_each_method_lives_once():
         assert getattr(saliency_bench, name) is getattr(A, name)
 
 
-@pytest.mark.parametrize("key", ["occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic", "integrated_gradients"])
+@pytest.mark.parametrize("key", ["occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic", "integrated_gradients", "deep_shap"])
 def test_values_do_not_depend_on_the_number_of_workers(cnn, key):
     """States side by side on 2 workers (3 states), chunks side by side (1 state) and everything in one thread give the
     same values: every state's perturbed inputs go through the network in the same chunks."""
     from rlexplain.core import ComputeSettings
     pol, x = cnn
     bg = np.random.default_rng(1).random((4, 2, 16, 16)).astype(np.float32)
-    kw = {**FAST[key], **({"background": bg} if key == "integrated_gradients" else {})}
+    kw = {**FAST[key], **({"background": bg} if key in ("integrated_gradients", "deep_shap") else {})}
     got = {}
     for workers in (1, 2):
         pol.apply_settings(ComputeSettings(1, workers, "contiguous", 7, "override"))   # batch 7: several chunks per state
