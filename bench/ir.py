@@ -48,7 +48,7 @@ def bench_ir(n_agents: int, p: int) -> None:
     obs, valid, _ = intervened_observations(env, states, registry("breakout"))
     t_obs = time.perf_counter() - t
     t = time.perf_counter()
-    m = ir_matrix(agents, obs, valid, t=30)
+    ir_matrix(agents, obs, valid, t=30)
     t_r = time.perf_counter() - t
     n_eval = int(valid.sum()) * len(agents)
     print(f"intervened observations: {valid.size} cells ({valid.sum()} valid) in {t_obs:.2f} s = {valid.size / t_obs:,.0f} cells/s")

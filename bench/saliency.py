@@ -8,7 +8,8 @@ Conditions, interleaved over `--repeats` rounds (medians reported):
 - `naive`:    the same method with one forward pass per perturbed image (batch size 1, one torch thread, one worker):
               the loop of the papers' code, timed on the first `--naive-states` states in every round;
 - `fwd-only`: a lower bound on any naive loop: `inputs` single-image forwards (1 thread), timed alone and scaled.
-The best forward throughput is the best of a sweep over threads, workers, layouts and batch sizes in the same run;
+The best forward throughput is that of the best setting in a sweep over threads, workers, layouts and batch sizes in the
+same run (the median of 5 runs per setting: the fastest single run of 100 under a busy scheduler is an outlier, also printed);
 `fwd/best` is a map's perturbed inputs per second at the default settings over it; `of fwd` is the same over the median
 throughput of a plain forward of 1764 ready-made inputs at the default settings, timed in every round beside the maps. `--busy` starts one busy process
 for the duration (a shared laptop or CI box). `--save-maps F.npz` keeps the default maps; `--reference F.npz` reports the
@@ -17,15 +18,14 @@ largest difference from maps saved by another version of the package (`max|d| re
     python bench/saliency.py [--states 8] [--repeats 5] [--busy] [--methods occlusion,rise] [--reference old.npz]
 """
 import argparse
-import multiprocessing as mp
 import os
-import platform
 import statistics
 import time
 
 import numpy as np
 import torch
 
+from _common import busy, machine
 from rlexplain.agents import load_best_agent
 from rlexplain.core import ComputeSettings, compute_settings, map_batches
 from rlexplain.envs import collect_rollout, make_env
@@ -36,27 +36,19 @@ INPUTS = {"occlusion": 42 * 42, "noise_sensitivity": 28 * 28, "sarfa": 42 * 42, 
           "lime_slic": 2000, "lime_quickshift": 1500, "lime_felzenszwalb": 1000}   # perturbed images per map (84 x 84 states)
 
 
-def _spin():
-    while True: pass
-
-
-def machine() -> str:
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    return f"{platform.node()} | {cpu} | {os.cpu_count()} cores | torch {torch.__version__} | load {os.getloadavg()[0]:.2f}"
-
-
 def use(policy, threads, workers, layout, batch):
     torch.set_num_threads(threads)
     policy.apply_settings(ComputeSettings(threads, workers, layout, batch, "override"))
 
 
-def forward_rate(policy, x, threads, workers, layout, batch, reps=3):
+def forward_rate(policy, x, threads, workers, layout, batch, reps=5) -> tuple[float, float]:
+    "(median, max) images per second of `reps` forwards of `x` under one setting."
     use(policy, threads, workers, layout, batch)
-    best = float("inf")
+    rates = []
     with torch.no_grad():
         for _ in range(reps):
-            t0 = time.perf_counter(); map_batches(policy.forward, x, batch, workers); best = min(best, time.perf_counter() - t0)
-    return len(x) / best
+            t0 = time.perf_counter(); map_batches(policy.forward, x, batch, workers); rates.append(len(x) / (time.perf_counter() - t0))
+    return statistics.median(rates), max(rates)
 
 
 def main():
@@ -69,11 +61,7 @@ def main():
     ap.add_argument("--save-maps", default=None, help="write the default maps to this .npz")
     ap.add_argument("--reference", default=None, help="compare the default maps with this .npz (from --save-maps)")
     args = ap.parse_args()
-    spin = mp.Process(target=_spin, daemon=True) if args.busy else None
-    if spin: spin.start(); time.sleep(2)
-    try: run(args)
-    finally:
-        if spin: spin.terminate()
+    with busy(args.busy): run(args)
 
 
 def run(args):
@@ -86,8 +74,9 @@ def run(args):
     x = policy.obs(np.repeat(states, 64, axis=0)[:512])
     sweep = {(t, w, l, b): forward_rate(policy, x, t, w, l, b) for t in (1, 2) for w in (1, 2) for l in ("contiguous", "channels_last")
              for b in (64, 128, 256, 512) if not (t == 2 and w == 2)}
-    best_key = max(sweep, key=sweep.get); best = sweep[best_key]
-    print(f"best forward throughput: {best:,.0f} img/s at threads={best_key[0]} workers={best_key[1]} layout={best_key[2]} batch={best_key[3]}")
+    best_key = max(sweep, key=lambda k: sweep[k][0]); best, fastest = sweep[best_key]
+    print(f"best forward throughput: {best:,.0f} img/s (median of 5; fastest single run {fastest:,.0f}) at threads={best_key[0]} "
+          f"workers={best_key[1]} layout={best_key[2]} batch={best_key[3]}")
     use(policy, 1, 1, default.layout, default.batch_size)
     one = policy.obs(states[:1]); t1 = []
     with torch.no_grad():

@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from _common import busy, machine
 from rlexplain.core import Policy
 from rlexplain.xrlbench import (TABULAR_METHODS, dataset_arrays, generate_dataset, load_xrlbench_policy, make_explainer,
                                 xrlbench_mlp)
@@ -65,10 +66,6 @@ def time_method(name, policy, background, states, **kw) -> dict:
     return row
 
 
-def _spin():
-    while True: pass
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200, help="tabular states explained per method")
@@ -82,19 +79,12 @@ def main():
     ap.add_argument("--envs", nargs="*", default=["CartPole-v1", "LunarLander-v3"], help="tabular environments (none: skip)")
     ap.add_argument("--methods", nargs="*", default=list(TABULAR_METHODS), help="tabular methods")
     args = ap.parse_args()
-    import multiprocessing as mp
-    spin = mp.Process(target=_spin, daemon=True) if args.busy else None
-    if spin: spin.start(); time.sleep(2)
-    try: run(args)
-    finally:
-        if spin: spin.terminate()
+    with busy(args.busy): run(args)
 
 
 def run(args):
     from rlexplain.core import compute_settings
-    import platform
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    print(f"machine: {cpu} | {os.cpu_count()} cores | torch {torch.__version__} | load {os.getloadavg()[0]:.2f} | busy process: {'yes' if args.busy else 'no'}")
+    print(f"machine: {machine()} | busy process: {'yes' if args.busy else 'no'}")
     jobs = []    # (env, policy, background, states, method)
     shapes = {"CartPole-v1": ("CartPole", 4, 2), "LunarLander-v3": ("LunarLander", 8, 4), "FlappyBird-v0": ("FlappyBird", 12, 2)}
     for env_id in args.envs:

@@ -1,0 +1,28 @@
+"""What every bench script prints and does alike: the machine line, and an optional busy process beside the run."""
+import contextlib
+import multiprocessing as mp
+import os
+import platform
+import time
+
+import torch
+
+
+def machine() -> str:
+    "Host, CPU model, cores, torch version and the 1-minute load average, on one line."
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    return f"{platform.node()} | {cpu} | {os.cpu_count()} cores | torch {torch.__version__} | load {os.getloadavg()[0]:.2f}"
+
+
+def _spin():
+    while True: pass
+
+
+@contextlib.contextmanager
+def busy(on: bool = True):
+    "With `on`, one process spinning on a core for the duration (a shared laptop or CI box), started 2 s before."
+    spin = mp.Process(target=_spin, daemon=True) if on else None
+    if spin: spin.start(); time.sleep(2)
+    try: yield
+    finally:
+        if spin: spin.terminate()
