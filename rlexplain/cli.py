@@ -398,9 +398,10 @@ DEMOS: dict[str, tuple[str, str, str]] = {
 def _resolve(spec: str) -> Callable:
     mod, fn = spec.split(":"); return getattr(importlib.import_module(mod), fn)
 
-# rough seconds per demo job on 2 cores, used for the time-left estimate until a run of this folder has measured them
-DEMO_SECONDS = {"ir": 240, "ranld": 200, "saliency": 40, "xrlbench": 300, "saliency_bench": 300, "timeseries": 540,
-                "switching": 30, "compare": 180}
+# seconds per demo job on 2 cores (a fresh clone's demo, 2026-11-24, beside a test run), used for the time-left estimate
+# until a run of this folder has measured them
+DEMO_SECONDS = {"ir": 40, "ranld": 180, "saliency": 10, "xrlbench": 220, "saliency_bench": 120, "timeseries": 200,
+                "switching": 20, "compare": 30}
 
 def _eta(keys: list[str], i: int, spent: dict, out: Path) -> str:
     "'about N min left': the remaining jobs' earlier measured (or typical) times, scaled by this run's pace so far."
