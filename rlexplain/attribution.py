@@ -491,7 +491,9 @@ def perturb(x: Tensor,              # (C, H, W) one image
     out = x.reshape(1, C, H * W).expand(k, C, H * W).contiguous()   # (about twice as fast as .repeat)
     at = idx[:, None, :].expand(k, C, K)
     if value is not None: out.scatter_(2, at, float(value))
-    else: out.scatter_add_(2, at, delta.reshape(C, H * W)[:, idx].transpose(0, 1) * masks.w[i:j, None, :])
+    else:   # index_select and a channel-first scatter: about a third faster than advanced indexing into (k, C, K)
+        src = delta.reshape(C, H * W).index_select(1, idx.reshape(-1)).view(C, k, K) * masks.w[i:j][None]
+        out.permute(1, 0, 2).scatter_add_(2, idx[None].expand(C, k, K), src)
     return out.reshape(k, C, H, W)
 
 @functools.lru_cache(maxsize=16)
