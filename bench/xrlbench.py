@@ -4,7 +4,7 @@ Breakout-sized image input (Nature CNN on (4, 84, 84)).
 
     python bench/xrlbench.py [--n 200] [--image-n 4] [--image-methods DeepSHAP PS] [--conditions default "1 thread"] [--busy]
 
-Conditions, interleaved over `--repeats` rounds (medians reported): `default` (rlexplain's settings: one torch thread, the
+Conditions, interleaved over `--repeats` rounds in an order rotated each round (medians reported): `default` (rlexplain's settings: one torch thread, the
 policy's calibrated workers), `1 thread` (one torch thread, one worker) and `2 threads` (torch's own default on 2 cores:
 one thread per core, one worker). `--busy` runs one busy process beside the benchmark (a shared laptop or CI box).
 
@@ -109,7 +109,8 @@ def run(args):
     rows, first = {}, {}
     for r in range(args.repeats):
         for env, pol, back, states, m in jobs:
-            for c in args.conditions:
+            k = r % len(args.conditions)   # rotate the order: torch's OpenMP threads keep spinning a while after a multi-threaded call
+            for c in args.conditions[k:] + args.conditions[:k]:
                 use(pol, c, defaults[id(pol)])
                 row = time_method(m, pol, back, states)
                 imp = row.pop("importance")
