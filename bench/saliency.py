@@ -1,7 +1,7 @@
 """Seconds per saliency map for the zoo's ALE Breakout DQN on real observations, at the final parameters of
 Huber et al. (2023, Appendix C.2), printed (never asserted) with the machine, its load and the compute settings.
 
-Conditions, interleaved over `--repeats` rounds (medians reported):
+Conditions, interleaved over `--repeats` rounds in an order rotated each round (medians reported):
 - `default`:  rlexplain's compute settings (`rlexplain.core.compute_settings`: threads, workers, layout, batch size);
 - `1 thread`: one torch thread, one worker, the calibrated layout and batch size;
 - `old`:      what the package did before the thread policy: torch's own thread count, channels-last, batch 512, one worker.
@@ -95,7 +95,9 @@ def run(args):
         with torch.no_grad():
             t0 = time.perf_counter(); map_batches(policy.forward, xf, default.batch_size, default.workers); fwd.append(len(xf) / (time.perf_counter() - t0))
         for m in methods:
-            for c, (t, w, l, b) in conds.items():
+            order = list(conds)[r % len(conds):] + list(conds)[:r % len(conds)]   # rotated: torch's OpenMP threads spin a while after a 2-thread call
+            for c in order:
+                t, w, l, b = conds[c]
                 use(policy, t, w, l, b)
                 xs = states[:args.naive_states] if c == "naive" else states
                 t0 = time.perf_counter(); out = paper_saliency(m, policy, xs); dt = time.perf_counter() - t0
