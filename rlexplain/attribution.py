@@ -489,8 +489,7 @@ def perturb(x: Tensor,              # (C, H, W) one image
         return torch.addcmul(x[None], delta[None], m) if value is None else torch.where(m > 0, torch.as_tensor(float(value), device=x.device), x[None])
     idx = masks.idx[i:j]; k, K = idx.shape
     out = x.reshape(1, C, H * W).expand(k, C, H * W).contiguous()   # (about twice as fast as .repeat)
-    at = idx[:, None, :].expand(k, C, K)
-    if value is not None: out.scatter_(2, at, float(value))
+    if value is not None: out.scatter_(2, idx[:, None, :].expand(k, C, K), float(value))
     else:   # index_select and a channel-first scatter: about a third faster than advanced indexing into (k, C, K)
         src = delta.reshape(C, H * W).index_select(1, idx.reshape(-1)).view(C, k, K) * masks.w[i:j][None]
         out.permute(1, 0, 2).scatter_add_(2, idx[None].expand(C, k, K), src)
@@ -498,7 +497,8 @@ def perturb(x: Tensor,              # (C, H, W) one image
 
 @functools.lru_cache(maxsize=16)
 def patch_masks(H: int, W: int, patch: int, device: str = "cpu") -> SparseMasks:
-    "Occlusion's `ceil(H/patch) * ceil(W/patch)` square patches (stride = patch, row-major), each a hard mask; built once per size."
+    """Occlusion's `ceil(H/patch) * ceil(W/patch)` square `patch x patch` pixel patches (stride = patch, row-major; smaller at the
+    bottom and right borders), each a hard mask, built once per size (Zeiler & Fergus 2014; Huber et al. 2023, Eq. A1)."""
     nx = math.ceil(W / patch)
     def build(k):
         cy, cx = (k // nx) * patch, (k % nx) * patch
