@@ -578,8 +578,8 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
         if not np.isfinite(X).all():
             r, c = np.argwhere(~np.isfinite(X))[0]
             raise ValueError(f"{nm} has NaN or infinite returns (first at seed {A.index[r]}, episode {A.columns[c]}); every seed needs every episode.")
-        if np.abs(X).max(initial=0.0) > 1e100:   # sums of such values overflow float64: the DiD and its interval would be inf/NaN
-            raise ValueError(f"{nm} has returns of magnitude {np.abs(X).max():.3g}; above 1e100 the differences in means overflow. Rescale the returns.")
+        if np.abs(X).max(initial=0.0) > 1e100:   # a guard far inside float64's range (the interval's variance of such returns overflows near 1e154)
+            raise ValueError(f"{nm} has returns of magnitude {np.abs(X).max():.3g}; rlexplain refuses returns above 1e100 (their variance overflows float64 near 1e154). Rescale the returns.")
     if not (isinstance(T, (int, np.integer)) and not isinstance(T, bool) and 1 <= T <= N - 1):
         raise ValueError(f"T (the first shifted episode) must be an integer in [1, {N - 1}] so that both periods are non-empty; got {T!r} for N={N} episodes.")
     if not 0 < level < 1: raise ValueError(f"level must be in (0, 1); got {level}.")
@@ -612,18 +612,20 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
         ci = b_ci
         pw_lo, pw_hi = np.percentile(pwb, q, axis=0); cum_lo, cum_hi = np.percentile(cumb, q, axis=0)
     if pT is not None:
-        plc = did_estimates(x1[:T], x0[:T], pT)["did"]
         p_seed = _did_batch(X1[:, :T], X0[:, :T], pT)
+        plc = did_estimates(x1[:T], x0[:T], pT)["did"]
         plc_ci = t_interval(p_seed, level) if interval == "t" else np.percentile(_did_batch(B1[:, :T], B0[:, :T], pT), q)
     else:
         plc, plc_ci, p_seed = float("nan"), [float("nan")] * 2, np.full(M, np.nan)
+    did = est["did"]
+    if agg == "mean":   # every estimate of the mean series is the mean of the per-seed ones: report those, the centres of their t
+        # intervals by construction (the two differ only by rounding, which matters for returns near 1e16)
+        did, pw, cum = float(d_seed.mean()), pw_seed.mean(0), cum_seed.mean(0)
+        if pT is not None: plc = float(p_seed.mean())
     table = pd.DataFrame({"episode": A.columns.to_numpy(), "treatment": x1, "control": x0, "pointwise": pw,
                           "pointwise_lo": pw_lo, "pointwise_hi": pw_hi, "cumulative": cum, "cumulative_lo": cum_lo,
                           "cumulative_hi": cum_hi, "period": np.where(post, "post", "pre")})
     per_seed = pd.DataFrame([{"seed": s, **did_estimates(X1[i], X0[i], T), "placebo": float(p_seed[i])} for i, s in enumerate(A.index)])
-    # with agg="mean" the DiD of the mean series is the mean of the per-seed DiDs; report the latter, the centre of its t
-    # interval by construction (the two differ only by rounding, which matters for returns near 1e16)
-    did = float(d_seed.mean()) if agg == "mean" else est["did"]
     return CausalImpact(table, per_seed, T, did, est["did_post"], est["pre_gap"], float(ci[0]), float(ci[1]),
                         -1 if pT is None else int(pT), float(plc), float(plc_ci[0]), float(plc_ci[1]), float(level), int(n_boot),
                         agg, label, interval, float(t_ci[0]), float(t_ci[1]), float(b_ci[0]), float(b_ci[1]))

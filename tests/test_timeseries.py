@@ -244,6 +244,10 @@ def test_causal_impact_finite_or_clear_error(X, T, pT):
         return
     assert np.isfinite([ci.did, ci.ci_low, ci.ci_high, ci.boot_low, ci.boot_high]).all()
     assert ci.ci_low <= ci.did + 1e-9 <= ci.ci_high + 2e-9 and ci.n_seeds == X.shape[0]
+    if ci.placebo_T > 0:   # the placebo too is the centre of its own t interval
+        assert ci.placebo_low - 2e-9 <= ci.placebo <= ci.placebo_high + 2e-9
+    tb = ci.table
+    assert (tb.pointwise_lo - 2e-9 <= tb.pointwise).all() and (tb.pointwise <= tb.pointwise_hi + 2e-9).all()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -280,3 +284,13 @@ def test_did_is_the_centre_of_its_t_interval_even_for_huge_returns():
     ci = causal_impact(X + 0.5, X, T=3, placebo_T=1, n_boot=20)
     assert ci.ci_low <= ci.did <= ci.ci_high
     assert ci.did == pytest.approx(float(np.mean([((a[3:].mean() - a[:3].mean()) - (b[3:].mean() - b[:3].mean())) for a, b in zip(X + 0.5, X)])))
+
+
+def test_placebo_and_pointwise_are_the_centres_of_their_t_intervals_for_huge_returns():
+    "The same rounding as above once hit the placebo (-4 outside [0, 0]): every estimate comes from the per-seed values with agg='mean'."
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        X = np.where(rng.random((2, 6)) < 0.3, 1.80143985e16 * rng.integers(1, 3, (2, 6)), 0.0)
+        ci = causal_impact(X + 0.5, X, T=4, placebo_T=2, n_boot=20)
+        assert ci.placebo_low <= ci.placebo <= ci.placebo_high and ci.ci_low <= ci.did <= ci.ci_high
+        assert (ci.table.pointwise_lo <= ci.table.pointwise).all() and (ci.table.pointwise <= ci.table.pointwise_hi).all()
