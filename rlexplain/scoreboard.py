@@ -49,6 +49,7 @@ def run_scale(run_dir: str | Path) -> str | None:
         except (OSError, ValueError, AttributeError): continue
         if s: found.add(str(s))
     if len(found) == 1: return found.pop()
+    if len(found) > 1: return None   # sections made at different scales: no one scale (report.html names only the last run's)
     try:
         m = re.search(r"Scale:\s*([A-Za-z_]+)", (p / "report.html").read_text(errors="replace")[:20000])
         if m: return m.group(1)

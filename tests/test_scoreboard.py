@@ -179,3 +179,5 @@ def test_run_scale_from_the_sections_configs(tmp_path):
     assert run_scale(tmp_path) == "demo"
     (tmp_path / "ranld").mkdir(); (tmp_path / "ranld" / "config.json").write_text(json.dumps({"job": "ranld", "scale": "paper"}))
     assert run_scale(tmp_path) is None      # sections disagree: no scale claimed
+    (tmp_path / "report.html").write_text("<p>Scale: paper</p>")
+    assert run_scale(tmp_path) is None      # ... not even the report's, which names only the last run's scale
