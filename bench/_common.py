@@ -9,9 +9,17 @@ import torch
 
 
 def machine() -> str:
-    "Host, CPU model, cores, torch version and the 1-minute load average, on one line."
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-    return f"{platform.node()} | {cpu} | {os.cpu_count()} cores | torch {torch.__version__} | load {os.getloadavg()[0]:.2f}"
+    "Host, CPU model, cores, torch version and threads, python and the 1-minute load average, on one line."
+    try: cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    except OSError: cpu = platform.processor() or platform.machine()
+    return (f"{platform.node()} | {cpu} | {os.cpu_count()} cores | torch {torch.__version__}, {torch.get_num_threads()} thread(s) | "
+            f"python {platform.python_version()} | load {os.getloadavg()[0]:.2f}")
+
+
+def rotated(conditions, r: int) -> list:
+    "The conditions in round r's order: rotated by r, so none always follows the same one (torch's OpenMP threads keep spinning a while after a multi-threaded call)."
+    c = list(conditions)
+    return c[r % len(c):] + c[:r % len(c)]
 
 
 def _spin():

@@ -4,10 +4,9 @@ and ToyboxEnv wrapper steps per second next to raw ctoybox steps per second, mea
     python bench/ir.py [--threads N] [--agents 5] [--states 10]
 """
 import argparse
-import os
-import platform
 import time
 
+from _common import machine
 import numpy as np
 import torch
 
@@ -63,8 +62,6 @@ if __name__ == "__main__":
     ap.add_argument("--states", type=int, default=10, help="sampled states p")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    la = os.getloadavg()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}; "
-          f"torch {torch.__version__}, {a.threads} threads; settings: {a.agents} agents, {a.states} states, t = 30")
+    print(f"machine: {machine()}; settings: {a.agents} agents, {a.states} states, t = 30")
     bench_env()
     bench_ir(a.agents, a.states)

@@ -35,6 +35,7 @@ import tempfile
 import time
 import tracemalloc
 
+from _common import machine
 import numpy as np
 
 DEFAULT_METHODS = {"small": ["gram", "lanczos", "lowrank", "svd"], "large": ["lanczos", "lowrank"]}
@@ -75,18 +76,6 @@ def real_gradients(n: int):
     env = make_env(card["env_id"], **card.get("env_kwargs", {}))
     ro = collect_rollout(env, pol, n_episodes=50, seed=0, max_steps=max(200, n // 4), record_states=False, epsilon=0.05)
     return nld_gradients(pol, ro.obs[:n]), z.iloc[0].id
-
-
-def machine() -> str:
-    import platform
-    import torch
-    cpu = "?"
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{platform.node()} | {cpu} | {os.cpu_count()} logical CPUs | torch {torch.__version__}, "
-            f"{torch.get_num_threads()} thread(s) | load average {os.getloadavg()[0]:.2f}")
 
 
 def switch_point(ns, d: int, threads: int, repeats: int, real: bool, spectrum: str):

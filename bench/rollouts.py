@@ -7,21 +7,14 @@ to 84x84, the least work the observation needs. Medians of `--repeats` interleav
     python bench/rollouts.py [--steps 2000] [--repeats 5] [--threads 1]
 """
 import argparse
-import os
-import platform
 import statistics
 import time
 
+from _common import machine
 import numpy as np
 import torch
 
 from rlexplain.envs import ToyboxEnv, collect_rollout, make_env
-
-
-def _machine(threads: int) -> str:
-    la = os.getloadavg()
-    return (f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
-            f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}; torch threads {threads}; python {platform.python_version()}")
 
 
 def raw_toybox(n: int) -> float:
@@ -97,7 +90,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    print(_machine(a.threads)); print(f"settings: {a.steps} random-action steps per measurement, median of {a.repeats}")
+    print("machine:", machine()); print(f"settings: {a.steps} random-action steps per measurement, median of {a.repeats}")
     tb, ale = ToyboxEnv("breakout"), make_env("ALE/Breakout-v5")
     rows = {k: [] for k in ("toybox raw+render", "toybox raw+2 renders+resize", "ToyboxEnv.step", "collect_rollout toybox (default)",
                             "collect_rollout toybox record_states=True", "ale raw+render", "ALE env.step",

@@ -25,13 +25,13 @@ import time
 import numpy as np
 import torch
 
-from _common import busy, machine
+from _common import busy, machine, rotated
 from rlexplain.agents import load_best_agent
 from rlexplain.core import ComputeSettings, compute_settings, map_batches
 from rlexplain.envs import collect_rollout, make_env
 from rlexplain.saliency import paper_saliency
+from rlexplain.saliency_bench import PAPER_RUNTIMES as PAPER_SECONDS   # Huber et al. (2023), GTX Titan X
 
-PAPER_SECONDS = {"occlusion": 2.80, "noise_sensitivity": 2.62, "sarfa": 3.00, "rise": 1.54, "lime_slic": 2.08}  # GTX Titan X
 INPUTS = {"occlusion": 42 * 42, "noise_sensitivity": 28 * 28, "sarfa": 42 * 42, "rise": 1000,
           "lime_slic": 2000, "lime_quickshift": 1500, "lime_felzenszwalb": 1000}   # perturbed images per map (84 x 84 states)
 
@@ -95,8 +95,7 @@ def run(args):
         with torch.no_grad():
             t0 = time.perf_counter(); map_batches(policy.forward, xf, default.batch_size, default.workers); fwd.append(len(xf) / (time.perf_counter() - t0))
         for m in methods:
-            order = list(conds)[r % len(conds):] + list(conds)[:r % len(conds)]   # rotated: torch's OpenMP threads spin a while after a 2-thread call
-            for c in order:
+            for c in rotated(conds, r):
                 t, w, l, b = conds[c]
                 use(policy, t, w, l, b)
                 xs = states[:args.naive_states] if c == "naive" else states

@@ -13,10 +13,10 @@ them alike; the table gives the median over rounds. To measure a busy machine, s
 import argparse
 import copy
 import os
-import platform
 import statistics
 import time
 
+from _common import machine
 import torch
 
 
@@ -45,8 +45,7 @@ def main(argv=None):
     nets = {"contiguous": base, "channels_last": copy.deepcopy(base).to(memory_format=torch.channels_last)}
     batches = [int(b) for b in args.batches.split(",")]
     threads = [int(t) for t in args.threads.split(",")] if args.threads else list(range(1, default_threads + 1))
-    print(f"machine: {platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()} torch={torch.__version__} "
-          f"python={platform.python_version()}")
+    print("machine:", machine())
     print(f"network: {card['id']} obs {tuple(pol.obs_shape)} -> {pol.n_actions} actions; {args.n} observations per call")
     x = torch.rand(args.n, *pol.obs_shape)   # (N, C, H, W) contiguous, as environments and callers hand them over
     fmt = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}

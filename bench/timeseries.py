@@ -9,9 +9,9 @@ Run: `.venv/bin/python bench/timeseries.py [--env ALE/Pong-v5 --algo ppo --seeds
 or `.venv/bin/python bench/timeseries.py --study --env ALE/Breakout-v5 --study-seeds 3 5 10`."""
 import argparse
 import os
-import platform
 import time
 
+from _common import machine
 import numpy as np
 import torch
 
@@ -30,11 +30,6 @@ def raw_loop(env_id, n_steps=3000, **kw):
         _, _, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
         if term or trunc: env.reset()
     return n_steps / (time.perf_counter() - t0)
-
-
-def machine() -> str:
-    return (f"{platform.node()} | {os.cpu_count()} logical CPUs | torch {torch.__version__}, {torch.get_num_threads()} thread(s) | "
-            f"load average {os.getloadavg()[0]:.2f}")
 
 
 def study_scaling(env_id: str, seed_counts):

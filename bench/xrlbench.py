@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from _common import busy, machine
+from _common import busy, machine, rotated
 from rlexplain.core import Policy
 from rlexplain.xrlbench import (TABULAR_METHODS, dataset_arrays, generate_dataset, load_xrlbench_policy, make_explainer,
                                 xrlbench_mlp)
@@ -109,8 +109,7 @@ def run(args):
     rows, first = {}, {}
     for r in range(args.repeats):
         for env, pol, back, states, m in jobs:
-            k = r % len(args.conditions)   # rotate the order: torch's OpenMP threads keep spinning a while after a multi-threaded call
-            for c in args.conditions[k:] + args.conditions[:k]:
+            for c in rotated(args.conditions, r):
                 use(pol, c, defaults[id(pol)])
                 row = time_method(m, pol, back, states)
                 imp = row.pop("importance")
