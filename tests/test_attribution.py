@@ -225,10 +225,12 @@ def test_values_do_not_depend_on_the_number_of_workers(cnn, key):
     pol, x = cnn
     bg = np.random.default_rng(1).random((4, 2, 16, 16)).astype(np.float32)
     kw = {**FAST[key], **({"background": bg} if key in ("integrated_gradients", "deep_shap") else {})}
-    got = {}
-    for workers in (1, 2):
-        pol.apply_settings(ComputeSettings(1, workers, "contiguous", 7, "override"))   # batch 7: several chunks per state
-        got[workers] = (explain(key, pol, x, **kw).values, explain(key, pol, x[:1], **kw).values)
+    got, before = {}, pol.settings
+    try:
+        for workers in (1, 2):
+            pol.apply_settings(ComputeSettings(1, workers, "contiguous", 7, "override"))   # batch 7: several chunks per state
+            got[workers] = (explain(key, pol, x, **kw).values, explain(key, pol, x[:1], **kw).values)
+    finally: pol.apply_settings(before)   # the fixture is shared by the module's tests
     np.testing.assert_array_equal(got[1][0], got[2][0])
     np.testing.assert_array_equal(got[1][1], got[2][1])
     np.testing.assert_allclose(got[2][0][:1], got[2][1], rtol=1e-5, atol=1e-6)   # alone or in a batch (forward batch sizes differ)
