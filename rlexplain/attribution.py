@@ -1483,17 +1483,21 @@ class _XRLBenchExplainer(Explainer):
         return e.importance, {**extra, "feature_names": list(e.feature_names) if e.feature_names else None}
 
 class SARFAExplainer(_XRLBenchExplainer):
-    """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `sarfa`)
-    or "blob" (XRL-Bench's Gaussian blob of blurred content); tabular: XRL-Bench's one-feature Gaussian noise. `kl` as `sarfa_score`."""
+    """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `sarfa`, whose
+    default `kl="paper"` is Huber et al.'s) or "blob" (XRL-Bench's Gaussian blob of blurred content); tabular states:
+    XRL-Bench's one-feature Gaussian noise (`SARFA`, whose default `kl="code"` is XRL-Bench's). The disk parameters
+    (`radius`, `mask`, `blur_*`, `keep_max`) apply to images only and are dropped for tabular states and blobs."""
     name, key = "sarfa", "SARFA"
     source = "Puri et al. (2020), Eqs. 1-3; Huber et al. (2023), Eq. A4; Xiong et al. (2024), Sec. 3.2"
     presets = {"huber2023": dict(radius=2, perturbation="black", kl="paper"), "huber2023_blur": dict(radius=2, perturbation="blur", kl="paper"),
                "xrlbench": dict(kl="code")}
+    _DISK_ONLY = ("perturbation", "radius", "mask", "mask_sigma", "blur_sigma", "blur_frames", "blur_mode", "keep_max")
     def _explain(self, policy, x, a):
         if x.ndim == 4 and self.params.get("perturbation", "black") != "blob":
             return _spread(sarfa(policy, x, a, **{k: v for k, v in self.params.items() if k != "background"}), x)
-        p = {k: v for k, v in self.params.items() if k != "perturbation"}
-        return _XRLBenchExplainer._explain(type(self)(**p), policy, x, a)
+        if getattr(self, "_fitted", None) is None:   # one XRL-Bench explainer, so its fitted cache persists across calls
+            self._fitted = type(self)(**{k: v for k, v in self.params.items() if k not in self._DISK_ONLY})
+        return _XRLBenchExplainer._explain(self._fitted, policy, x, a)
 
 class PerturbationSaliencyExplainer(_XRLBenchExplainer):
     "Perturbation Saliency (Greydanus et al. 2018) as in XRL-Bench: `||Q(x) - Q(x'_i)||_2` per feature or image blob; see `PerturbationSaliency`."
@@ -1832,7 +1836,9 @@ class RIS:
     - `"original"`: XRL-Bench's first release: one neighbour per state (noise 0.5 std), divisions by `clip(., 1e-3)` (which floors
       negative values), and the maximum over states.
 
-    `explainer`: an `Explainer` of this module, or any callable `f(states (M, *obs_shape) float32, actions (M,)) -> values`."""
+    `explainer`: a fitted XRL-Bench explainer (`make_explainer`), or any callable `f(states (M, *obs_shape) float32, actions (M,))
+    -> values (M, *obs_shape)`. For an explainer of the `explain` contract (`explainer("sarfa")`), score "RIS" with `score`
+    (`RISMetric`), which wraps it in such a callable."""
     name, higher_is_better = "RIS", False
     reference = "Xiong et al. (2024), XRL-Bench Eq. 3; Agarwal et al. (2022); Alvarez-Melis & Jaakkola (2018)"
 
@@ -2280,6 +2286,7 @@ class SanitySimilarity(Metric):
         maps = lambda v: v.sum(1) if v.ndim == 4 else v[:, None, :]       # pixel maps, or a tabular state as a 1 x D map
         orig = maps(attribution.values)
         fn = {"spearman": spearman_similarity, "ssim": ssim_similarity, "hog": hog_similarity}[self.similarity]
+        if self.similarity == "hog": fn = functools.partial(hog_similarity, hog_a=hog_features(orig))   # the original's features once, not per layer
         sims = np.stack([fn(orig, maps(v)) if v is not None else np.full(len(x), np.nan) for _, v in steps])   # (L, N)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)                # all-NaN columns stay NaN

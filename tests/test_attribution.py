@@ -234,3 +234,16 @@ def test_values_do_not_depend_on_the_number_of_workers(cnn, key):
     np.testing.assert_array_equal(got[1][0], got[2][0])
     np.testing.assert_array_equal(got[1][1], got[2][1])
     np.testing.assert_allclose(got[2][0][:1], got[2][1], rtol=1e-5, atol=1e-6)   # alone or in a batch (forward batch sizes differ)
+
+
+def test_sarfa_preset_works_on_tabular_states_and_keeps_one_fitted_explainer():
+    "The Huber et al. preset's disk radius applies to images only; tabular states get XRL-Bench's SARFA, fitted once."
+    from rlexplain.attribution import explainer
+    pol = linear_policy([[1.0, 0.5, 0.0, 0.0], [-1.0, 0.0, 0.2, 0.0]])
+    X = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32)
+    ex = explainer("sarfa").preset("huber2023", background=X)
+    a = explain(ex, pol, X[:3]).values
+    assert a.shape == (3, 4) and np.isfinite(a).all()
+    fitted = ex._fitted
+    explain(ex, pol, X[3:6])
+    assert ex._fitted is fitted
