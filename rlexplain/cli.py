@@ -498,11 +498,6 @@ def math_to_mathml(md: str) -> str:
         parts[i] = _INLINE.sub(lambda m: conv(m, "inline"), t)
     return "".join(parts)
 
-def _execute(nb, path: Path, timeout: int):
-    "Run a notebook in a fresh kernel with cwd `path` (`rlexplain.lessons.run_notebook`: inline figures, text progress)."
-    from rlexplain.lessons import run_notebook
-    return run_notebook(nb, path, timeout)
-
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
 _REMOTE_LINK = re.compile(r"<link\b[^>]*href=[\"']https?://[^>]*>", re.I)
 _MATHJAX_NOTE = re.compile(r"<!--[^>]*mathjax[^>]*-->\s*", re.I)
@@ -553,11 +548,12 @@ def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs", exe
     from nbconvert import HTMLExporter
     nbs, out = Path(nbs), Path(out); out.mkdir(parents=True, exist_ok=True)
     pages, index_body = [], None
-    for nb_path in sorted(p for p in nbs.glob("*.ipynb") if not p.name.startswith("_")):
+    from rlexplain.lessons import lesson_paths, run_notebook
+    for nb_path in lesson_paths(nbs):
         nb = nbformat.read(nb_path, as_version=4)
         if execute:
             print(f"[rlexplain docs] executing {nb_path.name} ...", flush=True)
-            _execute(nb, nbs, timeout)
+            run_notebook(nb, nbs, timeout)
         title, desc = _nb_summary(nb); for_readers(nb)
         for c in nb.cells:
             if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
@@ -584,7 +580,9 @@ def render_readme(nb: str | Path = "nbs/index.ipynb", out: str | Path = "README.
     import nbformat
     from nbconvert import MarkdownExporter
     nb_path = Path(nb); node = nbformat.read(nb_path, as_version=4)
-    if execute: _execute(node, nb_path.parent, 600)
+    if execute:
+        from rlexplain.lessons import run_notebook
+        run_notebook(node, nb_path.parent, 600)
     body, _ = MarkdownExporter().from_notebook_node(for_readers(node))
     header = "<!-- generated from nbs/index.ipynb by `rlexplain readme`: edit the notebook, not this file -->\n\n"
     return atomic_write(out, header + body)
@@ -743,9 +741,9 @@ def _run(args) -> int:
     elif args.cmd == "readme":
         print(render_readme(args.nb, args.out))
     elif args.cmd == "lessons":
-        from rlexplain.lessons import execute_lessons, lesson_paths, output_problems
+        from rlexplain.lessons import execute_lessons, lesson_problems
         if args.execute: print(execute_lessons(args.nbs, args.only, args.timeout).drop(columns="problems").to_string(index=False))
-        problems = [p for nb in lesson_paths(args.nbs, args.only) for p in output_problems(nb)]
+        problems = lesson_problems(args.nbs, args.only)
         print("\n".join(problems) if problems else "[rlexplain lessons] stored outputs follow the rules (no absolute paths, widgets, banners or stderr; within budget)")
         if problems: return 1
     elif args.cmd == "zoo":

@@ -14,7 +14,7 @@ from typing import Iterable
 
 # %% auto #0
 __all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'output_problems', 'clean_outputs', 'run_notebook',
-           'execute_notebook', 'lesson_paths', 'execute_lessons']
+           'execute_notebook', 'lesson_paths', 'execute_lessons', 'lesson_problems']
 
 # %% ../nbs/92_lessons.ipynb #e10d1f13
 import pandas as pd
@@ -156,3 +156,13 @@ def execute_lessons(nbs: str | Path = "nbs", only: Iterable[str] | None = None, 
         print(f"[rlexplain lessons] executing {p.name} ...", flush=True)
         rows.append(execute_notebook(p, timeout))
     return pd.DataFrame(rows)
+
+def lesson_problems(nbs: str | Path = "nbs", only: Iterable[str] | None = None) -> list[str]:
+    """Every rule the stored outputs of the lessons break: `output_problems` per notebook (each within
+    `LESSON_BUDGET_BYTES`) and, over all lessons (`only=None`), their total against `TOTAL_BUDGET_BYTES`. Empty when clean.
+    Raises as `lesson_paths`."""
+    paths = lesson_paths(nbs, only)
+    problems = [q for p in paths for q in output_problems(p)]
+    total = sum(p.stat().st_size for p in paths)
+    if only is None and total > TOTAL_BUDGET_BYTES: problems.append(f"the lessons take {total:,} bytes together; the budget is {TOTAL_BUDGET_BYTES:,}.")
+    return problems
