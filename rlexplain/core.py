@@ -423,7 +423,9 @@ class Policy:
         return self._settings
 
     def apply_settings(self, settings: ComputeSettings) -> "Policy":
-        "Use `settings` (e.g. `compute_settings(policy, layout='contiguous')`): converts the module's memory layout. Returns self."
+        """Use `settings` (e.g. `compute_settings(policy, layout='contiguous')`): converts the module's memory layout and keeps the
+        workers and batch size for `outputs`. `settings.threads` is not applied here: torch's thread count is process-wide and
+        set once by `torch_threads` (or `torch.set_num_threads`). Returns self. Raises `TypeError` for another type."""
         if not isinstance(settings, ComputeSettings): raise TypeError(f"settings must be a ComputeSettings; got {type(settings).__name__}.")
         conv = len(self.obs_shape) == 3 and _first_conv(self.module) is not None
         layout = settings.layout if conv else "contiguous"
