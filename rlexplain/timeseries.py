@@ -673,6 +673,8 @@ def check_study_config(c, what: str) -> None:
         if not (isinstance(v, (int, float)) and 0 < v < 1): raise ValueError(f"{k} must be a probability in (0, 1), e.g. 0.95; got {v!r}.")
     if c.agg not in AGGREGATES: raise ValueError(f"agg must be one of {AGGREGATES}; got {c.agg!r}.")
     if c.interval not in INTERVALS: raise ValueError(f"interval must be one of {INTERVALS}; got {c.interval!r}.")
+    if c.agg == "iqm" and c.interval == "t":   # the t interval is for the mean of the per-seed DiDs, not for the IQM series' DiD
+        raise ValueError("agg='iqm' needs interval='bootstrap': the t interval covers the mean of the per-seed DiDs, not the DiD of the IQM series.")
     if getattr(c, "max_steps", None) is not None and (not is_int(c.max_steps) or c.max_steps < 1):
         raise ValueError(f"max_steps must be None or an integer >= 1; got {c.max_steps!r}.")
     if hasattr(c, "attack_prob") and not 0 <= c.attack_prob <= 1: raise ValueError(f"attack_prob must be in [0, 1]; got {c.attack_prob!r}.")

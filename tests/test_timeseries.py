@@ -294,3 +294,14 @@ def test_placebo_and_pointwise_are_the_centres_of_their_t_intervals_for_huge_ret
         ci = causal_impact(X + 0.5, X, T=4, placebo_T=2, n_boot=20)
         assert ci.placebo_low <= ci.placebo <= ci.placebo_high and ci.ci_low <= ci.did <= ci.ci_high
         assert (ci.table.pointwise_lo <= ci.table.pointwise).all() and (ci.table.pointwise <= ci.table.pointwise_hi).all()
+
+
+def test_a_study_config_refuses_an_interval_that_does_not_cover_its_estimate():
+    "With agg='iqm' the t interval is for the mean of per-seed DiDs, not the IQM DiD reported: only the bootstrap fits."
+    from rlexplain.switching import SwitchingConfig
+    base = dict(env_id="toybox/Breakout", seeds=(0, 1), n_episodes=4, T=2, window=2, horizon=2, max_steps=15, n_boot=20, eps=(1 / 255,))
+    with pytest.raises(ValueError, match="agg='iqm' needs interval='bootstrap'"):
+        TimeSeriesConfig(**base, agg="iqm")
+    assert TimeSeriesConfig(**base, agg="iqm", interval="bootstrap").agg == "iqm"
+    with pytest.raises(ValueError, match="agg='iqm' needs"):
+        SwitchingConfig(**{**SwitchingConfig.demo().__dict__, "agg": "iqm", "interval": "t"})
