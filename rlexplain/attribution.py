@@ -936,11 +936,8 @@ class RISEExplainer(_PixelMapExplainer):
     (image size, seed, parameters) and reused across calls; see `RISE`."""
     name = "rise"
     source = "Petsiuk et al. (2018); Huber et al. (2023), App. A, Eq. A3"
+    fn = "rise"                     # `rise`: its masks come from the `rise_masks` cache, shared by every call with the same seed
     presets = {"huber2023": dict(n_masks=1000, s=8, p=0.5, softmax=False)}
-    def _map(self, policy, x, a):
-        key = tuple(sorted(self.params.items()))
-        if key not in self._cache: self._cache[key] = RISE(**self.params)    # masks cached inside RISE per image size
-        return self._cache[key](policy, x, a)
 
 class LIMEImage(_PixelMapExplainer):
     "LIME on superpixels (Ribeiro et al. 2016) with raw outputs (Huber et al. 2023, App. A); see `lime`."
