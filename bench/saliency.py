@@ -6,7 +6,7 @@ Conditions, interleaved over `--repeats` rounds in an order rotated each round (
 - `1 thread`: one torch thread, one worker, the calibrated layout and batch size;
 - `old`:      what the package did before the thread policy: torch's own thread count, channels-last, batch 512, one worker.
 - `naive`:    the same method with one forward pass per perturbed image (batch size 1, one torch thread, one worker):
-              the loop of the papers' code, timed on the first `--naive-states` states in every round;
+              the loop of the papers' code, timed on `--naive-states` states per round, the next ones each round;
 - `fwd-only`: a lower bound on any naive loop: `inputs` single-image forwards (1 thread), timed alone and scaled.
 The best forward throughput is that of the best setting in a sweep over threads, workers, layouts and batch sizes in the
 same run (the median of 5 runs per setting: the fastest single run of 100 under a busy scheduler is an outlier, also printed);
@@ -98,7 +98,8 @@ def run(args):
             for c in rotated(conds, r):
                 t, w, l, b = conds[c]
                 use(policy, t, w, l, b)
-                xs = states[:args.naive_states] if c == "naive" else states
+                # the naive loop explains a different slice of the states each round, so over the rounds it sees them all
+                xs = states[[(r * args.naive_states + i) % len(states) for i in range(args.naive_states)]] if c == "naive" else states
                 t0 = time.perf_counter(); out = paper_saliency(m, policy, xs); dt = time.perf_counter() - t0
                 times[(c, m)].append(dt / len(xs))
                 if r == 0: maps[(c, m)] = out.values if hasattr(out, "values") else np.asarray(out)

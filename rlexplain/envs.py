@@ -216,7 +216,8 @@ def make_env(env_id: str,                   # e.g. "toybox/Breakout", "ALE/Pong-
         from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
         ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)   # no "A.L.E ... [Powered by Stella]" banner per game
         gym.register_envs(ale_py)
-        try: base = gym.make(env_id, frameskip=1, repeat_action_probability=repeat_action_probability,
+        kwargs = {"obs_type": "grayscale", **kwargs}   # AtariPreprocessing reads its frames from ale itself: the base env's
+        try: base = gym.make(env_id, frameskip=1, repeat_action_probability=repeat_action_probability,   # RGB copy per frame was unused
                              max_num_frames_per_episode=108_000, **kwargs)
         except gym.error.Error as e: raise _unknown_env(env_id, e) from e
         if repeat_action_probability == 0: base = ALESeedWithoutReload(base)
