@@ -585,7 +585,7 @@ def load_sb3(path: str | Path, algo: str | None = None, device: str | torch.devi
     """Load a saved SB3 model zip for inference (optimizer and schedules skipped). Raises `FileNotFoundError` for a
     missing file and `ValueError` naming it for a corrupt zip, a zip without SB3's `data`, or an `algo` other than the zip's."""
     path = Path(path)
-    data = _zip_data(path)
+    _zip_data(path)   # raises, naming the file, for a corrupt zip or one without SB3's `data`
     if algo is not None and algo not in _SB3_ALGOS:
         raise ValueError(f"unknown SB3 algorithm {algo!r}; expected one of {sorted(_SB3_ALGOS)}.")
     try: found = sb3_algo_of_zip(path)

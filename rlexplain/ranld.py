@@ -480,7 +480,6 @@ def ranld_protocol(policy: Policy,                 # the agent
     env_id = env if isinstance(env, str) else (env.spec.id if env.spec is not None else type(env.unwrapped).__name__)
     env = make_env(env) if isinstance(env, str) else env
     ats = ("observed", "env") if cfg.at == "both" else (cfg.at,)
-    need_obs = "env" in ats
     def play(shift, seed):
         return collect_shifted_rollout(env, policy, shift, n_episodes=cfg.n_episodes, seed=seed, attack_prob=cfg.attack_prob,
                                        max_steps=cfg.max_steps, record_obs=True, record_observed=True)
