@@ -5,8 +5,9 @@ Breakout-sized image input (Nature CNN on (4, 84, 84)).
     python bench/xrlbench.py [--n 200] [--image-n 4] [--image-methods DeepSHAP PS] [--conditions default "1 thread"] [--busy]
 
 Conditions, interleaved over `--repeats` rounds in an order rotated each round (medians reported): `default` (rlexplain's settings: one torch thread, the
-policy's calibrated workers), `1 thread` (one torch thread, one worker) and `2 threads` (torch's own default on 2 cores:
-one thread per core, one worker). `--busy` runs one busy process beside the benchmark (a shared laptop or CI box).
+policy's calibrated workers), `1 thread` (one torch thread, one worker) and `torch default` (torch's own thread count:
+one thread per core, 2 on the 2-core machine; one worker). The explainer's setup (fitting a student, building a
+background) is timed apart and printed in its own table. `--busy` runs one busy process beside the benchmark (a shared laptop or CI box).
 
 Uses the XRL-Bench agents in ../shared/agents/xrl-bench when present, else randomly initialised MLPs of the same
 shape (timings are about the network's size, not its weights).
@@ -44,13 +45,13 @@ def nature_cnn(n_actions: int = 4) -> nn.Module:
                          nn.ReLU(), nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, n_actions))
 
 
-CONDITIONS = ("default", "1 thread", "2 threads")
+CONDITIONS = ("default", "1 thread", "torch default")
 
 
 def use(policy, condition: str, default) -> None:
     "Thread count and workers of one condition (see the module docstring)."
     from rlexplain.core import ComputeSettings
-    threads, workers = {"default": (default.threads, default.workers), "1 thread": (1, 1), "2 threads": (os.cpu_count(), 1)}[condition]
+    threads, workers = {"default": (default.threads, default.workers), "1 thread": (1, 1), "torch default": (os.cpu_count(), 1)}[condition]
     torch.set_num_threads(threads)
     policy.apply_settings(ComputeSettings(threads, workers, default.layout, default.batch_size, "override"))
 
@@ -131,6 +132,9 @@ def run(args):
           f"TabularSHAP's TreeSHAP: LightGBM on its own OpenMP threads; agents: {'XRL-Bench' if AGENTS.exists() else 'random MLPs'}; "
           f"load after: {os.getloadavg()[0]:.2f}")
     print(wide.round(3).to_string())
+    setup = t.pivot_table(index=["env", "method"], columns="condition", values="setup_s", sort=False)[list(args.conditions)]
+    print(f"\nsetup seconds (make_explainer: students, backgrounds), median of {args.repeats}; torch default = {os.cpu_count()} threads")
+    print(setup.round(3).to_string())
 
 if __name__ == "__main__":
     main()
