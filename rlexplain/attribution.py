@@ -114,6 +114,12 @@ def forward_batches(policy: Policy,                     # any Policy
         with torch.no_grad(): return policy.forward(make(int(idx[0]), int(idx[-1]) + 1)).detach().float()
     return torch.cat(map_batches(run, torch.arange(n), int(bs), s.workers if s is not None else 1))
 
+def _batch_for(policy: Policy, batch_size: int | None, tabular: int = 8192) -> int:
+    "`batch_size` checked, or the default: the policy's calibrated batch size for images, `tabular` rows for feature vectors."
+    if batch_size is not None: return check_int("batch_size", batch_size, 1)
+    s = getattr(policy, "settings", None)
+    return tabular if len(policy.obs_shape) != 3 else (int(s.batch_size) if s is not None else 128)
+
 def resize_bilinear(grid: Tensor,   # (h, w) scores on a coarse grid
              H: int, W: int, # target size, pixels
              ) -> Tensor:    # (H, W)
@@ -1055,7 +1061,7 @@ class FittedExplainer:
                  background: Any = None,            # the dataset's states (M, *obs_shape) or a dataset DataFrame
                  feature_names: Sequence[str] | None = None, # D names (tabular); default from a DataFrame or f0..
                  seed: int = 0,                     # seeds the method's own randomness (each explain call restarts it)
-                 batch_size: int | None = None):    # states per forward pass; default 8192 tabular, 128 images
+                 batch_size: int | None = None):    # states per forward pass; None: 8192 tabular, the policy's compute settings for images
         for attr in ("obs_shape", "n_actions", "module", "forward", "outputs"):
             if not hasattr(policy, attr): raise TypeError(f"policy must be an rlexplain Policy (missing .{attr}); got {type(policy).__name__}. Wrap a module with Policy.from_module.")
         self.policy, self.seed = policy, int(seed)
@@ -1073,7 +1079,7 @@ class FittedExplainer:
         self.feature_names = tuple(feature_names or names or (f"f{i}" for i in range(D if not self.is_image else 0)))
         if not self.is_image and len(self.feature_names) != D:
             raise ValueError(f"feature_names has {len(self.feature_names)} names for D = {D} features.")
-        self.batch_size = int(batch_size or (128 if self.is_image else 8192))
+        self.batch_size = _batch_for(policy, batch_size)
 
     def __repr__(self): return f"{type(self).__name__}(policy={getattr(self.policy, 'name', '?')!r}, {self.params()})"
 
@@ -1681,11 +1687,11 @@ class FidelityMetric:
                  n_draws: int = 1,                  # PGI / PGU noise draws per state (the expectation of Eq. 1)
                  seed: int = 0,                     # seeds the noise
                  pixel_step: int | None = None,     # images: k grid step in pixels (default W)
-                 batch_size: int = 8192):
+                 batch_size: int | None = None): # states per forward pass; None: 8192 tabular, the policy's compute settings for images
         if order not in ("abs", "raw", "both"): raise ValueError(f"order must be 'abs', 'raw' or 'both'; got {order!r}.")
         if noise_std < 0 or n_draws < 1: raise ValueError(f"need noise_std >= 0 and n_draws >= 1; got {noise_std}, {n_draws}.")
         self.policy, self.order, self.reference_value, self.noise_std = policy, order, float(reference_value), float(noise_std)
-        self.feature_std, self.n_draws, self.seed, self.batch_size = feature_std, int(n_draws), int(seed), int(batch_size)
+        self.feature_std, self.n_draws, self.seed, self.batch_size = feature_std, int(n_draws), int(seed), _batch_for(policy, batch_size)
         self.is_image = len(policy.obs_shape) == 3
         self.n_units = int(np.prod(policy.obs_shape[1:])) if self.is_image else int(policy.obs_shape[0])
         if ks is None:
@@ -2188,7 +2194,7 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
                      starts: Sequence[str] = INSERTION_STARTS, # start images: "black" (zeros), "random" (uniform)
                      pixels_per_step: int = 84, # pixel locations inserted per step (paper: 84)
                      seed: int = 0,           # seeds the random start images and the order of tied pixels
-                     batch_size: int = 1024,  # images per forward pass (all steps of a state together when >= S*K)
+                     batch_size: int | None = None, # images per forward pass; None: the policy's compute settings
                      method: str | None = None, # label; default: the SaliencyMap's method
                      game: str = "",          # label
                      ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixels_per_step) + 1
@@ -2205,7 +2211,7 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
         raise ValueError(f"starts must be a non-empty subset of {INSERTION_STARTS}; got {starts}.")
     if not isinstance(pixels_per_step, (int, np.integer)) or pixels_per_step < 1:
         raise ValueError(f"pixels_per_step must be an int >= 1; got {pixels_per_step!r}.")
-    if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
+    if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1): raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
     B, C, H, W = x.shape
     out0 = policy.outputs(x).to(x.device)
     acts = resolve_actions(action, out0)
@@ -2214,7 +2220,7 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
     ranks = torch.as_tensor(insertion_ranks(vals, seed), device=x.device)
     a_t = torch.as_tensor(acts, device=x.device)
     q = torch.empty(B, S, K); adv = torch.empty(B, S, K)
-    chunk = max(1, int(batch_size) // (S * K))
+    chunk = max(1, 1024 // (S * K))   # states whose images are built at once: about 1024 images (115 MB at 4 x 84 x 84)
     with torch.no_grad():
         for i in range(0, B, chunk):
             j = min(B, i + chunk); n = j - i

@@ -193,7 +193,7 @@ def sanity_check(policy: Policy,           # the trained agent
 # %% ../nbs/31_saliency_bench.ipynb #6b3296a0
 def penultimate_features(policy: Policy,         # any Policy
                          obs: Any,               # (B, *obs_shape) observations
-                         batch_size: int = 1024,
+                         batch_size: int | None = None, # images per forward pass; None: the policy's compute settings
                          ) -> np.ndarray:        # (B, D) float32 activations entering the output layer
     "Inputs of the policy's last parametrised layer (Huber et al. 2023, App. C.1: penultimate-layer activations), via a forward pre-hook."
     last = model_layers(policy)[-1][1]
@@ -380,7 +380,7 @@ class BenchConfig(ScaledConfig):
     highlights_context: int = 10
     highlights_min_gap: int = 10
     highlights_percentile: float = 30.0
-    batch_size: int = 1024
+    batch_size: int | None = None        # images per forward pass of the insertion metric; None: the policy's compute settings
     device: str = "auto"
     seed: int = 42                       # the code's seed
 

@@ -247,3 +247,31 @@ def test_sarfa_preset_works_on_tabular_states_and_keeps_one_fitted_explainer():
     fitted = ex._fitted
     explain(ex, pol, X[3:6])
     assert ex._fitted is fitted
+
+
+def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
+    """The insertion metric, XRL-Bench's fidelity metrics and fitted explainers send images through the network at the
+    policy's calibrated batch size (they used fixed 1024 / 8192 / 128, bypassing the compute settings), and an explicit
+    `batch_size` still overrides it."""
+    from rlexplain.attribution import PGI, insertion_curves, make_explainer
+    from rlexplain.core import ComputeSettings
+    pol, x = cnn
+    sizes, before, forward = [], pol.settings, pol.forward
+    def spy(z):
+        sizes.append(len(z)); return forward(z)
+    try:
+        pol.apply_settings(ComputeSettings(1, 1, "contiguous", 5, "override"))
+        pol.forward = spy
+        maps = np.random.default_rng(0).random((3, 16, 16))
+        insertion_curves(pol, x, maps, pixels_per_step=16)
+        assert sizes and max(sizes) == 5, sizes
+        sizes.clear(); insertion_curves(pol, x, maps, pixels_per_step=16, batch_size=9)
+        assert max(sizes) == 9, sizes
+        ex = make_explainer("PS", pol, stride=4)
+        assert ex.batch_size == 5
+        att = ex.explain(x)
+        sizes.clear(); PGI(pol)(x, att.importance, att.actions)
+        assert sizes and max(sizes) <= 5, sizes
+        with pytest.raises(ValueError, match="batch_size"): insertion_curves(pol, x, maps, batch_size=0)
+    finally:
+        pol.forward = forward; pol.apply_settings(before)
