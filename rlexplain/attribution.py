@@ -1671,7 +1671,14 @@ def _importance_array(importance) -> tuple:
 
 class FidelityMetric:
     """Base of AIM, AUM, PGI and PGU: change the top-/bottom-k features by the explanation and score the policy.
-    Call with `(states, importance_or_explanation, actions=None)`; returns a `FidelityResult`."""
+    Call with `(states, importance_or_explanation, actions=None)`; returns a `FidelityResult`.
+
+    PGI / PGU on images take one of two perturbations: `image_perturbation="noise"` (the default: Gaussian noise,
+    N(0, noise_std) x each pixel's std, as the paper's Eq. 1-2 define both metrics) or `"blur"` (XRL-Bench's code,
+    `xrlbench/utils/perturbation.py`: a chosen pixel location takes, in every frame, the value of the image blurred by a
+    Gaussian of `blur_sigma` = 5 pixels; locations black in every channel are left alone — the code checks the three
+    colour channels of one RGB frame, here every stacked frame). Raises `ValueError` for an unknown order or image
+    perturbation, `noise_std < 0`, `n_draws < 1`, `blur_sigma <= 0`, or "blur" asked of tabular states or of AIM / AUM."""
     name: str = ""
     higher_is_better: bool = True
     reference: str = "Xiong et al. (2024), XRL-Bench Sec. 3.3"
@@ -1687,12 +1694,20 @@ class FidelityMetric:
                  n_draws: int = 1,                  # PGI / PGU noise draws per state (the expectation of Eq. 1)
                  seed: int = 0,                     # seeds the noise
                  pixel_step: int | None = None,     # images: k grid step in pixels (default W)
+                 image_perturbation: str = "noise", # PGI / PGU on images: "noise" (the paper's Eq. 1-2) or "blur" (XRL-Bench's code)
+                 blur_sigma: float = 5.0,           # image_perturbation="blur": sigma of the spatial blur, pixels (the code's r = 5)
                  batch_size: int | None = None): # states per forward pass; None: 8192 tabular, the policy's compute settings for images
         if order not in ("abs", "raw", "both"): raise ValueError(f"order must be 'abs', 'raw' or 'both'; got {order!r}.")
         if noise_std < 0 or n_draws < 1: raise ValueError(f"need noise_std >= 0 and n_draws >= 1; got {noise_std}, {n_draws}.")
         self.policy, self.order, self.reference_value, self.noise_std = policy, order, float(reference_value), float(noise_std)
         self.feature_std, self.n_draws, self.seed, self.batch_size = feature_std, int(n_draws), int(seed), _batch_for(policy, batch_size)
         self.is_image = len(policy.obs_shape) == 3
+        if image_perturbation not in ("noise", "blur"): raise ValueError(f"image_perturbation must be 'noise' or 'blur'; got {image_perturbation!r}.")
+        if image_perturbation == "blur":
+            if not self.is_image: raise ValueError("image_perturbation='blur' is XRL-Bench's perturbation of images; tabular states take Gaussian noise.")
+            if self.perturbation != "noise": raise ValueError(f"image_perturbation applies to PGI and PGU; {self.name} masks features.")
+            if not blur_sigma > 0: raise ValueError(f"blur_sigma must be > 0; got {blur_sigma}.")
+        self.image_perturbation, self.blur_sigma = image_perturbation, float(blur_sigma)
         self.n_units = int(np.prod(policy.obs_shape[1:])) if self.is_image else int(policy.obs_shape[0])
         if ks is None:
             if self.is_image:
@@ -1722,7 +1737,10 @@ class FidelityMetric:
         else: a = q.argmax(1)
         units = e.reshape(len(x), x.shape[1], -1).sum(1) if self.is_image else e      # (N, U)
         z = None
-        if self.perturbation == "noise":
+        if self.perturbation == "noise" and self.image_perturbation == "blur":   # one deterministic change: to the blurred image
+            blurred = gaussian_blur(torch.as_tensor(x, dtype=torch.float64), self.blur_sigma).numpy()
+            z = np.where((x == 0).all(1, keepdims=True), 0.0, blurred - x)[None]   # (1, N, C, H, W); black locations stay
+        elif self.perturbation == "noise":
             std = x.std(0) if self.feature_std is None else np.asarray(self.feature_std, np.float64)
             if std.shape != x.shape[1:]: raise ValueError(f"feature_std must have shape {x.shape[1:]}; got {std.shape}.")
             z = np.random.default_rng(self.seed).standard_normal((self.n_draws, *x.shape)) * self.noise_std * std
@@ -1744,7 +1762,7 @@ class FidelityMetric:
         xp = x[None] + np.where(m[None], z, 0.0)
         if self.is_image: xp = np.clip(xp, 0.0, 1.0)
         qp = self.policy.outputs(xp.reshape(-1, *x.shape[1:]).astype(np.float32), batch_size=self.batch_size).double().numpy()
-        qp = qp.reshape(self.n_draws, N, -1)[:, np.arange(N), a]
+        qp = qp.reshape(len(z), N, -1)[:, np.arange(N), a]
         return np.abs(q[np.arange(N), a][None] - qp).mean(0)
 
     def _curve(self, x, units, a, q, z, order, ks) -> np.ndarray:
@@ -1776,6 +1794,8 @@ class FidelityMetric:
         per = np.stack([self._curve(x, units, a, q, z, o, self.ks) for o in orders])     # (n_orders, K, N)
         params = {"reference_value": self.reference_value, "noise_std": self.noise_std, "n_draws": self.n_draws,
                   "seed": self.seed, "n_states": int(len(x)), "perturbation": self.perturbation, "which": self.which}
+        if self.is_image and self.perturbation == "noise":
+            params.update(image_perturbation=self.image_perturbation, **({"blur_sigma": self.blur_sigma} if self.image_perturbation == "blur" else {}))
         return FidelityResult(self.name, self.higher_is_better, self.ks, per.mean(-1), orders, method, params, per.mean(1))
 
 class AIM(FidelityMetric):
@@ -1791,7 +1811,8 @@ class AUM(FidelityMetric):
 
 class PGI(FidelityMetric):
     """Prediction Gap on Important features: mean |f_a(x) - f_a(x')| when N(0, 0.5) * std noise is added to the top-k
-    features; f_a the explained action's raw output. Higher is better. Xiong et al. (2024) Eq. 1; Dai et al. (2022)."""
+    features; f_a the explained action's raw output. Higher is better. Xiong et al. (2024) Eq. 1; Dai et al. (2022). On images
+    `image_perturbation="blur"` is XRL-Bench's code instead: the top-k pixel locations take a blurred image's values (see `FidelityMetric`)."""
     name, higher_is_better, which, perturbation = "PGI", True, "top", "noise"
     reference = "Xiong et al. (2024), XRL-Bench Eq. 1; Dai et al. (2022); Agarwal et al. (2022) OpenXAI"
 

@@ -174,8 +174,9 @@ class XRLBenchResult(Result):
 
     def summary(self) -> pd.DataFrame:
         """The paper's columns: AIM (lower better), AUM, PGI (higher better), PGU (|importance| ranking), RIS (lower better, Eq. 3),
-        ms per explained state, and TabularSHAP's student agreement with the policy (held-out share of equal actions; NaN for other methods)."""
-        cols = [c for c in ("AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample", "student_agreement") if c in self.table.columns]
+        ms per explained state, and TabularSHAP's student agreement with the policy (held-out share of equal actions; NaN for other methods).
+        Image results add `PGI_code` and `PGU_code`: the same metrics with XRL-Bench's code perturbation of images (blurred pixels)."""
+        cols = [c for c in ("AIM", "AUM", "PGI", "PGU", "PGI_code", "PGU_code", "RIS", "ms_per_sample", "student_agreement") if c in self.table.columns]
         return self.table.set_index("method")[cols]
 
     def to_frame(self) -> pd.DataFrame: return self.table.assign(env_id=self.env_id)
@@ -211,10 +212,13 @@ def run_benchmark(policy: Policy,               # the agent
                   method_params: dict | None = None, # {method: {param: value}} passed to make_explainer
                   env_id: str = "",
                   seed: int = 0,
+                  pixel_step: int | None = None, # images: k grid step of the fidelity metrics, pixels; None: W (one image row)
                   progress: bool = False) -> XRLBenchResult:
     """Explain `states` with each method and score the explanations (Xiong et al. 2024, Sec. 4, Tables 2-4, Figure 2).
     Columns: each metric with the |importance| ranking (the paper's) and `{metric}_raw` with the signed ranking; `RIS` (Eq. 3),
-    `RIS_code` (XRL-Bench's current code) and `RIS_original` (its first release) on the first `n_ris` states.
+    `RIS_code` (XRL-Bench's current code) and `RIS_original` (its first release) on the first `n_ris` states. On image states
+    PGI and PGU are also reported as `PGI_code` / `PGU_code` (|importance| ranking) with the perturbation of XRL-Bench's code,
+    which blurs the chosen pixels instead of adding the Gaussian noise of the paper's Eq. 1-2 (`FidelityMetric`).
     Raises `ValueError` for unknown methods or metrics, empty states, `n_ris < 0`, and for states that do not fit the policy."""
     unknown = [m for m in metrics if m not in FIDELITY_METRICS]
     if unknown: raise ValueError(f"unknown metrics {unknown}; known: {list(FIDELITY_METRICS)}.")
@@ -235,9 +239,12 @@ def run_benchmark(policy: Policy,               # the agent
         row = {"method": ex.name, "ms_per_sample": 1e3 * e.seconds_per_sample, "setup_s": setup}
         if isinstance(ex, TabularSHAP): row.update(student_agreement=ex.agreement, student_trees=ex.n_trees)
         for m in metrics:
-            r = FIDELITY_METRICS[m](policy, feature_std=std, seed=seed, order="both")(x, e)
+            r = FIDELITY_METRICS[m](policy, feature_std=std, seed=seed, order="both", pixel_step=pixel_step)(x, e)
             row.update({m: r.auc["abs"], f"{m}_raw": r.auc["raw"]})
             curves.append(r.to_frame())
+            if x.ndim == 4 and FIDELITY_METRICS[m].perturbation == "noise":   # the code's image perturbation, side by side
+                rc = FIDELITY_METRICS[m](policy, seed=seed, order="abs", pixel_step=pixel_step, image_perturbation="blur")(x, e)
+                row[f"{m}_code"] = rc.auc["abs"]
         if n_ris:
             n = min(int(n_ris), len(x))
             sub = dataclasses.replace(e, importance=e.importance[:n], actions=e.actions[:n], states=e.states[:n], per_action=None)
@@ -246,6 +253,7 @@ def run_benchmark(policy: Policy,               # the agent
             row["RIS_original"] = RIS(variant="original", feature_std=std, seed=seed)(ex, explanation=sub).value
         rows.append(row)
     params = {"n_states": int(len(x)), "n_background": int(len(bg)), "n_ris": int(n_ris), "ris_neighbors": int(ris_neighbors),
+              **({"pixel_step": int(pixel_step or x.shape[-1])} if x.ndim == 4 else {}),
               "ris_noise": float(ris_noise), "seed": int(seed), "policy": getattr(policy, "name", "policy"),
               "method_params": {k: {kk: (vv if isinstance(vv, (int, float, str, bool, type(None))) else str(vv)) for kk, vv in v.items()}
                                 for k, v in method_params.items()}}
@@ -266,6 +274,7 @@ class XRLBenchConfig(ScaledConfig):
     n_image_explain: int = 16      # image states explained and scored
     n_image_ris: int = 4           # image states for RIS
     image_ris_neighbors: int = 3
+    image_pixel_step: int = 84     # k grid step of the image fidelity metrics, pixels: one image row (the paper: every tenth k)
     seed: int = 0
 
     @classmethod
@@ -276,9 +285,10 @@ class XRLBenchConfig(ScaledConfig):
 
     @classmethod
     def paper(cls, **kw) -> "XRLBenchConfig":
-        "The paper's dataset sizes (Table 1: ~125k CartPole, ~219k LunarLander states); 2,000 explained, RIS on 500 x 10."
+        """The paper's dataset sizes (Table 1: ~125k CartPole, ~219k LunarLander states); 2,000 explained, RIS on 500 x 10; image
+        fidelity over every tenth k (Sec. 4.2: "the AUC for K mod 10")."""
         d = dict(n_dataset=200_000, n_explain=2000, n_ris=500, ris_neighbors=10,
-                 n_image_explain=500, n_image_ris=100, image_ris_neighbors=10)
+                 n_image_explain=500, n_image_ris=100, image_ris_neighbors=10, image_pixel_step=10)
         d.update(kw); return cls(**d)
 
 
@@ -327,14 +337,15 @@ def image_states(policy: Policy,      # an image agent (C, H, W)
 def run_image_benchmark(policy: Policy, env_id: str, cfg: XRLBenchConfig | None = None,
                         env_kwargs: dict | None = None) -> XRLBenchResult:
     """XRL-Bench on image states (Table 3 and Table 4's image columns): background and explained states from the
-    agent's own play, `cfg.image_methods`, AIM/AUM/PGI/PGU over a pixel k grid, RIS on `cfg.n_image_ris` states.
+    agent's own play, `cfg.image_methods`, AIM/AUM/PGI/PGU over a grid of k every `cfg.image_pixel_step` pixels (PGI and PGU
+    also with the code's blur: `run_benchmark`), RIS on `cfg.n_image_ris` states.
     `policy` takes `(B, C, H, W)` images in [0, 1]. Raises `ValueError` for a non-image policy (and as `run_benchmark`)."""
     cfg = cfg or XRLBenchConfig.from_scale()
     if len(policy.obs_shape) != 3: raise ValueError(f"run_image_benchmark needs an image policy (C, H, W); got obs shape {policy.obs_shape}.")
     bg = image_states(policy, env_id, cfg.n_image_background, cfg.seed, env_kwargs)
     xs = image_states(policy, env_id, cfg.n_image_explain, cfg.seed + 1, env_kwargs)
     return run_benchmark(policy, bg, xs, methods=cfg.image_methods, n_ris=cfg.n_image_ris, ris_neighbors=cfg.image_ris_neighbors,
-                         env_id=env_id, seed=cfg.seed)
+                         env_id=env_id, seed=cfg.seed, pixel_step=cfg.image_pixel_step)
 
 def _beats_random(ev: dict | None) -> bool:
     "A card's evaluation beats random play: mean >= 2x random's when that is positive, else >= random + 0.5 random std."

@@ -275,3 +275,34 @@ def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
         with pytest.raises(ValueError, match="batch_size"): insertion_curves(pol, x, maps, batch_size=0)
     finally:
         pol.forward = forward; pol.apply_settings(before)
+
+
+def test_pgi_pgu_blur_is_xrlbench_codes_image_perturbation():
+    """`image_perturbation="blur"` (XRL-Bench's code, utils/perturbation.py): the chosen pixel locations take the values of
+    the image blurred by a sigma-5 Gaussian in every frame, locations black in every frame stay. With Q linear, PGI at
+    k = all pixels is |Q_a(x) - Q_a(x')| for that x', computed here with scipy; PGU at k = all pixels is the same."""
+    from rlexplain.attribution import AIM, PGI, PGU
+    torch.manual_seed(0)
+    C, H, W = 2, 8, 8
+    net = nn.Sequential(nn.Flatten(), nn.Linear(C * H * W, 3))
+    pol = Policy.from_module(net, (C, H, W), device="cpu")
+    rng = np.random.default_rng(0)
+    x = rng.random((4, C, H, W)).astype(np.float32)
+    x[:, :, :2] = 0.0                      # two black rows: left alone
+    x[:, 0, 5, 5] = 0.0                    # black in one frame only: blurred
+    imp = rng.random(x.shape).astype(np.float32)
+    blurred = scipy.ndimage.gaussian_filter(x.astype(np.float64), sigma=(0, 0, 5, 5), mode="reflect")
+    xp = np.where((x == 0).all(1, keepdims=True), x, blurred)
+    with torch.no_grad(): q, qp = net(torch.as_tensor(x)).numpy(), net(torch.as_tensor(xp, dtype=torch.float32)).numpy()
+    a = q.argmax(1)
+    want = np.abs(q[np.arange(4), a] - qp[np.arange(4), a]).mean()
+    for cls in (PGI, PGU):
+        r = cls(pol, ks=[H * W], image_perturbation="blur")(x, imp)
+        np.testing.assert_allclose(r.value, want, rtol=1e-5)
+        assert r.params["image_perturbation"] == "blur" and r.params["blur_sigma"] == 5.0
+    assert PGI(pol, ks=[H * W])(x, imp).params["image_perturbation"] == "noise"   # the paper's Eq. 1 stays the default
+    tab = linear_policy([[1.0, 0.5], [-1.0, 0.0]])
+    with pytest.raises(ValueError, match="tabular"): PGI(tab, image_perturbation="blur")
+    with pytest.raises(ValueError, match="AIM"): AIM(pol, image_perturbation="blur")
+    with pytest.raises(ValueError, match="image_perturbation"): PGU(pol, image_perturbation="smudge")
+    with pytest.raises(ValueError, match="blur_sigma"): PGI(pol, image_perturbation="blur", blur_sigma=0)

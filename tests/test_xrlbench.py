@@ -202,6 +202,8 @@ def test_image_benchmark_on_the_zoo_agent(env_id):
     assert list(s.index) == list(IMAGE_METHODS)
     assert np.isfinite(s.to_numpy()).all() and ((s.AIM >= 0) & (s.AIM <= 1) & (s.AUM >= 0) & (s.AUM <= 1)).all()
     assert (s.ms_per_sample > 0).all() and (s.PGI >= 0).all()
+    assert {"PGI_code", "PGU_code"} <= set(s.columns) and (s.PGI_code >= 0).all()   # the code's blur, beside the paper's noise
+    assert r.params["pixel_step"] == cfg.image_pixel_step == 84 and XRLBenchConfig.paper().image_pixel_step == 10
     xs = image_states(agent, env_id, 5, seed=3)
     assert xs.shape == (5, 4, 84, 84) and xs.dtype == np.uint8
     with pytest.raises(ValueError, match="n_states must be >= 1"): image_states(agent, env_id, 0)
