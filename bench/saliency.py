@@ -32,6 +32,7 @@ from rlexplain.envs import collect_rollout, make_env
 from rlexplain.saliency import paper_saliency
 from rlexplain.saliency_bench import PAPER_RUNTIMES as PAPER_SECONDS   # Huber et al. (2023), GTX Titan X
 
+TORCH_DEFAULT = torch.get_num_threads()   # torch's own thread count, read before anything changes it
 INPUTS = {"occlusion": 42 * 42, "noise_sensitivity": 28 * 28, "sarfa": 42 * 42, "rise": 1000,
           "lime_slic": 2000, "lime_quickshift": 1500, "lime_felzenszwalb": 1000}   # perturbed images per map (84 x 84 states)
 
@@ -85,7 +86,7 @@ def run(args):
     print(f"fwd-only: {single * 1e3:.2f} ms per single-image forward (1 thread)")
     conds = {"default": (default.threads, default.workers, default.layout, default.batch_size),
              "1 thread": (1, 1, default.layout, default.batch_size),
-             "old": (os.cpu_count(), 1, "channels_last", 512)}   # torch's default: one thread per core
+             "old": (TORCH_DEFAULT, 1, "channels_last", 512)}   # torch's default: one thread per physical core
     methods = [m for m in args.methods.split(",") if m]
     conds["naive"] = (1, 1, default.layout, 1)
     times = {(c, m): [] for c in conds for m in methods}; maps = {}; fwd = []

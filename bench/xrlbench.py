@@ -6,7 +6,7 @@ Breakout-sized image input (Nature CNN on (4, 84, 84)).
 
 Conditions, interleaved over `--repeats` rounds in an order rotated each round (medians reported): `default` (rlexplain's settings: one torch thread, the
 policy's calibrated workers), `1 thread` (one torch thread, one worker) and `torch default` (torch's own thread count:
-one thread per core, 2 on the 2-core machine; one worker). The explainer's setup (fitting a student, building a
+one thread per physical core, 2 on the 2-core machine; one worker). The explainer's setup (fitting a student, building a
 background) is timed apart and printed in its own table. `--busy` runs one busy process beside the benchmark (a shared laptop or CI box).
 
 Uses the XRL-Bench agents in ../shared/agents/xrl-bench when present, else randomly initialised MLPs of the same
@@ -46,12 +46,13 @@ def nature_cnn(n_actions: int = 4) -> nn.Module:
 
 
 CONDITIONS = ("default", "1 thread", "torch default")
+TORCH_DEFAULT = torch.get_num_threads()   # torch's own thread count (physical cores), read before anything changes it
 
 
 def use(policy, condition: str, default) -> None:
     "Thread count and workers of one condition (see the module docstring)."
     from rlexplain.core import ComputeSettings
-    threads, workers = {"default": (default.threads, default.workers), "1 thread": (1, 1), "torch default": (os.cpu_count(), 1)}[condition]
+    threads, workers = {"default": (default.threads, default.workers), "1 thread": (1, 1), "torch default": (TORCH_DEFAULT, 1)}[condition]
     torch.set_num_threads(threads)
     policy.apply_settings(ComputeSettings(threads, workers, default.layout, default.batch_size, "override"))
 
@@ -133,7 +134,7 @@ def run(args):
           f"load after: {os.getloadavg()[0]:.2f}")
     print(wide.round(3).to_string())
     setup = t.pivot_table(index=["env", "method"], columns="condition", values="setup_s", sort=False)[list(args.conditions)]
-    print(f"\nsetup seconds (make_explainer: students, backgrounds), median of {args.repeats}; torch default = {os.cpu_count()} threads")
+    print(f"\nsetup seconds (make_explainer: students, backgrounds), median of {args.repeats}; torch default = {TORCH_DEFAULT} threads")
     print(setup.round(3).to_string())
 
 if __name__ == "__main__":

@@ -1051,7 +1051,9 @@ def _groups(actions: np.ndarray, all_actions: bool, n_actions: int) -> list:
 
 class FittedExplainer:
     """Base class of XRL-Bench's state explainers, fitted to one policy and its background states (`make_explainer`). Subclasses implement `_explain(x, a) -> (importance, per_action, base_values)`
-    on validated float32 states `x (N, *obs_shape)` and actions `a (N,)`."""
+    on validated float32 states `x (N, *obs_shape)` and actions `a (N,)`. Raises `TypeError` for a non-Policy or a
+    non-integer `batch_size`, and `ValueError` for a method that does not explain the policy's state type, a missing or
+    empty background where the method needs one, feature names of the wrong count, or `batch_size < 1`."""
     name: str = "explainer"
     modalities: tuple = ("tabular", "image")
     needs_background: bool = False
@@ -1678,7 +1680,8 @@ class FidelityMetric:
     `xrlbench/utils/perturbation.py`: a chosen pixel location takes, in every frame, the value of the image blurred by a
     Gaussian of `blur_sigma` = 5 pixels; locations black in every channel are left alone — the code checks the three
     colour channels of one RGB frame, here every stacked frame). Raises `ValueError` for an unknown order or image
-    perturbation, `noise_std < 0`, `n_draws < 1`, `blur_sigma <= 0`, or "blur" asked of tabular states or of AIM / AUM."""
+    perturbation, `noise_std < 0`, `n_draws < 1`, `blur_sigma <= 0`, "blur" asked of tabular states or of AIM / AUM, and
+    `TypeError` / `ValueError` for a `pixel_step` or `batch_size` that is not an int >= 1."""
     name: str = ""
     higher_is_better: bool = True
     reference: str = "Xiong et al. (2024), XRL-Bench Sec. 3.3"
@@ -1709,6 +1712,7 @@ class FidelityMetric:
             if not blur_sigma > 0: raise ValueError(f"blur_sigma must be > 0; got {blur_sigma}.")
         self.image_perturbation, self.blur_sigma = image_perturbation, float(blur_sigma)
         self.n_units = int(np.prod(policy.obs_shape[1:])) if self.is_image else int(policy.obs_shape[0])
+        if pixel_step is not None: check_int("pixel_step", pixel_step, 1)
         if ks is None:
             if self.is_image:
                 step = int(pixel_step or policy.obs_shape[2])
@@ -1795,7 +1799,8 @@ class FidelityMetric:
         params = {"reference_value": self.reference_value, "noise_std": self.noise_std, "n_draws": self.n_draws,
                   "seed": self.seed, "n_states": int(len(x)), "perturbation": self.perturbation, "which": self.which}
         if self.is_image and self.perturbation == "noise":
-            params.update(image_perturbation=self.image_perturbation, **({"blur_sigma": self.blur_sigma} if self.image_perturbation == "blur" else {}))
+            params["image_perturbation"] = self.image_perturbation
+            if self.image_perturbation == "blur": params.update(blur_sigma=self.blur_sigma, n_draws=1, noise_std=None, seed=None)   # deterministic
         return FidelityResult(self.name, self.higher_is_better, self.ks, per.mean(-1), orders, method, params, per.mean(1))
 
 class AIM(FidelityMetric):
@@ -2221,10 +2226,11 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
                      ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixels_per_step) + 1
     """Insertion metric (Huber et al. 2023, Section 3; after Petsiuk et al. 2018): insert pixel locations (all frames)
     in order of decreasing saliency into a black or uniform-random start image and record the chosen action's
-    q-value and advantage after every step; all steps of a state go through the network in one batch.
+    q-value and advantage after every step; the steps of several states (about 1024 images, more when `batch_size` is
+    larger) are built at once and forwarded at `batch_size` (default: the policy's calibrated batch size).
 
-    Raises `ValueError` for bad observations or actions, maps of another shape or with NaN, unknown starts, or
-    `pixels_per_step < 1`."""
+    Raises `ValueError` for bad observations or actions, maps of another shape or with NaN, unknown starts,
+    `pixels_per_step < 1` or `batch_size < 1`."""
     x = image_obs(policy, obs)
     vals = map_values(saliency, x)
     starts = tuple(starts)
@@ -2241,7 +2247,7 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
     ranks = torch.as_tensor(insertion_ranks(vals, seed), device=x.device)
     a_t = torch.as_tensor(acts, device=x.device)
     q = torch.empty(B, S, K); adv = torch.empty(B, S, K)
-    chunk = max(1, 1024 // (S * K))   # states whose images are built at once: about 1024 images (115 MB at 4 x 84 x 84)
+    chunk = max(1, max(1024, int(batch_size or 0)) // (S * K))   # states whose images are built at once: >= 1024 images (115 MB at 4 x 84 x 84)
     with torch.no_grad():
         for i in range(0, B, chunk):
             j = min(B, i + chunk); n = j - i

@@ -259,7 +259,8 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
         t = r.summary().join(paper[paper.env == game].set_index("method").drop(columns="env").add_prefix("paper_"))
         sec.table(f"xrl_image_{game.lower()}", t.reset_index(),
                   f"Table 3 and Table 4 (image columns) analogue on {env_id}: {card['algo'].upper()} agent {card['id']} (return {card['evaluation']['mean']:.1f}, "
-                  f"random {card['evaluation']['random_mean']:.1f}); {cfg.n_image_explain} states, k over whole pixel rows")
+                  f"random {card['evaluation']['random_mean']:.1f}); {cfg.n_image_explain} states, k every {cfg.image_pixel_step} pixels; "
+                  "PGI_code and PGU_code: XRL-Bench's code perturbation of images (chosen pixels blurred, sigma 5) beside the paper's Gaussian noise")
         sec.figure(f"xrl_image_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
 
 def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):

@@ -270,8 +270,10 @@ def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
         ex = make_explainer("PS", pol, stride=4)
         assert ex.batch_size == 5
         att = ex.explain(x)
-        sizes.clear(); PGI(pol)(x, att.importance, att.actions)
-        assert sizes and max(sizes) <= 5, sizes
+        pgi = PGI(pol, n_draws=3)    # 3 states x 3 draws: 9 images per k, more than the batch of 5
+        assert pgi.batch_size == 5
+        sizes.clear(); pgi(x, att.importance, att.actions)
+        assert sizes and max(sizes) == 5, sizes
         with pytest.raises(ValueError, match="batch_size"): insertion_curves(pol, x, maps, batch_size=0)
     finally:
         pol.forward = forward; pol.apply_settings(before)
@@ -300,9 +302,11 @@ def test_pgi_pgu_blur_is_xrlbench_codes_image_perturbation():
         r = cls(pol, ks=[H * W], image_perturbation="blur")(x, imp)
         np.testing.assert_allclose(r.value, want, rtol=1e-5)
         assert r.params["image_perturbation"] == "blur" and r.params["blur_sigma"] == 5.0
+        assert r.params["n_draws"] == 1 and r.params["noise_std"] is None   # one deterministic change, no noise
     assert PGI(pol, ks=[H * W])(x, imp).params["image_perturbation"] == "noise"   # the paper's Eq. 1 stays the default
     tab = linear_policy([[1.0, 0.5], [-1.0, 0.0]])
     with pytest.raises(ValueError, match="tabular"): PGI(tab, image_perturbation="blur")
     with pytest.raises(ValueError, match="AIM"): AIM(pol, image_perturbation="blur")
     with pytest.raises(ValueError, match="image_perturbation"): PGU(pol, image_perturbation="smudge")
     with pytest.raises(ValueError, match="blur_sigma"): PGI(pol, image_perturbation="blur", blur_sigma=0)
+    with pytest.raises(ValueError, match="pixel_step"): PGI(pol, pixel_step=-3)
