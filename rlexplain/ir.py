@@ -219,8 +219,11 @@ def _family(name: str) -> str:
 
 
 # %% ../nbs/10_ir.ipynb #d478f314
-def agent_probs(agent: Policy, obs: np.ndarray, batch_size: int = 1024) -> np.ndarray:
-    "Action distributions `(N, A)` of one agent on `obs (N, *obs_shape)` in batched no-grad passes (softmax of its outputs)."
+def agent_probs(agent: Policy, obs: np.ndarray,
+                batch_size: int | None = None, # observations per forward pass; None: the agent's calibrated compute settings
+                ) -> np.ndarray:
+    """Action distributions `(N, A)` float64 of one agent on `obs (N, *obs_shape)` in batched no-grad passes (softmax of its
+    outputs). Raises `ValueError` for observations that do not fit the agent or `batch_size < 1`."""
     return torch.softmax(agent.outputs(obs, batch_size=batch_size).double(), -1).numpy()
 
 def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n) of one pipeline

@@ -159,3 +159,19 @@ def test_games_must_be_toybox_games(games, match):
 def test_sizes_must_be_integers(field):
     with pytest.raises(TypeError, match=f"{field} must be an integer"):
         IRConfig(**{field: 2.5})
+
+
+def test_agent_probs_forwards_at_the_agents_batch_size():
+    "IR's forward passes use the agent's calibrated batch size (they used a fixed 1024); an explicit batch_size overrides."
+    from rlexplain.core import ComputeSettings, Policy
+    from rlexplain.ir import agent_probs
+    torch.manual_seed(0)
+    pol = Policy.from_module(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(2 * 6 * 6, 3)), (2, 6, 6), device="cpu")
+    pol.apply_settings(ComputeSettings(1, 1, "contiguous", 4, "override"))
+    sizes, forward = [], pol.forward
+    pol.forward = lambda z: (sizes.append(len(z)), forward(z))[1]
+    obs = np.random.default_rng(0).random((10, 2, 6, 6)).astype(np.float32)
+    p = agent_probs(pol, obs)
+    assert max(sizes) == 4 and p.shape == (10, 3)
+    np.testing.assert_allclose(p.sum(1), 1.0)
+    sizes.clear(); np.testing.assert_allclose(agent_probs(pol, obs, batch_size=10), p, rtol=1e-6); assert sizes == [10]
