@@ -880,7 +880,9 @@ def lime(policy: Policy,               # any Policy with image observations; raw
         w = np.zeros(n_feat)
         for f, v in exp: w[f] = v
         maps[b], n_segments[b], r2[b] = w[seg], n_feat, float(score)
-    with threadpool_limits(1, user_api="blas"):   # small Ridge fits; multi-threaded BLAS only adds contention (set once: not thread-local)
+    # set once around all states, not per worker thread: BLAS limits and warning filters are process-wide
+    with threadpool_limits(1, user_api="blas"), warnings.catch_warnings():   # small Ridge fits: multi-threaded BLAS only adds contention
+        warnings.filterwarnings("ignore", message=".*third dimension")      # felzenszwalb on 4 stacked frames: intended (see segment)
         _for_states(policy, B, "lime", one)
     name = segmentation if isinstance(segmentation, str) else getattr(segmentation, "__name__", "custom")
     return SaliencyMap(maps, acts, "lime", dict(segmentation=name, seg_params={**(LIME_SEGMENTATIONS.get(name, ({}, 0))[0]), **seg_params},
@@ -1369,18 +1371,18 @@ class DeepSHAP(_GradientExplainer):
     def _attribute(self, act, x, refs):
         import shap
         def chunk(idx: Tensor) -> np.ndarray:   # each state is explained on its own, so chunks of states can run side by side
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
-                # on a copy per chunk: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules
-                e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
-                try: return np.asarray(e.shap_values(x[idx], check_additivity=self.check_additivity)).reshape(len(idx), *x.shape[1:])
-                except AssertionError as err:
-                    raise ValueError(f"DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({str(err).split(' - ')[-2:]}). "
-                                     "The network probably applies functional activations (F.relu / torch.relu) that shap's "
-                                     "DeepExplainer cannot see: build it from nn.ReLU modules (see xrlbench_mlp).") from None
+            # on a copy per chunk: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules
+            e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
+            try: return np.asarray(e.shap_values(x[idx], check_additivity=self.check_additivity)).reshape(len(idx), *x.shape[1:])
+            except AssertionError as err:
+                raise ValueError(f"DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({str(err).split(' - ')[-2:]}). "
+                                 "The network probably applies functional activations (F.relu / torch.relu) that shap's "
+                                 "DeepExplainer cannot see: build it from nn.ReLU modules (see xrlbench_mlp).") from None
         s = getattr(self.policy, "settings", None)
         workers = s.workers if s is not None and self.is_image else 1   # tabular networks: too small to gain from a second worker
-        return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, math.ceil(len(x) / workers)), workers))
+        with warnings.catch_warnings():   # entered here, not in the workers: the filter list is process-wide, not thread-safe
+            warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
+            return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, math.ceil(len(x) / workers)), workers))
 
 class GradientSHAP(_GradientExplainer):
     "GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer."
@@ -1491,7 +1493,8 @@ class SARFAExplainer(_XRLBenchExplainer):
     """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `sarfa`, whose
     default `kl="paper"` is Huber et al.'s) or "blob" (XRL-Bench's Gaussian blob of blurred content); tabular states:
     XRL-Bench's one-feature Gaussian noise (`SARFA`, whose default `kl="code"` is XRL-Bench's). The disk parameters
-    (`radius`, `mask`, `blur_*`, `keep_max`) apply to images only and are dropped for tabular states and blobs."""
+    (`radius`, `mask`, `blur_*`, `keep_max`) apply to images only: tabular states drop them all, and blobs keep only
+    `mask_sigma` and `blur_sigma` (the blob's width and the blur of its content)."""
     name, key = "sarfa", "SARFA"
     source = "Puri et al. (2020), Eqs. 1-3; Huber et al. (2023), Eq. A4; Xiong et al. (2024), Sec. 3.2"
     presets = {"huber2023": dict(radius=2, perturbation="black", kl="paper"), "huber2023_blur": dict(radius=2, perturbation="blur", kl="paper"),
@@ -1501,7 +1504,8 @@ class SARFAExplainer(_XRLBenchExplainer):
         if x.ndim == 4 and self.params.get("perturbation", "black") != "blob":
             return _spread(sarfa(policy, x, a, **{k: v for k, v in self.params.items() if k != "background"}), x)
         if getattr(self, "_fitted", None) is None:   # one XRL-Bench explainer, so its fitted cache persists across calls
-            self._fitted = type(self)(**{k: v for k, v in self.params.items() if k not in self._DISK_ONLY})
+            drop = self._DISK_ONLY if x.ndim != 4 else tuple(k for k in self._DISK_ONLY if k not in ("mask_sigma", "blur_sigma"))
+            self._fitted = type(self)(**{k: v for k, v in self.params.items() if k not in drop})   # blobs keep their sigmas
         return _XRLBenchExplainer._explain(self._fitted, policy, x, a)
 
 class PerturbationSaliencyExplainer(_XRLBenchExplainer):

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import math
 import multiprocessing
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -31,10 +32,10 @@ from torch import Tensor, nn
 
 from .agents import best_zoo_entry, env_slug
 from .attribution import (
-    cascading_randomization, forward_batches, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
+    cascading_randomization, check_int, forward_batches, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
     INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
     model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
-from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig, progress as progress_bar
+from .core import Policy, Result, RunDir, get_scale, load_json, map_batches, run_jobs, ScaledConfig, progress as progress_bar
 from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap
 
 # %% ../nbs/31_saliency_bench.ipynb #0e1ef6fc
@@ -195,13 +196,20 @@ def penultimate_features(policy: Policy,         # any Policy
                          obs: Any,               # (B, *obs_shape) observations
                          batch_size: int | None = None, # images per forward pass; None: the policy's compute settings
                          ) -> np.ndarray:        # (B, D) float32 activations entering the output layer
-    "Inputs of the policy's last parametrised layer (Huber et al. 2023, App. C.1: penultimate-layer activations), via a forward pre-hook."
+    """Inputs of the policy's last parametrised layer (Huber et al. 2023, App. C.1: penultimate-layer activations), via a forward
+    pre-hook, in the order of `obs`: chunks run side by side on the policy's workers, and each collects its own activations.
+    Raises `ValueError` for observations that do not fit the policy or `batch_size < 1`."""
     last = model_layers(policy)[-1][1]
-    x = policy.obs(obs); feats = []
-    h = last.register_forward_pre_hook(lambda mod, args: feats.append(args[0].detach().flatten(1).float().cpu()))
-    try: policy.outputs(x, batch_size)
+    x = policy.obs(obs); local = threading.local()
+    s = policy.settings
+    bs = s.batch_size if batch_size is None else check_int("batch_size", batch_size, 1)
+    def chunk(c: Tensor) -> Tensor:
+        local.feats = []
+        with torch.no_grad(): policy.forward(c)
+        return torch.cat(local.feats)
+    h = last.register_forward_pre_hook(lambda mod, args: local.feats.append(args[0].detach().flatten(1).float().cpu()))
+    try: return torch.cat(map_batches(chunk, x, int(bs), s.workers)).numpy()
     finally: h.remove()
-    return torch.cat(feats).numpy()
 
 def highlights_importance(outputs: Any,   # (B, A) q-values (or logits), A >= 2
                           ) -> np.ndarray:  # (B,) max minus second-largest output, >= 0

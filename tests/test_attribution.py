@@ -310,3 +310,28 @@ def test_pgi_pgu_blur_is_xrlbench_codes_image_perturbation():
     with pytest.raises(ValueError, match="image_perturbation"): PGU(pol, image_perturbation="smudge")
     with pytest.raises(ValueError, match="blur_sigma"): PGI(pol, image_perturbation="blur", blur_sigma=0)
     with pytest.raises(ValueError, match="pixel_step"): PGI(pol, pixel_step=-3)
+
+
+def test_penultimate_features_keep_the_states_order_with_two_workers(cnn):
+    """HIGHLIGHTS' penultimate activations: with chunks side by side on 2 workers (batch 2, 9 states) each row still belongs to
+    its own state (a shared hook list appended chunks in the order the threads finished)."""
+    from rlexplain.core import ComputeSettings
+    from rlexplain.saliency_bench import penultimate_features
+    pol, _ = cnn
+    x = np.random.default_rng(3).random((9, 2, 16, 16)).astype(np.float32)
+    with torch.no_grad(): want = torch.relu(pol.module[0](torch.as_tensor(x))).flatten(1).numpy()   # input of the last Linear
+    before = pol.settings
+    try:
+        pol.apply_settings(ComputeSettings(1, 2, "contiguous", 2, "override"))
+        for _ in range(5): np.testing.assert_allclose(penultimate_features(pol, x), want, rtol=1e-5, atol=1e-6)
+    finally: pol.apply_settings(before)
+
+
+def test_sarfa_blob_keeps_its_blob_parameters(cnn):
+    "perturbation='blob' is XRL-Bench's SARFA: its blob width and blur reach the fitted explainer (disk-only parameters do not)."
+    from rlexplain.attribution import explainer
+    pol, x = cnn
+    ex = explainer("sarfa", perturbation="blob", mask_sigma=2.0, blur_sigma=1.5, radius=3, background=x)
+    explain(ex, pol, x)
+    p = ex._fitted.params
+    assert p.get("mask_sigma") == 2.0 and p.get("blur_sigma") == 1.5 and "radius" not in p
