@@ -561,11 +561,11 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
     replicates, and the t interval holds its level with 3 seeds where the percentile bootstrap over seeds does not
     (it covers a known effect about 75% of the time at nominal 95% with 3 seeds; see the simulation below). The
     percentile bootstrap (`interval="bootstrap"`, resampling the paired seeds) is kept as a named option and is
-    always reported beside it (`boot_low/high`). With `agg="iqm"` the t interval is still the one of the mean of the
-    per-seed DiDs (the IQM has no simple standard error); use the bootstrap for the IQM. The placebo is NaN when
+    always reported beside it (`boot_low/high`). `agg="iqm"` needs `interval="bootstrap"`: the t interval is the one of
+    the mean of the per-seed DiDs, and the IQM has no simple standard error. The placebo is NaN when
     T = 1 (no pre-period room for a fake T). Raises `ValueError` when T is outside [1, N-1], `placebo_T` outside
     [1, T-1], fewer than 2 seeds, NaN/inf returns, `n_boot` < 1, `level` outside (0, 1), an unknown `interval` or
-    `agg`, or treatment and control are not aligned (different seeds, episodes or shapes)."""
+    `agg`, `agg="iqm"` with the t interval, or treatment and control are not aligned (different seeds, episodes or shapes)."""
     A = _as_matrix(treatment, "treatment", agent, treatment_condition)
     B = _as_matrix(control, "control", agent, control_condition)
     if A.shape != B.shape or list(A.index) != list(B.index) or list(A.columns) != list(B.columns):
@@ -592,8 +592,9 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
         raise ValueError(f"placebo_T (the fake T inside the pre-period t < T={T}) must be an integer in [1, {T - 1}]; got {placebo_T!r}.")
     else: pT = int(placebo_T)
     T = int(T)
+    if agg == "iqm" and interval == "t":   # the t interval is for the mean of the per-seed DiDs, not the IQM series' DiD
+        raise ValueError("agg='iqm' needs interval='bootstrap': the t interval covers the mean of the per-seed DiDs, not the DiD of the IQM series.")
     x1, x0 = aggregate(X1, agg), aggregate(X0, agg)
-    est = did_estimates(x1, x0, T)
     post = np.arange(N) >= T
     # per seed: DiD (Eq. 4), pointwise and cumulative effects, placebo; the t intervals are over these M rows
     d_seed = _did_batch(X1, X0, T)
@@ -604,8 +605,7 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
     B1, B0 = aggregate(X1[idx], agg, axis=1), aggregate(X0[idx], agg, axis=1)     # (n_boot, N)
     q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
     b_ci = np.percentile(_did_batch(B1, B0, T), q)
-    pw, pwb = x1 - x0, B1 - B0
-    cum, cumb = np.cumsum(np.where(post, pw, 0.0)), np.cumsum(np.where(post, pwb, 0.0), axis=1)
+    pwb = B1 - B0; cumb = np.cumsum(np.where(post, pwb, 0.0), axis=1)
     if interval == "t":
         ci, (pw_lo, pw_hi), (cum_lo, cum_hi) = t_ci, t_interval(pw_seed, level), t_interval(cum_seed, level)
     else:
@@ -613,20 +613,22 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
         pw_lo, pw_hi = np.percentile(pwb, q, axis=0); cum_lo, cum_hi = np.percentile(cumb, q, axis=0)
     if pT is not None:
         p_seed = _did_batch(X1[:, :T], X0[:, :T], pT)
-        plc = did_estimates(x1[:T], x0[:T], pT)["did"]
         plc_ci = t_interval(p_seed, level) if interval == "t" else np.percentile(_did_batch(B1[:, :T], B0[:, :T], pT), q)
-    else:
-        plc, plc_ci, p_seed = float("nan"), [float("nan")] * 2, np.full(M, np.nan)
-    did = est["did"]
-    if agg == "mean":   # every estimate of the mean series is the mean of the per-seed ones: report those, the centres of their t
-        # intervals by construction (the two differ only by rounding, which matters for returns near 1e16)
-        did, pw, cum = float(d_seed.mean()), pw_seed.mean(0), cum_seed.mean(0)
-        if pT is not None: plc = float(p_seed.mean())
+    else: plc_ci, p_seed = [float("nan")] * 2, np.full(M, np.nan)
+    per = [did_estimates(X1[i], X0[i], T) for i in range(M)]
+    if agg == "mean":   # every estimate of the mean series is the mean of the per-seed ones: those, the centres of their t
+        # intervals by construction (computed from the mean series they differ by rounding, which matters for returns near 1e16)
+        did, did_post, pre_gap = (float(np.mean([e[k] for e in per])) for k in ("did", "did_post", "pre_gap"))
+        pw, cum, plc = pw_seed.mean(0), cum_seed.mean(0), float(p_seed.mean())
+    else:               # the IQM series' own estimates (Eq. 4-6 on the aggregated series)
+        est = did_estimates(x1, x0, T); did, did_post, pre_gap = est["did"], est["did_post"], est["pre_gap"]
+        pw = x1 - x0; cum = np.cumsum(np.where(post, pw, 0.0))
+        plc = did_estimates(x1[:T], x0[:T], pT)["did"] if pT is not None else float("nan")
     table = pd.DataFrame({"episode": A.columns.to_numpy(), "treatment": x1, "control": x0, "pointwise": pw,
                           "pointwise_lo": pw_lo, "pointwise_hi": pw_hi, "cumulative": cum, "cumulative_lo": cum_lo,
                           "cumulative_hi": cum_hi, "period": np.where(post, "post", "pre")})
-    per_seed = pd.DataFrame([{"seed": s, **did_estimates(X1[i], X0[i], T), "placebo": float(p_seed[i])} for i, s in enumerate(A.index)])
-    return CausalImpact(table, per_seed, T, did, est["did_post"], est["pre_gap"], float(ci[0]), float(ci[1]),
+    per_seed = pd.DataFrame([{"seed": s, **per[i], "placebo": float(p_seed[i])} for i, s in enumerate(A.index)])
+    return CausalImpact(table, per_seed, T, did, did_post, pre_gap, float(ci[0]), float(ci[1]),
                         -1 if pT is None else int(pT), float(plc), float(plc_ci[0]), float(plc_ci[1]), float(level), int(n_boot),
                         agg, label, interval, float(t_ci[0]), float(t_ci[1]), float(b_ci[0]), float(b_ci[1]))
 
@@ -673,7 +675,7 @@ def check_study_config(c, what: str) -> None:
         if not (isinstance(v, (int, float)) and 0 < v < 1): raise ValueError(f"{k} must be a probability in (0, 1), e.g. 0.95; got {v!r}.")
     if c.agg not in AGGREGATES: raise ValueError(f"agg must be one of {AGGREGATES}; got {c.agg!r}.")
     if c.interval not in INTERVALS: raise ValueError(f"interval must be one of {INTERVALS}; got {c.interval!r}.")
-    if c.agg == "iqm" and c.interval == "t":   # the t interval is for the mean of the per-seed DiDs, not for the IQM series' DiD
+    if c.agg == "iqm" and c.interval == "t":   # causal_impact refuses this too; here it fails before the study's rollouts run
         raise ValueError("agg='iqm' needs interval='bootstrap': the t interval covers the mean of the per-seed DiDs, not the DiD of the IQM series.")
     if getattr(c, "max_steps", None) is not None and (not is_int(c.max_steps) or c.max_steps < 1):
         raise ValueError(f"max_steps must be None or an integer >= 1; got {c.max_steps!r}.")

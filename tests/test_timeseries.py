@@ -305,3 +305,16 @@ def test_a_study_config_refuses_an_interval_that_does_not_cover_its_estimate():
     assert TimeSeriesConfig(**base, agg="iqm", interval="bootstrap").agg == "iqm"
     with pytest.raises(ValueError, match="agg='iqm' needs"):
         SwitchingConfig(**{**SwitchingConfig.demo().__dict__, "agg": "iqm", "interval": "t"})
+
+
+def test_causal_impact_refuses_iqm_with_t_and_reports_per_seed_means():
+    """The refusal lives in causal_impact itself (not only in the study configs), and with agg='mean' every reported
+    estimate (DiD, post gap, pre gap, pointwise) is the mean of the per-seed ones."""
+    from rlexplain.timeseries import causal_impact
+    rng = np.random.default_rng(0)
+    X1, X0 = rng.normal(size=(4, 10)), rng.normal(size=(4, 10))
+    with pytest.raises(ValueError, match="agg='iqm' needs interval='bootstrap'"): causal_impact(X1, X0, T=5, agg="iqm")
+    assert np.isfinite(causal_impact(X1, X0, T=5, agg="iqm", interval="bootstrap").did)
+    ci = causal_impact(X1, X0, T=5)
+    np.testing.assert_allclose([ci.did, ci.did_post, ci.pre_gap], ci.per_seed[["did", "did_post", "pre_gap"]].mean().to_numpy())
+    np.testing.assert_allclose(ci.table.pointwise, (X1 - X0).mean(0))
