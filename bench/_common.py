@@ -7,6 +7,15 @@ import time
 
 import torch
 
+TORCH_DEFAULT = torch.get_num_threads()   # torch's own thread count (physical cores), read on import, before a script changes it
+
+
+def use(policy, threads: int, workers: int, layout: str, batch: int) -> None:
+    "Run `policy` with exactly these compute settings: torch's thread count, worker threads, memory layout, batch size."
+    from rlexplain.core import ComputeSettings
+    torch.set_num_threads(threads)
+    policy.apply_settings(ComputeSettings(threads, workers, layout, batch, "override"))
+
 
 def machine() -> str:
     "Host, CPU model, cores, torch version and threads, python and the 1-minute load average, on one line."

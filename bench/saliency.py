@@ -25,21 +25,15 @@ import time
 import numpy as np
 import torch
 
-from _common import busy, machine, rotated
+from _common import TORCH_DEFAULT, busy, machine, rotated, use
 from rlexplain.agents import load_best_agent
-from rlexplain.core import ComputeSettings, compute_settings, map_batches
+from rlexplain.core import compute_settings, map_batches
 from rlexplain.envs import collect_rollout, make_env
 from rlexplain.saliency import paper_saliency
 from rlexplain.saliency_bench import PAPER_RUNTIMES as PAPER_SECONDS   # Huber et al. (2023), GTX Titan X
 
-TORCH_DEFAULT = torch.get_num_threads()   # torch's own thread count, read before anything changes it
 INPUTS = {"occlusion": 42 * 42, "noise_sensitivity": 28 * 28, "sarfa": 42 * 42, "rise": 1000,
           "lime_slic": 2000, "lime_quickshift": 1500, "lime_felzenszwalb": 1000}   # perturbed images per map (84 x 84 states)
-
-
-def use(policy, threads, workers, layout, batch):
-    torch.set_num_threads(threads)
-    policy.apply_settings(ComputeSettings(threads, workers, layout, batch, "override"))
 
 
 def forward_rate(policy, x, threads, workers, layout, batch, reps=5) -> tuple[float, float]:
@@ -90,7 +84,7 @@ def run(args):
     methods = [m for m in args.methods.split(",") if m]
     conds["naive"] = (1, 1, default.layout, 1)
     times = {(c, m): [] for c in conds for m in methods}; maps = {}; fwd = []
-    xf = policy.obs(np.repeat(states, 1764 // len(states) + 1, axis=0)[:1764])
+    xf = policy.obs(np.repeat(states, INPUTS["occlusion"] // len(states) + 1, axis=0)[:INPUTS["occlusion"]])
     for r in range(args.repeats):
         use(policy, *conds["default"])
         with torch.no_grad():

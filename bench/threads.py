@@ -16,7 +16,7 @@ import os
 import statistics
 import time
 
-from _common import machine
+from _common import TORCH_DEFAULT, machine
 import torch
 
 
@@ -40,7 +40,7 @@ def main(argv=None):
     from rlexplain.agents import load_best_agent
     from rlexplain.core import ComputeSettings, compute_settings
     pol, card = load_best_agent("ALE/Breakout-v5", "dqn", device="cpu")
-    default_threads = os.cpu_count() or 1
+    default_threads = TORCH_DEFAULT   # torch's own thread count (physical cores)
     base = copy.deepcopy(pol.module).to(memory_format=torch.contiguous_format).eval()
     nets = {"contiguous": base, "channels_last": copy.deepcopy(base).to(memory_format=torch.channels_last)}
     batches = [int(b) for b in args.batches.split(",")]

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from _common import busy, machine, rotated
+from _common import TORCH_DEFAULT, busy, machine, rotated, use
 from rlexplain.core import Policy
 from rlexplain.xrlbench import (TABULAR_METHODS, dataset_arrays, generate_dataset, load_xrlbench_policy, make_explainer,
                                 xrlbench_mlp)
@@ -46,15 +46,12 @@ def nature_cnn(n_actions: int = 4) -> nn.Module:
 
 
 CONDITIONS = ("default", "1 thread", "torch default")
-TORCH_DEFAULT = torch.get_num_threads()   # torch's own thread count (physical cores), read before anything changes it
 
 
-def use(policy, condition: str, default) -> None:
+def use_condition(policy, condition: str, default) -> None:
     "Thread count and workers of one condition (see the module docstring)."
-    from rlexplain.core import ComputeSettings
     threads, workers = {"default": (default.threads, default.workers), "1 thread": (1, 1), "torch default": (TORCH_DEFAULT, 1)}[condition]
-    torch.set_num_threads(threads)
-    policy.apply_settings(ComputeSettings(threads, workers, default.layout, default.batch_size, "override"))
+    use(policy, threads, workers, default.layout, default.batch_size)
 
 
 def time_method(name, policy, background, states, **kw) -> dict:
@@ -112,7 +109,7 @@ def run(args):
     for r in range(args.repeats):
         for env, pol, back, states, m in jobs:
             for c in rotated(args.conditions, r):
-                use(pol, c, defaults[id(pol)])
+                use_condition(pol, c, defaults[id(pol)])
                 row = time_method(m, pol, back, states)
                 imp = row.pop("importance")
                 if (env, m) not in first: first[(env, m)] = imp
