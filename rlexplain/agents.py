@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import platform
 import shutil
@@ -18,12 +19,12 @@ from typing import Any
 
 # %% auto #0
 __all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'SA_START', 'TABULAR_PIPELINES', 'MULTIAGENT_PIPELINES', 'PIPELINES',
-           'ZOO_DIR', 'LIST_KEYS', 'CARD_KEYS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO',
-           'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO', 'CompactCNN', 'NatureConv', 'DuelingHead', 'DuelingQNetwork',
-           'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN', 'sa_margin', 'sa_regulariser', 'SADDQN', 'Pipeline',
-           'env_slug', 'entry_dir', 'TrainJob', 'evaluate_policy_returns', 'train_agent', 'load_card', 'list_zoo',
-           'load_agent', 'untrained_agent', 'evaluate_entry', 'train_zoo', 'train_demo_zoo', 'best_zoo_entry',
-           'load_best_agent']
+           'TOYBOX_PIPELINES', 'ZOO_DIR', 'LIST_KEYS', 'CARD_KEYS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO',
+           'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO', 'CompactCNN', 'NatureConv', 'DuelingHead',
+           'DuelingQNetwork', 'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN', 'sa_margin', 'sa_regulariser', 'SADDQN',
+           'Pipeline', 'LinearSteps', 'CosineSteps', 'OnProgress', 'get_pipeline', 'env_slug', 'entry_dir', 'TrainJob',
+           'evaluate_policy_returns', 'train_agent', 'load_card', 'list_zoo', 'load_agent', 'untrained_agent',
+           'evaluate_entry', 'train_zoo', 'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
 
 # %% ../nbs/02_agents.ipynb #2f3ea5b9
 import gymnasium as gym
@@ -213,6 +214,9 @@ class Pipeline:
     value_based: bool = False
     features: str | None = None      # image feature extractor this pipeline always uses (None: the job's choice)
     warm_start: str | None = None    # pipeline whose zoo entry at `hyperparams["sa_start"]` steps initialises the weights
+    init: str | None = None          # None: SB3's initialisers; "all-0.7.1": the IR paper's (output heads zero, see ALL_PRESETS)
+    schedules: tuple = ()            # (SB3 attribute, LinearSteps | CosineSteps) pairs set on the model (ALL's schedules)
+    source: str = "RL-Zoo Atari hyperparameters"   # where the settings come from
 
 # %% ../nbs/02_agents.ipynb #27e9a59d
 ATARI_PIPELINES = {
@@ -284,6 +288,102 @@ MULTIAGENT_PIPELINES = {
 }
 PIPELINES = {**ATARI_PIPELINES, **TABULAR_PIPELINES, **MULTIAGENT_PIPELINES}
 
+# %% ../nbs/02_agents.ipynb #a11c0703
+@dataclasses.dataclass(frozen=True)
+class LinearSteps:
+    """A value scheduled over env steps as ALL 0.7.1's `LinearScheduler(initial, final, decay_start, decay_end)`:
+    `initial` before step `start`, `final` from step `end` on (None: the run's last step), linear in between."""
+    initial: float
+    final: float
+    start: int = 0
+    end: int | None = None
+    def at(self, step: float, total: int) -> float:
+        "The value at env step `step` of a run of `total` env steps."
+        end = total if self.end is None else self.end
+        if step < self.start: return float(self.initial)
+        if step >= end: return float(self.final)
+        a = (step - self.start) / (end - self.start)
+        return float(a * self.final + (1 - a) * self.initial)
+
+@dataclasses.dataclass(frozen=True)
+class CosineSteps:
+    """torch's `CosineAnnealingLR` as ALL 0.7.1 sets up its learning rates: `value` until step `start` (the replay start:
+    no update before it), then `value (1 + cos(pi t)) / 2`, `t` the fraction of the remaining steps done, 0 at the run's end."""
+    value: float
+    start: int = 0
+    def at(self, step: float, total: int) -> float:
+        "The value at env step `step` of a run of `total` env steps."
+        if step <= self.start or total <= self.start: return float(self.value)
+        t = min(1.0, (step - self.start) / (total - self.start))
+        return float(self.value * (1 + math.cos(math.pi * t)) / 2)
+
+@dataclasses.dataclass(frozen=True)
+class OnProgress:
+    """An SB3 schedule, a function of `progress_remaining` (1 at the start of `learn`, 0 at its end), made from a step
+    schedule on a run of `total` env steps. SB3 counts progress up to the last checkpoint, also when a run resumes."""
+    schedule: LinearSteps | CosineSteps
+    total: int
+    def __call__(self, progress_remaining: float) -> float:
+        return self.schedule.at((1.0 - float(progress_remaining)) * self.total, self.total)
+
+# %% ../nbs/02_agents.ipynb #a11c0705
+def _all_presets(time_scale: float = 0.25) -> dict:
+    """The IR paper's Toybox pipelines (ALL 0.7.1 Atari presets, see the table above) with the run-relative counts
+    (replay start, exploration end) multiplied by `time_scale`: 0.25 reads ALL's step counts as emulator frames (demo)."""
+    rs, ee = int(80_000 * time_scale), int(170_000 * time_scale)
+    src = "autonomous-learning-library 0.7.1 Atari preset"
+    value = dict(buffer_size=100_000, learning_rate=1e-4, batch_size=32, learning_starts=rs, target_update_interval=4_000,
+                 train_freq=4, gradient_steps=1, gamma=0.99, max_grad_norm=float("inf"), optimize_memory_usage=True,
+                 replay_buffer_kwargs=dict(handle_timeout_termination=False))
+    return {
+        "dqn": Pipeline("dqn", "dqn", {**value, "policy_kwargs": dict(optimizer_kwargs=dict(eps=1.5e-4))}, value_based=True,
+                        init="all-0.7.1", source=f"{src} dqn.py",
+                        schedules=(("exploration_schedule", LinearSteps(1.0, 0.01, rs, ee)), ("lr_schedule", CosineSteps(1e-4, rs)))),
+        "qrdqn": Pipeline("qrdqn", "qrdqn", {**value, "policy_kwargs": dict(n_quantiles=51, optimizer_kwargs=dict(eps=1.5e-4))},
+                          value_based=True, init="all-0.7.1", source=f"{src} c51.py (QR-DQN for C51)",
+                          schedules=(("exploration_schedule", LinearSteps(0.02, 0.0, 0, ee)), ("lr_schedule", CosineSteps(1e-4, rs)))),
+        "ppo": Pipeline("ppo", "ppo", dict(n_steps=128, n_epochs=4, batch_size=256, learning_rate=2.5e-4, clip_range=0.1,
+                                           ent_coef=0.01, vf_coef=0.5, gamma=0.99, gae_lambda=0.95, max_grad_norm=0.5,
+                                           policy_kwargs=dict(ortho_init=False, optimizer_kwargs=dict(eps=1e-5))),
+                        n_envs=8, init="all-0.7.1", source=f"{src} ppo.py",
+                        schedules=(("clip_range", LinearSteps(0.1, 0.01)), ("lr_schedule", CosineSteps(2.5e-4)))),
+    }
+
+# The IR study's pipelines on Toybox games: ALL's presets at demo time (x 1/4). ALE games keep ATARI_PIPELINES (RL-Zoo's).
+TOYBOX_PIPELINES = _all_presets(0.25)
+
+def get_pipeline(name: str, env_id: str = "") -> Pipeline:
+    """The pipeline `name` as trained on `env_id`: on Toybox games (`toybox/...`) the IR paper's ALL presets
+    (`TOYBOX_PIPELINES`) where one exists, else `PIPELINES`. Raises `ValueError` naming the known pipelines."""
+    if env_id.lower().startswith("toybox/") and name in TOYBOX_PIPELINES: return TOYBOX_PIPELINES[name]
+    if name not in PIPELINES: raise ValueError(f"unknown pipeline {name!r}; expected one of {sorted(PIPELINES)}.")
+    return PIPELINES[name]
+
+# %% ../nbs/02_agents.ipynb #a11c0706
+def _zero_output_heads(pol) -> None:
+    """ALL's `Linear0` on an SB3 policy: the last linear layer of its Q / quantile network, or PPO's and A2C's policy
+    head, set to 0; target networks synced."""
+    if hasattr(pol, "action_net"): heads = [pol.action_net]
+    else:
+        online = pol.quantile_net if hasattr(pol, "quantile_net") else pol.q_net
+        heads = [[m for m in online.modules() if isinstance(m, nn.Linear)][-1]]
+    with torch.no_grad():
+        for h in heads:
+            h.weight.zero_()
+            if h.bias is not None: h.bias.zero_()
+    for online, target in (("q_net", "q_net_target"), ("quantile_net", "quantile_net_target")):
+        if hasattr(pol, target): getattr(pol, target).load_state_dict(getattr(pol, online).state_dict())
+
+def _apply_schedules(model, pipe: Pipeline, total_steps: int) -> None:
+    """Set a pipeline's step schedules on an SB3 model (after building and after loading: SB3's `_setup_model` rebuilds
+    its own). `total_steps`: the run's last checkpoint in env steps. Raises `ValueError` for an unknown attribute."""
+    for attr, sched in pipe.schedules:
+        if attr not in ("exploration_schedule", "lr_schedule", "clip_range"):
+            raise ValueError(f"{pipe.name}: cannot schedule {attr!r}; expected exploration_schedule, lr_schedule or clip_range.")
+        setattr(model, attr, OnProgress(sched, int(total_steps)))
+    if any(a == "exploration_schedule" for a, _ in pipe.schedules):
+        model.exploration_rate = model.exploration_schedule(1.0 - model.num_timesteps / max(int(total_steps), 1))
+
 # %% ../nbs/02_agents.ipynb #3a481cda
 def _default_zoo() -> Path:
     "`RLEXPLAIN_ZOO` if set, else the zoo shipped inside the installed package (also when this lesson runs from nbs/)."
@@ -349,12 +449,12 @@ def _make_vec_env(job: TrainJob, n_envs: int):
 
 def _features(job: TrainJob) -> str:
     "The image feature extractor of a job: its pipeline's own (`Pipeline.features`) or the job's choice."
-    return PIPELINES[job.pipeline].features or job.features
+    return get_pipeline(job.pipeline, job.env_id).features or job.features
 
 def _warm_start(job: TrainJob, model) -> None:
-    """Initialise `model` from the zoo entry of `PIPELINES[job.pipeline].warm_start` (same game and seed) at
+    """Initialise `model` from the zoo entry of `get_pipeline(job.pipeline, job.env_id).warm_start` (same game and seed) at
     `hyperparams["sa_start"]` steps, and continue its step count. Raises `FileNotFoundError` if that entry is missing."""
-    pipe = PIPELINES[job.pipeline]; start = int(pipe.hyperparams["sa_start"])
+    pipe = get_pipeline(job.pipeline, job.env_id); start = int(pipe.hyperparams["sa_start"])
     src = entry_dir(job.root or ZOO_DIR, job.env_id, pipe.warm_start, job.seed, start * _frames_per_step(job.env_id))
     if not (src / "weights.safetensors").exists():
         raise FileNotFoundError(f"{job.pipeline} starts from the {pipe.warm_start} agent at {start:,} steps, which is missing: {src}. "
@@ -367,7 +467,7 @@ def _warm_start(job: TrainJob, model) -> None:
     model.num_timesteps = start
 
 def _build_model(job: TrainJob, env):
-    pipe = PIPELINES[job.pipeline]
+    pipe = get_pipeline(job.pipeline, job.env_id)
     hp = {k: v for k, v in pipe.hyperparams.items()}
     pk = dict(hp.pop("policy_kwargs", {}))
     image = len(env.observation_space.shape) == 3
@@ -377,7 +477,10 @@ def _build_model(job: TrainJob, env):
     if is_multiagent(job.env_id):   # supersuit's vector env cannot be re-seeded by SB3: seed torch/numpy here instead
         from stable_baselines3.common.utils import set_random_seed
         set_random_seed(job.seed); seed = None
-    return sb3_class(pipe.algo)(policy, env, seed=seed, verbose=0, device="cpu", policy_kwargs=pk, **hp)
+    model = sb3_class(pipe.algo)(policy, env, seed=seed, verbose=0, device="cpu", policy_kwargs=pk, **hp)
+    if pipe.init == "all-0.7.1": _zero_output_heads(model.policy)
+    elif pipe.init is not None: raise ValueError(f"{pipe.name}: unknown init {pipe.init!r}; expected None or 'all-0.7.1'.")
+    return model
 
 # %% ../nbs/02_agents.ipynb #c845f663
 def evaluate_policy_returns(policy: Policy | None, env_id: str, n_episodes: int = 10, seed: int = 10_000,
@@ -405,7 +508,7 @@ def train_agent(job: TrainJob) -> list[str]:
     Raises `ValueError` if a resumed run is already past a checkpoint (frames) that has no zoo entry."""
     from stable_baselines3.common.callbacks import BaseCallback
     torch.set_num_threads(1)
-    pipe = PIPELINES[job.pipeline]
+    pipe = get_pipeline(job.pipeline, job.env_id)
     fps = _frames_per_step(job.env_id)
     ckpt_steps = [int(f) // fps for f in job.checkpoints]
     root = Path(job.root or ZOO_DIR)
@@ -425,6 +528,7 @@ def train_agent(job: TrainJob) -> list[str]:
     else:
         model = _build_model(job, env)
         if pipe.warm_start: _warm_start(job, model)
+    _apply_schedules(model, pipe, ckpt_steps[-1])
     t0, written = time.time(), []
     wall0 = float(getattr(model, "_rlx_wall", 0.0))
 
@@ -438,6 +542,7 @@ def train_agent(job: TrainJob) -> list[str]:
                 "preprocessing": _preprocessing(job.env_id, dict(job.env_kwargs)), "seed": job.seed,
                 "env_steps": int(model.num_timesteps), "frames": int(frames), "features": _features(job),
                 "hyperparams": {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in pipe.hyperparams.items()},
+                "init": pipe.init, "schedules": {a: repr(s) for a, s in pipe.schedules}, "source": pipe.source,
                 "n_envs": pipe.n_envs, "observation_shape": list(env.observation_space.shape),
                 "n_actions": int(env.action_space.n), "versions": _versions(),
                 "wall_clock_s": round(wall0 + time.time() - t0, 1),
@@ -551,11 +656,14 @@ def _card_network(card: dict):
     "The SB3 policy network of a zoo card's algorithm, pipeline and observation shape, freshly initialised."
     shape = tuple(card["observation_shape"])
     obs_space = gym.spaces.Box(0, 255, shape, np.uint8) if len(shape) == 3 else gym.spaces.Box(-np.inf, np.inf, shape, np.float32)
-    hp = PIPELINES[card["pipeline"]].hyperparams if card["pipeline"] in PIPELINES else {}
+    known = card["pipeline"] in PIPELINES or (card["env_id"].lower().startswith("toybox/") and card["pipeline"] in TOYBOX_PIPELINES)
+    hp = get_pipeline(card["pipeline"], card["env_id"]).hyperparams if known else {}
     pk = dict(hp.get("policy_kwargs", {}))
     if len(shape) == 3: pk.update(features_extractor_class=FEATURE_EXTRACTORS[card.get("features", "compact")])
     policy_cls = sb3_class(card["algo"]).policy_aliases["CnnPolicy" if len(shape) == 3 else "MlpPolicy"]
-    return policy_cls(obs_space, gym.spaces.Discrete(card["n_actions"]), lambda _: 0.0, **pk)
+    net = policy_cls(obs_space, gym.spaces.Discrete(card["n_actions"]), lambda _: 0.0, **pk)
+    if card.get("init") == "all-0.7.1": _zero_output_heads(net)   # ALL's untrained network (trained weights overwrite it)
+    return net
 
 def _card_policy(card: dict, net, device, name: str) -> Policy:
     mode = {"dqn": "dqn", "ddqn": "dqn", "sa-ddqn": "dqn", "qrdqn": "qrdqn"}.get(card["algo"], "ac")
