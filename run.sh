@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's two quick-start commands:
 #   bash run.sh demo   install everything into .venv, run every method at demo scale, write runs/demo/report.html and runs/demo/docs/
-#   bash run.sh test   install everything into .venv, run nbdev_test on every notebook and pytest on tests/
+#   bash run.sh test   install everything into .venv, run nbdev_test on every notebook and pytest on tests/ (both always
+#                      run; the exit code is non-zero if either failed)
 # and the lessons in JupyterLab:
 #   bash run.sh lab    install, then start JupyterLab on nbs/ without opening a browser (works headless); it prints the URL
 # Environment: PYTHON (default python3.11), RLEXPLAIN_SCALE (demo|paper), WORKERS (default 2), OUT (default runs/demo),
@@ -34,8 +35,14 @@ case "${1:-}" in
     ;;
   test)
     install
-    .venv/bin/nbdev_test --n_workers "$WORKERS" --timing
-    .venv/bin/python -m pytest -q tests
+    # both suites run even when the first fails; the command fails if either did (pytest's exit 5, no tests collected, too)
+    nb=0; .venv/bin/nbdev_test --n_workers "$WORKERS" --timing || nb=$?
+    py=0; .venv/bin/python -m pytest -q tests || py=$?
+    if [ "$nb" != 0 ] || [ "$py" != 0 ]; then
+      echo "[run.sh] FAILED: nbdev_test exit $nb, pytest exit $py (5 = no tests collected)" >&2
+      exit 1
+    fi
+    echo "[run.sh] passed: nbdev_test and pytest"
     ;;
   lab)
     install

@@ -401,7 +401,10 @@ def test_a_killed_run_resumes_to_the_uninterrupted_results_bit_for_bit(tmp_path)
     script = tmp_path / "job.py"
     script.write_text(
         "import sys, time\nimport numpy as np\nfrom rlexplain.core import RunDir, run_jobs\n"
-        "def work(i):\n    time.sleep(0.03)\n    return {'x': np.random.default_rng(i).normal(size=20_000)}\n"
+        "import os\n"
+        "def work(i):\n"
+        "    if i >= 20 and os.environ.get('HOLD'):\n        time.sleep(3600)   # units 20.. wait to be killed: no race with the test\n"
+        "    return {'x': np.random.default_rng(i).normal(size=20_000)}\n"
         "if __name__ == '__main__':\n"
         "    rd = RunDir(sys.argv[1], config={'n': 60})\n"
         "    res = run_jobs(work, range(60), names=[f'unit p={i / 10}' for i in range(60)], run_dir=rd)\n"
@@ -409,12 +412,12 @@ def test_a_killed_run_resumes_to_the_uninterrupted_results_bit_for_bit(tmp_path)
     run = lambda d: [sys.executable, str(script), str(tmp_path / d), str(tmp_path / f"{d}.npy")]
     env = {**__import__("os").environ, "RLEXPLAIN_PROGRESS": "off"}
     subprocess.run(run("a"), check=True, env=env)
-    p = subprocess.Popen(run("b"), env=env)
-    deadline = time.time() + 120
-    while time.time() < deadline and len(list((tmp_path / "b").rglob("*.npz"))) < 15: time.sleep(0.01)
+    p = subprocess.Popen(run("b"), env={**env, "HOLD": "1"})   # saves units 0-19, then blocks in unit 20 until killed
+    deadline = time.time() + 300   # a safety net against a hang only: how fast the machine is does not decide the outcome
+    while time.time() < deadline and len(list((tmp_path / "b").rglob("*.npz"))) < 15 and p.poll() is None: time.sleep(0.01)
     p.send_signal(signal.SIGKILL); p.wait()
     done = {f: f.stat().st_mtime_ns for f in (tmp_path / "b").rglob("*.npz")}
-    assert 15 <= len(done) < 60, len(done)      # killed mid-run
+    assert 15 <= len(done) <= 20, len(done)     # killed mid-run (at 15..20 saved units, wherever the kill lands)
     subprocess.run(run("b"), check=True, env=env)
     assert all(f.stat().st_mtime_ns == t for f, t in done.items())   # finished units were loaded, not redone
     assert len(list((tmp_path / "b").rglob("*.npz"))) == 60
