@@ -652,13 +652,30 @@ def load_agent(path: str | Path, device: str | torch.device = "auto") -> Policy:
     if bad or unexpected: raise ValueError(f"weights of {path} do not fit {card['algo']}: missing {bad}, unexpected {unexpected}.")
     return _card_policy(card, pol, device, card["id"])
 
+_SHAPE_KEYS = ("n_quantiles", "net_arch", "dueling_hidden")   # the policy_kwargs that decide a network's shapes
+
+def _card_shape_kwargs(card: dict) -> dict:
+    """The shape-deciding policy kwargs of a zoo card (`_SHAPE_KEYS`): read from the card's recorded `policy_kwargs` (a
+    repr; an optimiser class in it is not a literal, so each key is parsed alone), else its pipeline's (cards that record
+    none). The card, not today's pipeline, decides: an entry trained before a pipeline changed still loads."""
+    import ast, re
+    raw = (card.get("hyperparams") or {}).get("policy_kwargs")
+    if isinstance(raw, dict): return {k: raw[k] for k in _SHAPE_KEYS if k in raw}
+    if isinstance(raw, str):
+        out = {}
+        for k in _SHAPE_KEYS:
+            m = re.search(rf"'{k}': (\[[^\]]*\]|\d+)", raw)
+            if m: out[k] = ast.literal_eval(m.group(1))
+        return out
+    try: hp = get_pipeline(card["pipeline"], card.get("env_id", "")).hyperparams
+    except ValueError: return {}
+    return {k: v for k, v in hp.get("policy_kwargs", {}).items() if k in _SHAPE_KEYS}
+
 def _card_network(card: dict):
     "The SB3 policy network of a zoo card's algorithm, pipeline and observation shape, freshly initialised."
     shape = tuple(card["observation_shape"])
     obs_space = gym.spaces.Box(0, 255, shape, np.uint8) if len(shape) == 3 else gym.spaces.Box(-np.inf, np.inf, shape, np.float32)
-    known = card["pipeline"] in PIPELINES or (card["env_id"].lower().startswith("toybox/") and card["pipeline"] in TOYBOX_PIPELINES)
-    hp = get_pipeline(card["pipeline"], card["env_id"]).hyperparams if known else {}
-    pk = dict(hp.get("policy_kwargs", {}))
+    pk = _card_shape_kwargs(card)
     if len(shape) == 3: pk.update(features_extractor_class=FEATURE_EXTRACTORS[card.get("features", "compact")])
     policy_cls = sb3_class(card["algo"]).policy_aliases["CnnPolicy" if len(shape) == 3 else "MlpPolicy"]
     net = policy_cls(obs_space, gym.spaces.Discrete(card["n_actions"]), lambda _: 0.0, **pk)
@@ -726,15 +743,19 @@ def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
 def _eval_job(args): return evaluate_entry(args[0], n_episodes=args[1], epsilon=args[2])
 
 # %% ../nbs/02_agents.ipynb #ef261e5c
-# The demo zoo: what `rlexplain zoo train --spec demo` trains (and what ships in `rlexplain/zoo`).
-# Frames: one step = 4 frames. The early checkpoint is the IR paper's first (5e4 frames).
+# The demo zoo: what `rlexplain zoo train --spec demo` trains (and what ships in `rlexplain/zoo`): the IR paper's ALL presets
+# (TOYBOX_PIPELINES). Frames: one step = 4 frames. The early checkpoint is the IR paper's first (5e4 frames; for DQN and
+# QR-DQN it comes before the replay start, as in the paper). The last: DQN and QR-DQN at 2e5 frames (50k steps: 30k steps
+# of updates after the 20k-step replay start, epsilon at its floor from 42.5k steps), PPO at 4e5 frames (100k steps).
 DEMO_ZOO = dict(env_id="toybox/Breakout", env_kwargs={"fire_on_life_loss": True}, pipelines=["ppo", "dqn", "qrdqn"],
-                seeds=list(range(6)), checkpoints={"ppo": [50_000, 640_000], "dqn": [50_000, 400_000], "qrdqn": [50_000, 400_000]})
+                seeds=list(range(6)), checkpoints={"ppo": [50_000, 400_000], "dqn": [50_000, 200_000], "qrdqn": [50_000, 200_000]})
 # Also shipped, outside the demo study: A2C agents at 5e4, 9.6e5 and 2.4e6 frames. Three of their six seeds stayed at the
 # random policy's return (a collapsed policy), so A2C does not meet the zoo's bar of beating random play at every seed.
 EXTRA_ZOO = dict(env_id="toybox/Breakout", env_kwargs={"fire_on_life_loss": True}, pipelines=["a2c"],
                  seeds=list(range(6)), checkpoints={"a2c": [50_000, 960_000, 2_400_000]})
 # The paper's design (Mott et al. 2023): 11 agents per pipeline, checkpoints at 5e4, 3e6, 5e6, 8e6, 1e7 frames, 3 games.
+# ALL counts these "frames" in agent steps (4 emulator frames each); the labels here are read in emulator frames, as at demo
+# scale, so the paper scale's runs are a quarter of the paper's length in frames (named in lesson 10).
 PAPER_ZOO = dict(env_ids=["toybox/Breakout", "toybox/Amidar", "toybox/SpaceInvaders"], env_kwargs={"fire_on_life_loss": True},
                  pipelines=["ppo", "a2c", "dqn", "qrdqn"], seeds=list(range(11)),
                  checkpoints=[50_000, 3_000_000, 5_000_000, 8_000_000, 10_000_000], features="nature")

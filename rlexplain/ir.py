@@ -20,6 +20,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from scipy.special import entr
+import scipy.stats
 
 from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, seed_everything, ScaledConfig, progress as progress_bar
 from .envs import ToyboxEnv, toybox_game, collect_rollout, make_env
@@ -38,12 +40,14 @@ def _check_probs(probs: Any, name: str = "probs", atol: float = 1e-4) -> np.ndar
         raise ValueError(f"each row of {name} must sum to 1 (max deviation {bad:.3g}); pass softmax probabilities, not logits or q-values.")
     return np.clip(p, 0.0, 1.0)
 
-def entropy_bits(p: np.ndarray, eps: float = 1e-10) -> np.ndarray:
-    "Shannon entropy in bits over the last axis, `-sum p log2(p + eps)` (the original code's eps)."
+def entropy_bits(p: np.ndarray, eps: float = 0.0) -> np.ndarray:
+    """Shannon entropy in bits over the last axis: `-sum p log2 p` with `0 log 0 = 0` (exact, `scipy.special.entr`), or with
+    `eps > 0` the original code's guarded `-sum p log2(p + eps)` (it used 1e-10; values differ by about `eps / ln 2`)."""
+    if eps == 0: return entr(p).sum(-1) / math.log(2)
     return -(p * np.log2(p + eps)).sum(-1)
 
 def js_divergence(probs: Any,       # (..., n, A): n action distributions (rows sum to 1)
-                  eps: float = 1e-10,
+                  eps: float = 0.0,  # 0: exact entropies (identical agents give exactly 0); 1e-10: the original code's guard
                  ) -> np.ndarray | float: # (...,) generalized JSD in bits, in [0, log2 n]
     """Generalized Jensen-Shannon divergence with equal weights, in bits: `H(mean_k P_k) - mean_k H(P_k)`.
 
@@ -160,6 +164,7 @@ class IRMatrix(Result):
     agents: tuple
     mode: str
     t: int
+    R_jackknife: np.ndarray | None = None   # (n, m+1, p): R with measured agent i left out (None in results saved before it)
 
     @property
     def normalized(self) -> np.ndarray:
@@ -170,11 +175,27 @@ class IRMatrix(Result):
         "One row with the Table 5-7 columns (see `to_dict`)."
         return pd.DataFrame([self.to_dict()])
 
+    def interval(self, level: float = 0.95) -> tuple[float, float, float]:
+        """`(low, high, se)` of Original (the mean R of the unintervened states) over the source of its variation, the
+        measured agents' seeds: the delete-one jackknife (Quenouille-Tukey) with a Student-t quantile on n - 1 degrees of
+        freedom. The states are not the source: they are shared by every agent. NaN without `R_jackknife`; raises
+        `ValueError` for a level outside (0, 1)."""
+        if not 0 < level < 1: raise ValueError(f"level must be in (0, 1); got {level}.")
+        if self.R_jackknife is None: return float("nan"), float("nan"), float("nan")
+        th = np.nanmean(np.asarray(self.R_jackknife)[:, 0], axis=-1)        # (n,) Original without agent i
+        n = len(th); se = float(np.sqrt((n - 1) / n * ((th - th.mean()) ** 2).sum()))
+        q = float(scipy.stats.t.ppf(0.5 + level / 2, n - 1)); o = float(np.nanmean(self.R[0]))
+        return o - q * se, o + q * se, se
+
     def to_dict(self) -> dict:
-        "Table 5-7 columns: mean R of unintervened states (Original), of intervened cells (Intervened), of the normalised cells (Normalized)."
+        """Table 5-7 columns: mean R of unintervened states (Original), of intervened cells (Intervened), of the normalised
+        cells (Normalized); with the 95% jackknife interval of Original over the n measured agents (`interval`)."""
+        lo, hi, se = self.interval()
         return {"pipeline": self.pipeline, "frames": int(self.frames), "original": float(np.nanmean(self.R[0])),
                 "intervened": float(np.nanmean(self.R[1:])) if self.R.shape[0] > 1 else float("nan"),
-                "normalized": float(np.nanmean(self.normalized[1:])) if self.R.shape[0] > 1 else float("nan")}
+                "normalized": float(np.nanmean(self.normalized[1:])) if self.R.shape[0] > 1 else float("nan"),
+                "original_low": lo, "original_high": hi, "original_se": se, "n_agents": len(self.agents),
+                "interval": "95% jackknife-t over agents"}
 
     def to_frame(self) -> pd.DataFrame:
         "Long table: intervention, state (trajectory step), R, normalized R."
@@ -254,11 +275,17 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
     probs = np.zeros((J * P, len(agents), A.pop()))
     rows = np.flatnonzero(v.ravel())
     for i, a in enumerate(agents): probs[rows, i] = agent_probs(a, flat[rows])
-    R = np.full(J * P, np.nan)
-    if len(rows): R[rows] = ir_from_agents(probs[rows], [a.stochastic for a in agents], t=t, mode=mode, seed=seed)
+    sto = np.array([a.stochastic for a in agents]); n = len(agents)
+    R = np.full(J * P, np.nan); Rj = np.full((n, J * P), np.nan)
+    if len(rows):
+        R[rows] = ir_from_agents(probs[rows], sto, t=t, mode=mode, seed=seed)
+        if n >= 3:   # delete-one jackknife over agents (IRMatrix.interval); with 2 agents one left out leaves no pair
+            for i in range(n):
+                keep = np.arange(n) != i
+                Rj[i, rows] = ir_from_agents(probs[rows][:, keep], sto[keep], t=t, mode=mode, seed=seed)
     names = tuple(interventions) or tuple(f"I{j}" for j in range(J))
     return IRMatrix(R.reshape(J, P), names, tuple(int(s) for s in state_steps) or tuple(range(P)), pipeline, int(frames),
-                    tuple(a.name for a in agents), mode, int(t))
+                    tuple(a.name for a in agents), mode, int(t), Rj.reshape(n, J, P) if n >= 3 else None)
 
 # %% ../nbs/10_ir.ipynb #8e051844
 @dataclasses.dataclass(frozen=True)
