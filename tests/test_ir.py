@@ -175,3 +175,48 @@ def test_agent_probs_forwards_at_the_agents_batch_size():
     assert max(sizes) == 4 and p.shape == (10, 3)
     np.testing.assert_allclose(p.sum(1), 1.0)
     sizes.clear(); np.testing.assert_allclose(agent_probs(pol, obs, batch_size=10), p, rtol=1e-6); assert sizes == [10]
+
+
+def _const_policy(action: int, n_actions: int = 3) -> Policy:
+    "A greedy agent that always prefers `action` (logits 10 on it, 0 elsewhere), on 2-feature observations."
+    class _C(torch.nn.Module):
+        def forward(self, x): return torch.nn.functional.one_hot(torch.full((len(x),), action), n_actions).float() * 10
+    return Policy(_C(), n_actions, (2,), kind="logits", stochastic=False, device="cpu", name=f"always{action}")
+
+
+def test_identical_agents_have_jsd_exactly_zero():
+    "Exact entropies: identical distributions give JSD 0.0 exactly, not 1e-10 (the original code's eps is an option)."
+    p = np.tile([0.1, 0.2, 0.7], (4, 1))
+    assert js_divergence(p) == 0.0
+    assert interventional_robustness(p) == 1.0
+    from rlexplain.ir import entropy_bits
+    assert entropy_bits(np.eye(3)).tolist() == [0.0, 0.0, 0.0]   # 0 log 0 = 0 and 1 log 1 = 0 exactly (eps gave -1.4e-10)
+    assert js_divergence(np.eye(2)[[0, 0, 1]], eps=1e-10) == pytest.approx(js_divergence(np.eye(2)[[0, 0, 1]]), abs=1e-9)
+
+
+def test_jackknife_interval_over_agents_by_hand():
+    "n = 4 greedy agents, one of which always disagrees: leave-one-out values and the t interval computed by hand."
+    from scipy.stats import t as student_t
+    obs = np.zeros((2, 3, 2))                     # 2 interventions (null + 1) x 3 states
+    m = ir_matrix([_const_policy(a) for a in (0, 0, 0, 1)], obs, mode="exact")
+    h = lambda q: -sum(x * np.log2(x) for x in q if x > 0)
+    r_all = 1 - h([0.75, 0.25]) / np.log2(4)
+    np.testing.assert_allclose(m.R, r_all)
+    loo = np.array([1 - h([2 / 3, 1 / 3]) / np.log2(3)] * 3 + [1.0])   # leave out a 0-agent (x3), or the odd one
+    np.testing.assert_allclose(m.R_jackknife[:, 0, 0], loo)
+    se = np.sqrt(3 / 4 * ((loo - loo.mean()) ** 2).sum())
+    lo, hi, se_ = m.interval()
+    assert se_ == pytest.approx(se)
+    q = student_t.ppf(0.975, 3)
+    assert (lo, hi) == pytest.approx((r_all - q * se, r_all + q * se))
+    row = m.to_dict()
+    assert row["original_low"] == pytest.approx(lo) and row["n_agents"] == 4
+    with pytest.raises(ValueError, match="level"):
+        m.interval(1.5)
+
+
+def test_identical_agents_give_a_zero_width_interval_and_it_survives_save_load(tmp_path):
+    m = ir_matrix([_const_policy(2)] * 3, np.zeros((1, 4, 2)), mode="exact")
+    assert m.interval()[:2] == (1.0, 1.0)
+    m2 = IRMatrix.load(m.save(tmp_path / "m"))
+    np.testing.assert_array_equal(m2.R_jackknife, m.R_jackknife)
