@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 # %% auto #0
-__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'Section', 'write_report', 'run_demo', 'api_html', 'math_to_mathml',
-           'offline_html', 'for_readers', 'render_docs', 'render_readme', 'build_parser', 'main']
+__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'Section', 'write_report', 'run_demo', 'api_html', 'source_links',
+           'math_to_mathml', 'offline_html', 'for_readers', 'render_docs', 'render_readme', 'build_parser',
+           'subcommand_parsers', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
 import matplotlib
@@ -399,31 +400,45 @@ DEMOS: dict[str, tuple[str, str, str]] = {
 def _resolve(spec: str) -> Callable:
     mod, fn = spec.split(":"); return getattr(importlib.import_module(mod), fn)
 
-# seconds per demo job on 2 cores (a fresh clone's demo, 2026-11-24, beside a test run), used for the time-left estimate
-# until a run of this folder has measured them
-DEMO_SECONDS = {"ir": 40, "ranld": 180, "saliency": 10, "xrlbench": 220, "saliency_bench": 120, "timeseries": 200,
-                "switching": 20, "compare": 30}
+# Seconds per demo step on 2 cores, the time-left estimate's first guess until a run of this folder has measured its own
+# (each job's `done.json`, the docs' `docs/done.json`). Jobs: a fresh clone's demo of 2026-11-24 beside a test run; ir
+# and timeseries as re-measured in issue 28 (0.2 and 2.5 min); docs: rendered from the committed outputs (2026-11-25,
+# beside a training job), and re-executing every notebook (issue 28: 10.2 min).
+DEMO_SECONDS = {"ir": 12, "ranld": 180, "saliency": 10, "xrlbench": 220, "saliency_bench": 120, "timeseries": 150,
+                "switching": 20, "compare": 30, "docs": 90, "docs_execute": 610}
 
-def _eta(keys: list[str], i: int, spent: dict, out: Path) -> str:
-    "'about N min left': the remaining jobs' earlier measured (or typical) times, scaled by this run's pace so far."
-    def guess(k):
-        done = out / k / "done.json"
-        try: return float(load_json(done)["seconds"])
-        except (FileNotFoundError, KeyError, TypeError, ValueError): return float(DEMO_SECONDS.get(k, 120))
+def _step_seconds(out: Path, k: str, execute_docs: bool = False) -> float:
+    "The expected seconds of demo step `k` (a job key or 'docs'): this folder's last measured time, else `DEMO_SECONDS`."
+    try:
+        d = load_json(out / k / "done.json")
+        if k != "docs" or bool(d.get("execute")) == execute_docs: return float(d["seconds"])
+    except (FileNotFoundError, KeyError, TypeError, ValueError, AttributeError): pass
+    return float(DEMO_SECONDS.get("docs_execute" if k == "docs" and execute_docs else k, 120))
+
+def _eta(keys: list[str], i: int, spent: dict, out: Path, execute_docs: bool = False) -> str:
+    """'about N min left' for steps `keys[i:]` (the docs included when they are a step): their expected seconds
+    (`_step_seconds`), scaled by this run's pace so far (seconds spent / seconds expected over the steps run)."""
+    guess = lambda k: _step_seconds(out, k, execute_docs)
     ran = [k for k in keys[:i] if k in spent]
     pace = (sum(spent[k] for k in ran) / max(sum(guess(k) for k in ran), 1e-9)) if ran else 1.0
     left = pace * sum(guess(k) for k in keys[i:])
     return f"about {left / 60:.0f} min left" if left >= 90 else f"about {left:.0f} s left"
 
 def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale: str | None = None,
-             executor=None, max_workers: int = 1, force: bool = False) -> Path:
-    """Run every registered method's demo job (or those in `only`) into `out` and write `out/report.html`.
+             executor=None, max_workers: int = 1, force: bool = False,
+             docs: bool = False,          # also render the docs into out/docs (a step of its own, in the estimate)
+             execute_docs: bool = False,  # with docs: execute every notebook again instead of using committed outputs
+             nbs: str | Path = "nbs",     # the notebooks the docs are rendered from
+             label: str | None = None,    # the progress lines' tag (`[rlexplain <label>]`); default "demo"
+             ) -> Path:
+    """Run every registered method's demo job (or those in `only`) into `out` and write `out/report.html`; with
+    `docs=True` also render the docs into `out/docs` (`render_docs`) as the last step.
 
     Each job's folder `out/<key>/` records its configuration (job and scale, `RunDir`): a rerun at another scale
     raises `ConfigMismatchError` before any work, naming the differing fields; `force=True` deletes the selected jobs'
-    folders first, so that every unit of those methods is recomputed. One overall progress line per job gives the
-    time spent and an estimate of the time left. Raises `ValueError` for unknown method keys; a failing job is
-    reported in the report and re-raised at the end."""
+    folders first, so that every unit of those methods is recomputed. One progress line per step gives the time spent
+    and an estimate of the time left over every remaining step, the docs included (a single job prints no `1/1`).
+    Raises `ValueError` for unknown method keys; a failing job is reported in the report and re-raised at the end."""
     import shutil
     matplotlib.use("Agg")
     scale = scale or get_scale(); os.environ["RLEXPLAIN_SCALE"] = scale
@@ -434,28 +449,43 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
     for k in keys:   # every check before any work
         if force and (out / k).exists(): shutil.rmtree(out / k)
         RunDir(out / k, config={"job": k, "scale": scale})
+    steps = keys + (["docs"] if docs else [])
+    tag = f"[rlexplain {label or 'demo'}]"
+    say = lambda i, k, msg: print(f"{tag} {f'{i + 1}/{len(steps)} {k}: ' if len(steps) > 1 else ''}{msg}", flush=True)
     t_start = time.time()
+    def finished(i, k):
+        left = f", {_eta(steps, i + 1, spent, out, execute_docs)}" if i + 1 < len(steps) else ""
+        say(i, k, f"finished in {spent[k]:.0f} s; {time.time() - t_start:.0f} s so far{left}")
     for i, k in enumerate(keys):
         title, text, fn = DEMOS[k]
         sec = Section(out, k, title, text); done = sec.dir / "done.json"; sec.force = force
         if done.exists():
             sec.items = [tuple(x) for x in load_json(done)["items"]]; sections.append(sec)
-            print(f"[rlexplain demo] {i + 1}/{len(keys)} {k}: done earlier, skipped (use --force to redo)", flush=True); continue
-        t0 = time.time(); print(f"[rlexplain demo] {i + 1}/{len(keys)} {k}: running at {scale} scale ...", flush=True)
+            say(i, k, "done earlier, skipped (use --force to redo)"); continue
+        t0 = time.time()
+        say(i, k, f"running at {scale} scale ({_eta(steps, i, spent, out, execute_docs)} in all) ...")
         try:
             _resolve(fn)(sec, scale, executor=executor, max_workers=max_workers)
             spent[k] = time.time() - t0
             save_json(done, {"items": sec.items, "seconds": round(spent[k], 1)})
-            print(f"[rlexplain demo] {i + 1}/{len(keys)} {k}: finished in {spent[k]:.0f} s; {time.time() - t_start:.0f} s so far, "
-                  f"{_eta(keys, i + 1, spent, out)}", flush=True)
+            finished(i, k)
         except Exception as e:  # keep going: the report says what failed
             import traceback
             sec.note(f"FAILED: {type(e).__name__}: {e}"); errors.append((k, e)); traceback.print_exc()
         sections.append(sec)
     rep = write_report(out, sections)
-    print(f"[rlexplain demo] report: {rep}")
+    print(f"{tag} report: {rep}", flush=True)
+    if docs:
+        i = len(keys); t0 = time.time()
+        say(i, "docs", f"rendering {'(executing every notebook) ' if execute_docs else 'from the committed outputs '}"
+                       f"({_eta(steps, i, spent, out, execute_docs)}) ...")
+        page = render_docs(nbs, out / "docs", execute=execute_docs)
+        spent["docs"] = time.time() - t0
+        save_json(out / "docs" / "done.json", {"seconds": round(spent["docs"], 1), "execute": execute_docs})
+        finished(i, "docs"); print(f"{tag} docs: {page}", flush=True)
     if errors: raise RuntimeError(f"demo jobs failed: {[k for k, _ in errors]}; see {rep}") from errors[0][1]
     return rep
+
 
 # %% ../nbs/90_cli.ipynb #a3c22593
 def _module_of(nb_path: Path) -> str | None:
@@ -468,7 +498,7 @@ def _module_of(nb_path: Path) -> str | None:
 
 def api_html(module: str) -> str:
     "HTML of `show_doc` for every name in `rlexplain.<module>.__all__`."
-    import mistune, re
+    import mistune
     from nbdev.showdoc import show_doc
     mod = importlib.import_module(f"rlexplain.{module}")
     parts = []
@@ -477,13 +507,29 @@ def api_html(module: str) -> str:
         if obj is None or not (callable(obj) or isinstance(obj, type)): continue
         try: md = show_doc(obj, title_level=3)._repr_markdown_()
         except Exception as e: md = f"### {name}\n\n(show_doc failed: {e})"
-        md = re.sub(r"\[source\]\([^)]*\)\{[^}]*\}", "", md)
-        parts.append(mistune.html(md))
-    return "<section class='api'><h2>API</h2>" + "".join(parts) + "</section>"
+        parts.append(mistune.html(source_links(md, None)))   # the page is the source: no link
+    return "<section class='api' id='api'><h2>API</h2>" + "".join(parts) + "</section>"
+
+_SOURCE = re.compile(r"\[source\]\((?P<url>[^)\s]*)\)(?:\{[^}\n]*\})?")
+_LIB_FILE = re.compile(r"(?:^|/)rlexplain/(?P<mod>[\w/]+)\.py(?:#L\w*)?$")
+
+def source_links(md: str,                                  # Markdown, e.g. a `show_doc` output
+                 pages: dict[str, str] | None,             # module name -> its docs page ("core" -> "00_core.html"); None: drop links
+                 ) -> str:
+    """`md` with nbdev's `[source](https://github.com/<user>/<repo>/blob/<branch>/rlexplain/<module>.py#L<n>){target=...}`
+    links made real for offline docs: a relative link to the API section of the module's own page when `pages` knows
+    the module, else no link (never a placeholder address, a `#LNone` anchor or the raw `{target=...}` attribute text,
+    which Markdown renderers other than Quarto print as text)."""
+    def fix(m):
+        f = _LIB_FILE.search(m.group("url"))
+        page = (pages or {}).get(f.group("mod").replace("/", ".")) if f else None
+        return f"[source]({page}#api)" if page else ""
+    return _SOURCE.sub(fix, md)
 
 _FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 _DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
-_INLINE = re.compile(r"(?<![\\$\w])\$(?!\s)([^$\n]+?)(?<![\s\\])\$(?![\w$])")
+_INLINE = re.compile(r"(?<![\\$\w])\$(?!\s)((?:[^$\n]|\n(?![ \t]*\n))+?)(?<![\s\\])\$(?![\w$])")   # may wrap once, never a blank line
+_UNKNOWN_CMD = re.compile(r"<(mi|mo)>\\([A-Za-z]+)</\1>")   # latex2mathml keeps commands it does not know (\arg) as text
 
 def math_to_mathml(md: str) -> str:
     """Replace `$...$` and `$$...$$` LaTeX in Markdown by MathML (latex2mathml), leaving code spans and fences alone,
@@ -491,7 +537,7 @@ def math_to_mathml(md: str) -> str:
     its LaTeX source."""
     from latex2mathml.converter import convert
     def conv(m, display):
-        try: return convert(m.group(1).strip(), display=display)
+        try: return _UNKNOWN_CMD.sub(r"<mo>\2</mo>", convert(" ".join(m.group(1).split()), display=display))   # \arg -> arg
         except Exception: return m.group(0)
     parts = _FENCE.split(md)
     for i in range(0, len(parts), 2):  # even parts are outside code
@@ -539,32 +585,62 @@ def _nb_summary(nb) -> tuple[str, str]:
         return title, desc
     return "", ""
 
-def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs", execute: bool = True,
-                timeout: int = 1200) -> Path:
-    """Render every notebook of `nbs` (not starting with `_`) to `out/<name>.html` with its module's API docs, and the
-    landing page `out/index.html`: the index notebook (the README's content) followed by the lesson plan, every lesson
-    in teaching order with its summary and module. Pages work offline (`offline_html`: no CDN scripts, MathML
-    equations, no absolute paths). `execute=False` uses the notebooks' stored outputs."""
+def _docs_outputs(nb, pages: dict[str, str]) -> None:
+    """Outputs as the docs show them, in place: no `stderr` streams (progress bars and warnings, shown as pink boxes),
+    no widgets, no absolute paths (`rlexplain.lessons.clean_outputs`), and `show_doc`'s source links made relative
+    (`source_links`)."""
+    from rlexplain.lessons import clean_outputs
+    clean_outputs(nb, Path.cwd())
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            md = o.get("data", {}).get("text/markdown")
+            if md is not None: o["data"]["text/markdown"] = source_links("".join(md) if isinstance(md, list) else md, pages)
+
+def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs",
+                execute: bool = False,               # execute every notebook again (in a scratch copy under `out`)
+                timeout: int = 1200,                 # with execute: seconds one cell may take
+                only: list[str] | None = None,       # name prefixes of the notebooks to render (default: every one)
+                run: str | Path | None = None,       # with execute: the run folder the notebooks see as ../runs/demo
+                ) -> Path:
+    """Render every notebook of `nbs` (not starting with `_`; or those `only` names) to `out/<name>.html` with its
+    module's API docs, and the landing page `out/index.html`: the index notebook (the README's content) followed by the
+    lesson plan, every lesson in teaching order with its summary and module.
+
+    By default the pages show the notebooks' committed outputs (the executed lessons, kept current by
+    `rlexplain lessons --execute`; seconds a page). `execute=True` runs each notebook again first, in a scratch copy
+    of `nbs` under `out` (removed afterwards), so that whatever a notebook writes stays under `out`; `run` is linked in
+    as its `../runs/demo`. Pages work offline (`offline_html`: no CDN scripts, MathML equations, no absolute paths) and
+    show no `stderr` boxes (`_docs_outputs`). Raises as `rlexplain.lessons.lesson_paths`, and nbclient's
+    `CellExecutionError` when an executed cell fails."""
+    import shutil
     import nbformat
     from nbconvert import HTMLExporter
-    nbs, out = Path(nbs), Path(out); out.mkdir(parents=True, exist_ok=True)
-    pages, index_body = [], None
     from rlexplain.lessons import lesson_paths, run_notebook
-    for nb_path in lesson_paths(nbs):
-        nb = nbformat.read(nb_path, as_version=4)
-        if execute:
-            print(f"[rlexplain docs] executing {nb_path.name} ...", flush=True)
-            run_notebook(nb, nbs, timeout)
-        title, desc = _nb_summary(nb); for_readers(nb)
-        for c in nb.cells:
-            if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
-        body, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
-        mod = _module_of(nb_path)
-        if nb_path.stem == "index": index_body = body; continue
-        if mod: body = body.replace("</body>", api_html(mod) + "</body>")
-        atomic_write(out / f"{nb_path.stem}.html", offline_html(body)); pages.append((nb_path.stem, title, desc, mod))
+    nbs, out = Path(nbs), Path(out); out.mkdir(parents=True, exist_ok=True)
+    paths = lesson_paths(nbs, only)
+    pages = {m: f"{p.stem}.html" for p in paths if (m := _module_of(p))}
+    scratch = out / ".execute"
+    if execute:   # a scratch copy: relative writes (../runs/...) land under out, never beside the repository's notebooks
+        shutil.rmtree(scratch, ignore_errors=True); (scratch / "nbs").mkdir(parents=True)
+        if run is not None: (scratch / "runs").mkdir(); (scratch / "runs" / "demo").symlink_to(Path(run).resolve(), target_is_directory=True)
+    pages_out, index_body = [], None
+    try:
+        for k, nb_path in enumerate(paths):
+            nb = nbformat.read(nb_path, as_version=4)
+            print(f"[rlexplain docs] {k + 1}/{len(paths)} {'executing' if execute else 'rendering'} {nb_path.name} ...", flush=True)
+            if execute: run_notebook(nb, scratch / "nbs", timeout)
+            title, desc = _nb_summary(nb); for_readers(nb); _docs_outputs(nb, pages)
+            for c in nb.cells:
+                if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
+            body, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
+            mod = _module_of(nb_path)
+            if nb_path.stem == "index": index_body = body; continue
+            if mod: body = body.replace("</body>", api_html(mod) + "</body>")
+            atomic_write(out / f"{nb_path.stem}.html", offline_html(body)); pages_out.append((nb_path.stem, title, desc, mod))
+    finally:
+        if execute: shutil.rmtree(scratch, ignore_errors=True)
     rows = "".join(f"<tr><td><a href='{s}.html'>{html.escape(t or s)}</a></td><td>{html.escape(d)}</td>"
-                   f"<td>{f'<code>rlexplain.{m}</code>' if m else ''}</td></tr>" for s, t, d, m in pages)
+                   f"<td>{f'<code>rlexplain.{m}</code>' if m else ''}</td></tr>" for s, t, d, m in pages_out)
     plan = ("<section style='max-width:1000px;margin:2em auto;font-family:sans-serif'><h2 id='lessons'>Lessons</h2>"
             "<p>In teaching order: each builds on the ones above it. Every page shows the lesson executed, then its module's API.</p>"
             f"<table class='tbl'><tr><th>lesson</th><th>what it teaches</th><th>module</th></tr>{rows}</table></section>")
@@ -574,10 +650,13 @@ def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs", exe
     atomic_write(out / "index.html", offline_html(index_body.replace("</body>", plan + "</body>", 1)))
     return out / "index.html"
 
+
 # %% ../nbs/90_cli.ipynb #6c50e06c
-def render_readme(nb: str | Path = "nbs/index.ipynb", out: str | Path = "README.md", execute: bool = True) -> Path:
-    """Execute `nb` (cwd: its folder) and write it as Markdown with outputs to `out` (the nbdev convention: README from
-    index); hidden cells and `#|` directives are left out (`for_readers`)."""
+def render_readme(nb: str | Path = "nbs/index.ipynb", out: str | Path = "README.md",
+                  execute: bool = False,  # execute the notebook again (cwd: its folder) instead of using its committed outputs
+                  ) -> Path:
+    """Write `nb` as Markdown with its outputs to `out` (the nbdev convention: README from index); hidden cells and
+    `#|` directives are left out (`for_readers`). The outputs are the notebook's committed ones unless `execute`."""
     import nbformat
     from nbconvert import MarkdownExporter
     nb_path = Path(nb); node = nbformat.read(nb_path, as_version=4)
@@ -597,133 +676,204 @@ def _executor(args):
 
 def _csv_ints(s: str) -> list[int]:
     try: return [int(float(x)) for x in s.split(",") if x.strip()]
-    except ValueError: raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}")
+    except ValueError: raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
 
 def _csv(s: str) -> list[str]: return [x.strip() for x in s.split(",") if x.strip()]
 
+def _at_least(lo: int) -> Callable[[str], int]:
+    "An argparse type: an integer >= `lo`; argparse names the user's flag in its message (`argument --states: ...`)."
+    def parse(s: str) -> int:
+        try: v = int(s)
+        except ValueError: raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {s!r}") from None
+        if v < lo: raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {v}")
+        return v
+    parse.__name__ = f"integer >= {lo}"
+    return parse
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    "Defaults in the help, and examples (epilogs) kept as written."
+    """Examples (epilogs) kept as written, and one "(default: ...)" per option that takes a value: the help's own when it
+    states one, else the default value; none for on/off flags and for a default of None (the help then says what happens)."""
+    def _get_help_string(self, action):
+        h = action.help or ""
+        if "(default:" in h or "%(default)" in h or action.nargs == 0 or action.default in (None, argparse.SUPPRESS): return h
+        return super()._get_help_string(action)
+
+class _Parser(argparse.ArgumentParser):
+    "An argument mistake is one line `rlexplain: error: ...` naming the user's flag (argparse's usage block is in --help)."
+    def error(self, message):
+        self.exit(2, f"rlexplain: error: {message} (see `{self.prog} --help`)\n")
 
 def _method_cmds() -> dict[str, str]:
     "Subcommand -> demo job key for every method with a demo job (all but `ir`, which has its own options)."
     return {k.replace("_", "-"): k for k in DEMOS if k != "ir"}
 
+def _examples(*lines: str) -> str:
+    "An epilog of runnable examples, one `example: rlexplain ...` line each (tests parse every one with this parser)."
+    return "\n".join(f"example: rlexplain {l}" for l in lines)
+
 def build_parser() -> argparse.ArgumentParser:
     "The `rlexplain` argument parser (every option documented in `--help`; every subcommand with a runnable example)."
-    p = argparse.ArgumentParser(prog="rlexplain", description="Explain and stress-test deep RL agents: the demo run, docs, the zoo and each method.",
-                                epilog="A mistake in the arguments or the inputs prints one line 'rlexplain: error: ...' and exits with 2;\n"
-                                       "--debug (anywhere on the line) shows the Python traceback instead.", formatter_class=_Formatter)
+    p = _Parser(prog="rlexplain", description="Explain and stress-test deep RL agents: the demo run, docs, the zoo and each method.",
+                epilog="A mistake in the arguments or the inputs, or a file that cannot be read or written, prints one line\n"
+                       "'rlexplain: error: ...' and exits with 2; --debug (anywhere on the line) shows the Python traceback instead.\n"
+                       + _examples("demo --out runs/demo --docs", "saliency --out runs/saliency"), formatter_class=_Formatter)
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     sub = p.add_subparsers(dest="cmd", required=True)
     par = dict(formatter_class=_Formatter)
     def common(q):
-        q.add_argument("--workers", type=int, default=1, help="parallel worker processes for independent jobs (1 = in-process)")
-        q.add_argument("--dask", metavar="ADDRESS", default=None, help="run jobs on a dask.distributed scheduler at ADDRESS instead of local processes")
+        q.add_argument("--workers", type=_at_least(1), default=1, help="parallel worker processes for independent jobs (1 = in-process)")
+        q.add_argument("--dask", metavar="ADDRESS", default=None, help="run jobs on a dask.distributed scheduler at ADDRESS (default: none, local processes)")
         q.add_argument("--scale", choices=["demo", "paper"], default=None, help="experiment scale (default: $RLEXPLAIN_SCALE or demo)")
 
     d = sub.add_parser("demo", help="run every method at demo scale; write figures, tables and report.html",
-                       epilog="example: rlexplain demo --out runs/demo --only saliency,xrlbench", **par)
+                       epilog=_examples("demo --out runs/demo --only saliency,xrlbench", "demo --out runs/demo --docs"), **par)
     d.add_argument("--out", default="runs/demo", help="run directory (reruns resume and skip finished methods)")
-    d.add_argument("--only", type=_csv, default=None, help=f"comma-separated subset of: {', '.join(DEMOS)}")
+    d.add_argument("--only", type=_csv, default=None, help=f"comma-separated subset of: {', '.join(DEMOS)} (default: every job)")
     d.add_argument("--force", action="store_true", help="redo the selected methods from scratch: every unit, even those an earlier or another configuration's run saved")
-    d.add_argument("--docs", action="store_true", help="also render the docs (every notebook executed, with its API) into OUT/docs")
+    d.add_argument("--docs", action="store_true", help="also render the docs into OUT/docs, from the lessons' committed outputs (about a minute)")
+    d.add_argument("--execute-docs", action="store_true", help="with --docs: execute every notebook again first (about 10 minutes on 2 cores)")
     common(d)
 
-    dc = sub.add_parser("docs", help="render every notebook as an HTML page with its API documentation", **par)
+    dc = sub.add_parser("docs", help="render every notebook as an HTML page with its API documentation",
+                        epilog=_examples("docs --out runs/docs", "docs --out runs/docs --execute"), **par)
     dc.add_argument("--nbs", default="nbs", help="folder of the notebooks")
-    dc.add_argument("--out", default="runs/demo/docs", help="output folder (index.html links the pages)")
-    dc.add_argument("--no-execute", action="store_true", help="use the notebooks' stored outputs instead of executing them")
+    dc.add_argument("--out", default="runs/demo/docs", help="output folder (index.html links the pages); nothing is written outside it")
+    dc.add_argument("--execute", action="store_true", help="execute every notebook again (in a scratch copy under --out) instead of using its committed outputs")
+    dc.add_argument("--timeout", type=_at_least(1), default=1200, help="with --execute: seconds one cell may take")
 
-    ls = sub.add_parser("lessons", help="execute the lessons in place, keeping their outputs (figures, tables) in the notebooks", **par,
-                        epilog="example: rlexplain lessons --execute --only 10_ir,30_saliency")
-    ls.add_argument("--execute", action="store_true", help="run the notebooks (without it: only check their stored outputs)")
+    ls = sub.add_parser("lessons", help="check the lessons' committed outputs, or execute the lessons in place keeping their outputs", **par,
+                        epilog=_examples("lessons --only 10_ir,30_saliency", "lessons --execute --only 92_lessons"))
+    ls.add_argument("--execute", action="store_true", help="run the notebooks and record the code they ran (without it: only check their stored outputs)")
     ls.add_argument("--nbs", default="nbs", help="folder of the notebooks")
     ls.add_argument("--only", type=_csv, default=None, help="comma-separated name prefixes, e.g. 10_ir,30_saliency (default: every lesson)")
-    ls.add_argument("--timeout", type=int, default=1200, help="seconds one cell may take")
+    ls.add_argument("--timeout", type=_at_least(1), default=1200, help="seconds one cell may take")
 
-    rd = sub.add_parser("readme", help="regenerate README.md from nbs/index.ipynb (executed)", **par)
+    rd = sub.add_parser("readme", help="regenerate README.md from nbs/index.ipynb (executed)", epilog=_examples("readme --out README.md"), **par)
     rd.add_argument("--nb", default="nbs/index.ipynb", help="the index notebook")
     rd.add_argument("--out", default="README.md", help="where to write the Markdown")
+    rd.add_argument("--execute", action="store_true", help="execute the notebook again first (it reads ../runs/demo) instead of using its committed outputs")
 
-    z = sub.add_parser("zoo", help="list, train or evaluate the zoo of trained agents", **par)
+    z = sub.add_parser("zoo", help="list, train or evaluate the zoo of trained agents",
+                       epilog=_examples("zoo list", "zoo train --spec demo --workers 2"), **par)
     zs = z.add_subparsers(dest="zoo_cmd", required=True)
-    zl = zs.add_parser("list", help="one line per agent: id, return mean +- std, random policy's", **par)
+    zl = zs.add_parser("list", help="one line per agent: id, return mean +- std, random policy's", epilog=_examples("zoo list"), **par)
     zl.add_argument("--root", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
-    zt = zs.add_parser("train", help="train (or resume) agents and evaluate their checkpoints", **par)
+    zt = zs.add_parser("train", help="train (or resume) agents and evaluate their checkpoints",
+                       epilog=_examples("zoo train --env toybox/Breakout --pipelines dqn --seeds 0,1 --checkpoints 5e4 --root runs/zoo"), **par)
     zt.add_argument("--spec", choices=["demo", "custom"], default="custom", help="'demo' trains exactly the shipped demo zoo (other options ignored)")
     zt.add_argument("--env", default="toybox/Breakout", help="environment id (toybox/Breakout, ALE/Pong-v5, LunarLander-v3, mpe2/simple_spread_v3, ...)")
     zt.add_argument("--pipelines", type=_csv, default=["ppo", "dqn", "qrdqn"], help="comma-separated keys of rlexplain.agents.PIPELINES: ppo, a2c, a2c-tf, dqn, qrdqn, ddqn, sa-ddqn (Atari); dqn-mlp, dqn-mlp-polyak (feature vectors); ppo-mpe (mpe2 teams)")
     zt.add_argument("--seeds", type=_csv_ints, default=list(range(6)), help="comma-separated seeds")
     zt.add_argument("--checkpoints", type=_csv_ints, default=[50_000, 400_000], help="comma-separated checkpoints in emulator frames (4 per step for Atari games; agent-steps for mpe2 teams); the last ends training")
     zt.add_argument("--features", choices=["compact", "nature"], default="compact", help="CNN: compact (demo) or the Nature CNN (paper)")
-    zt.add_argument("--episodes", type=int, default=10, help="evaluation episodes per checkpoint")
-    zt.add_argument("--root", default=None, help="zoo folder to write into")
+    zt.add_argument("--episodes", type=_at_least(1), default=10, help="evaluation episodes per checkpoint")
+    zt.add_argument("--root", default=None, help="zoo folder to write into (default: the package's zoo or $RLEXPLAIN_ZOO)")
     zt.add_argument("--fire-on-life-loss", action="store_true", help="press FIRE after a lost life (Toybox Breakout; the demo zoo does)")
     zt.add_argument("--eval-epsilon", type=float, default=0.0, help="epsilon-greedy evaluation of the checkpoints (0.05 for ALE DQN agents)")
     common(zt)
-    ze = zs.add_parser("eval", help="evaluate zoo entries against a uniformly random policy (stored in their cards)", **par)
-    ze.add_argument("--root", default=None, help="zoo folder")
-    ze.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
+    ze = zs.add_parser("eval", help="evaluate zoo entries against a uniformly random policy (stored in their cards)",
+                       epilog=_examples("zoo eval --episodes 10"), **par)
+    ze.add_argument("--root", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
+    ze.add_argument("--episodes", type=_at_least(1), default=10, help="evaluation episodes")
     ze.add_argument("--force", action="store_true", help="re-evaluate entries that have an evaluation")
     ze.add_argument("--epsilon", type=float, default=0.0, help="epsilon-greedy evaluation (0.05 for ALE DQN agents, Mnih et al. 2015)")
 
     i = sub.add_parser("ir", help="interventional robustness study on zoo agents (Mott et al. 2023)",
-                       epilog="example: rlexplain ir --out runs/ir --games toybox/Breakout --pipelines dqn,ppo --states 5", **par)
+                       epilog=_examples("ir --out runs/ir --games toybox/Breakout --pipelines dqn,ppo --states 5"), **par)
+    cfg_default = "(default: IRConfig's value at --scale)"
     i.add_argument("--out", default="runs/ir", help="run directory (a rerun with the same options resumes; other options are refused, see --force)")
     i.add_argument("--force", action="store_true", help="recompute every unit, replacing the results of another configuration in --out")
-    i.add_argument("--games", type=_csv, default=None, help="comma-separated Toybox games with agents in the zoo, e.g. toybox/Breakout")
-    i.add_argument("--pipelines", type=_csv, default=None, help="comma-separated pipelines")
+    i.add_argument("--games", type=_csv, default=None, help=f"comma-separated Toybox games with agents in the zoo, e.g. toybox/Breakout {cfg_default}")
+    i.add_argument("--pipelines", type=_csv, default=None, help=f"comma-separated pipelines {cfg_default}")
     i.add_argument("--checkpoints", type=_csv_ints, default=None, help="comma-separated frames (default: every checkpoint in the zoo)")
-    i.add_argument("--agents", type=int, default=None, help="measured agents per pipeline (seeds 1..n; seed 0 samples the states)")
-    i.add_argument("--states", type=int, default=None, help="states p per game, including the start state")
-    i.add_argument("--t", type=int, default=None, help="action samples per stochastic agent (Algorithm 1)")
-    i.add_argument("--mode", choices=["sample", "exact"], default=None, help="sampled actions (Algorithm 1) or exact action distributions")
+    i.add_argument("--agents", type=_at_least(2), default=None, help=f"measured agents per pipeline, >= 2 (seeds 1..n; seed 0 samples the states) {cfg_default}")
+    i.add_argument("--states", type=_at_least(1), default=None, help=f"states p per game, including the start state {cfg_default}")
+    i.add_argument("--t", type=_at_least(1), default=None, help=f"action samples per stochastic agent (Algorithm 1) {cfg_default}")
+    i.add_argument("--mode", choices=["sample", "exact"], default=None, help=f"sampled actions (Algorithm 1) or exact action distributions {cfg_default}")
     i.add_argument("--base", choices=["state", "start", "original"], default=None,
-                   help="where interventions apply: each sampled state (paper's text), the start state, or per intervention as the paper's code did")
-    i.add_argument("--zoo", default=None, help="zoo folder")
+                   help=f"where interventions apply: each sampled state (paper's text), the start state, or per intervention as the paper's code did {cfg_default}")
+    i.add_argument("--zoo", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
     common(i)
 
     for cmd, key in _method_cmds().items():
         title, text, _ = DEMOS[key]
         m = sub.add_parser(cmd, help=title, description=f"{title}: {text} Runs the method's demo job at the chosen scale "
-                           f"and writes its tables, figures and report.html into --out.", epilog=f"example: rlexplain {cmd} --out runs/{key}", **par)
+                           f"and writes its tables, figures and report.html into --out.", epilog=_examples(f"{cmd} --out runs/{key}"), **par)
         m.add_argument("--out", default=f"runs/{key}", help="run directory (a rerun resumes; another scale is refused, see --force)")
         m.add_argument("--force", action="store_true", help="recompute every unit of the method")
         common(m)
 
     sb = sub.add_parser("scoreboard", help="score a finished run against the papers' claims: reproduced, not reproduced, not comparable, not run",
-                        epilog="example: rlexplain scoreboard runs/demo", **par)
+                        epilog=_examples("scoreboard runs/demo"), **par)
     sb.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by `rlexplain demo` (or a method's subcommand)")
-    sb.add_argument("--csv", default=None, help="also write the whole board to this CSV file")
+    sb.add_argument("--csv", default=None, help="also write the whole board to this CSV file (default: none)")
     return p
 
-_USER_ERRORS = (ValueError, TypeError, LookupError, FileNotFoundError, NotADirectoryError, PermissionError)
+def subcommand_parsers(p: argparse.ArgumentParser | None = None) -> dict[str, argparse.ArgumentParser]:
+    "Every (sub)command's parser by its command line, e.g. `{'demo': ..., 'zoo list': ...}` (for help checks and tests)."
+    p = p or build_parser(); out = {}
+    def walk(q, prefix):
+        for a in q._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sp in a.choices.items(): out[f"{prefix}{name}"] = sp; walk(sp, f"{prefix}{name} ")
+    walk(p, "")
+    return out
+
+_USER_ERRORS = (ValueError, TypeError, LookupError, OSError)
+_IR_FLAGS = {"p": "--states", "t": "--t", "n_agents": "--agents", "games": "--games", "pipelines": "--pipelines",
+             "checkpoints": "--checkpoints", "mode": "--mode", "intervention_base": "--base", "zoo": "--zoo"}
+
+def _os_message(e: OSError, args=None) -> str:
+    "One sentence for a file-system error, naming the path (and `--out` when the path is under it), never a bare `[Errno N]`."
+    import errno
+    if e.filename is None: return str(e)   # our own messages (e.g. "no run directory ...") are sentences already
+    f = str(e.filename); out = getattr(args, "out", None)
+    where = f"--out {out}: " if out and (f == str(out) or f.startswith(str(out).rstrip("/") + "/")) else ""
+    why = {errno.ENOTDIR: "a part of this path is a file, not a folder", errno.ENOENT: "no such file or folder",
+           errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EISDIR: "it is a folder, not a file",
+           errno.EEXIST: "it exists already and is not a folder", errno.ENOSPC: "no space left on the device",
+           errno.EROFS: "the file system is read-only"}.get(e.errno, (e.strerror or type(e).__name__).lower())
+    return f"{where}cannot use {f}: {why}" + (f" (and {e.filename2})" if e.filename2 else "")
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    "Warnings as one line `rlexplain: warning: ...` each (no Python source line, no file path)."
+    print(f"rlexplain: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `rlexplain` command. A user's mistake (`ValueError`, `TypeError`, `LookupError`, a missing file,
-    `ConfigMismatchError`) prints one line `rlexplain: error: ...` to stderr and returns 2; `--debug` re-raises it
-    with its traceback. Returns 0 on success."""
+    """Entry point of the `rlexplain` command. A user's mistake (a bad argument, `ValueError`, `TypeError`, `LookupError`,
+    `ConfigMismatchError`) or a file that cannot be read or written (any `OSError`) prints one line
+    `rlexplain: error: ...` to stderr, naming the user's flag where there is one, and returns 2; `--debug` re-raises
+    it with its traceback. Warnings print as one line `rlexplain: warning: ...` each. Returns 0 on success."""
+    import warnings
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv; argv = [a for a in argv if a != "--debug"]
-    args = build_parser().parse_args(argv)
-    try: return _run(args)
-    except _USER_ERRORS as e:
-        if debug: raise
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"rlexplain: error: {' '.join(str(msg).split())} (--debug shows the traceback)", file=sys.stderr)
-        return 2
+    try: args = build_parser().parse_args(argv)
+    except SystemExit as e: return int(e.code or 0)   # --help (0) or an argument mistake (2, one line printed)
+    with warnings.catch_warnings():
+        if not debug: warnings.showwarning = _one_line_warning
+        try: return _run(args)
+        except _USER_ERRORS as e:
+            if debug: raise
+            if isinstance(e, OSError): msg = _os_message(e, args)
+            else: msg = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+            if args.cmd == "ir" and isinstance(e, ConfigMismatchError):   # IRConfig's field names -> the flags that set them
+                msg = re.sub(r"(?<![\w.-])(" + "|".join(_IR_FLAGS) + r")(?=: saved=)", lambda m: _IR_FLAGS[m.group(1)], msg)
+            print(f"rlexplain: error: {' '.join(str(msg).split())} (--debug shows the traceback)", file=sys.stderr)
+            return 2
 
 def _print_board(board: pd.DataFrame, line: str):
-    cols = [c for c in BOARD_SHOWN if c in board.columns and c not in ("claim", "why")]
+    "The scoreboard on a terminal: every shown column but the claim's wording, with each verdict's reason (`why`)."
+    cols = [c for c in BOARD_SHOWN if c in board.columns and c != "claim"]
     print(line)
-    with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 40):
-        print(board[cols].to_string(index=False))
+    with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 70):
+        print(board[cols].fillna("").to_string(index=False))
 
 def _run(args) -> int:
     if getattr(args, "scale", None): os.environ["RLEXPLAIN_SCALE"] = args.scale
-    if not sys.stderr.isatty(): os.environ.setdefault("TQDM_MININTERVAL", "30")  # a log file gets a progress line per 30 s, not per item
+    if not sys.stderr.isatty():   # a log file: our bars print plain lines (core.progress); other libraries' bars print nothing
+        os.environ.setdefault("TQDM_DISABLE", "1")
     if args.cmd in _method_cmds():
-        print("[rlexplain]", run_demo(args.out, [_method_cmds()[args.cmd]], args.scale, _executor(args), args.workers, args.force))
+        run_demo(args.out, [_method_cmds()[args.cmd]], args.scale, _executor(args), args.workers, args.force, label=args.cmd)
         return 0
     if args.cmd == "scoreboard":
         try: from rlexplain import scoreboard
@@ -735,17 +885,17 @@ def _run(args) -> int:
         if args.csv: print("[rlexplain] wrote", atomic_write(args.csv, board.to_csv(index=False)))
         return 0
     if args.cmd == "demo":
-        run_demo(args.out, args.only, args.scale, _executor(args), args.workers, args.force)
-        if args.docs: print("[rlexplain docs]", render_docs("nbs", Path(args.out) / "docs"))
+        if args.execute_docs and not args.docs: raise ValueError("--execute-docs renders the docs: add --docs.")
+        run_demo(args.out, args.only, args.scale, _executor(args), args.workers, args.force, docs=args.docs, execute_docs=args.execute_docs)
     elif args.cmd == "docs":
-        print(render_docs(args.nbs, args.out, execute=not args.no_execute))
+        print("[rlexplain docs]", render_docs(args.nbs, args.out, execute=args.execute, timeout=args.timeout))
     elif args.cmd == "readme":
-        print(render_readme(args.nb, args.out))
+        print(render_readme(args.nb, args.out, execute=args.execute))
     elif args.cmd == "lessons":
         from rlexplain.lessons import execute_lessons, lesson_problems
         if args.execute: print(execute_lessons(args.nbs, args.only, args.timeout).drop(columns="problems").to_string(index=False))
         problems = lesson_problems(args.nbs, args.only)
-        print("\n".join(problems) if problems else "[rlexplain lessons] stored outputs follow the rules (no absolute paths, widgets, banners or stderr; within budget)")
+        print("\n".join(problems) if problems else "[rlexplain lessons] stored outputs follow the rules (no absolute paths, widgets, banners or stderr; within budget; made by the current code)")
         if problems: return 1
     elif args.cmd == "zoo":
         from rlexplain import agents
@@ -779,3 +929,4 @@ def _run(args) -> int:
         write_report(args.out, [sec], "rlexplain: interventional robustness")
         print(study.table().round(3).to_string(index=False))
     return 0
+

@@ -49,7 +49,7 @@ def test_render_docs_keeps_figures_and_math_under_agg(tmp_path, monkeypatch):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# t\n\nThe return $G_t = \\sum_k \\gamma^k r_{t+k}$."),
                                          nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([0, 1]); plt.show()")])
     nbformat.write(nb, nbs / "t.ipynb")
-    index = render_docs(nbs, tmp_path / "docs")
+    index = render_docs(nbs, tmp_path / "docs", execute=True)
     page = (tmp_path / "docs" / "t.html").read_text()
     assert index.exists() and "<img" in page and "data:image/png" in page
     assert "<math" in page and "$G_t" not in page
@@ -57,12 +57,40 @@ def test_render_docs_keeps_figures_and_math_under_agg(tmp_path, monkeypatch):
 
 # --- errors, configurations, subcommands, scoreboard (issues 17.3, 18.2-18.3, 20.7) ---
 
-def test_user_mistake_prints_one_line_and_exits_2(capsys):
-    assert main(["ir", "--states", "0"]) == 2
+@pytest.mark.parametrize("argv,flag", [(["ir", "--states", "-5"], "--states"), (["ir", "--states", "0"], "--states"),
+                                       (["ir", "--agents", "1"], "--agents"), (["ir", "--t", "x"], "--t"),
+                                       (["demo", "--workers", "0"], "--workers"), (["zoo", "eval", "--episodes", "-1"], "--episodes")])
+def test_user_mistake_prints_one_line_naming_the_flag_and_exits_2(capsys, argv, flag):
+    "Issue 27.4: `--states -5` is refused naming --states (not IRConfig's internal 'p and t'), in one line."
+    assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("rlexplain: error: ") and err.count("\n") == 1 and "Traceback" not in err and "p=0" in err
-    with pytest.raises(ValueError, match="p and t"):
-        main(["ir", "--states", "0", "--debug"])
+    assert err.startswith("rlexplain: error: ") and err.count("\n") == 1 and "Traceback" not in err and "usage:" not in err
+    assert f"argument {flag}:" in err and "p and t" not in err
+
+
+def test_debug_shows_the_traceback_of_a_user_mistake(capsys):
+    assert main(["demo", "--execute-docs"]) == 2 and "add --docs" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="add --docs"):
+        main(["demo", "--execute-docs", "--debug"])
+
+
+def test_os_errors_become_one_line_naming_the_path_and_the_flag(tmp_path, capsys):
+    "Issue 27.4: `saliency --out <a file>` printed a raw '[Errno 20] Not a directory'."
+    f = tmp_path / "afile"; f.write_text("")
+    assert main(["saliency", "--out", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rlexplain: error: --out {f}: cannot use {f}/saliency: a part of this path is a file, not a folder")
+    assert err.count("\n") == 1 and "Errno" not in err and "Traceback" not in err
+
+
+def test_zoo_card_warnings_are_one_line_each(tmp_path, capsys):
+    "Issue 27.4: a corrupt zoo card printed a raw UserWarning with its Python source line."
+    for seed, text in ((0, '{"id": 3'), (1, "{}")):
+        d = tmp_path / "env" / "dqn" / f"seed{seed}" / "100"; d.mkdir(parents=True); (d / "card.json").write_text(text)
+    assert main(["zoo", "list", "--root", str(tmp_path)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(l.startswith("rlexplain: warning: list_zoo skips a corrupt zoo entry: ") for l in err), err
+    assert "UserWarning" not in "".join(err) and "warnings.warn" not in "".join(err)
 
 
 def test_ir_rerun_with_other_configuration_is_refused_before_any_work(tmp_path, capsys):
@@ -71,7 +99,7 @@ def test_ir_rerun_with_other_configuration_is_refused_before_any_work(tmp_path, 
     RunDir(tmp_path / "run", config=IRConfig.demo(p=5))       # an earlier run with 5 states
     assert main(["ir", "--out", str(tmp_path), "--states", "3", "--agents", "4"]) == 2
     err = capsys.readouterr().err
-    assert "p: saved=5, given=3" in err and "n_agents: saved=5, given=4" in err and "--force" in err
+    assert "--states: saved=5, given=3" in err and "--agents: saved=5, given=4" in err and "--force" in err   # the user's flags
 
 
 def _fake_demo(monkeypatch, calls):
@@ -102,7 +130,38 @@ def test_demo_force_redoes_every_unit_and_other_scale_is_refused(tmp_path, monke
     with pytest.raises(ConfigMismatchError, match="scale: saved='demo', given='paper'"):
         run_demo(tmp_path, only=["fake"], scale="paper")
     out = capsys.readouterr().out
-    assert "1/1 fake: finished in" in out and "left" in out      # the overall progress line with the time left
+    assert "[rlexplain demo] finished in" in out and "1/1" not in out   # one job: no step counter, nothing left to estimate
+
+
+def test_single_method_command_prints_no_step_counter(tmp_path, monkeypatch, capsys):
+    "Issue 27.4: `rlexplain <method>` printed a '[rlexplain demo] 1/1' prefix."
+    calls = []; _fake_demo(monkeypatch, calls); monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
+    assert main(["fake", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "[rlexplain fake] running at demo scale" in out and "[rlexplain fake] finished in" in out
+    assert "1/1" not in out and "[rlexplain demo]" not in out
+
+
+def test_demo_progress_estimates_every_step_docs_included(tmp_path, monkeypatch, capsys):
+    "Issue 27.3: the time left covers the docs step (half the demo's wall time), from this folder's measured times."
+    from rlexplain import cli
+    from rlexplain.core import save_json
+    monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 60, "b": 60, "docs": 600, "docs_execute": 6000})
+    assert cli._eta(["a", "b", "docs"], 1, {"a": 60}, tmp_path) == "about 11 min left"        # b + docs at the run's pace
+    assert cli._eta(["a", "b", "docs"], 1, {"a": 120}, tmp_path) == "about 22 min left"       # twice as slow as expected
+    assert cli._eta(["a", "docs"], 1, {"a": 60}, tmp_path, execute_docs=True) == "about 100 min left"
+    save_json(tmp_path / "docs" / "done.json", {"seconds": 30.0, "execute": False})             # this folder's own measurement
+    assert cli._eta(["a", "docs"], 1, {"a": 60}, tmp_path) == "about 30 s left"
+    assert cli._eta(["a", "docs"], 1, {"a": 60}, tmp_path, execute_docs=True) == "about 100 min left"   # measured without executing
+    calls = []; _fake_demo(monkeypatch, calls)
+    monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake2": cli.DEMOS["fake"]})
+    monkeypatch.setattr(cli, "render_docs", lambda nbs, out, execute=False: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
+    cli.run_demo(tmp_path / "run", only=["fake", "fake2"], scale="demo", docs=True)
+    out = capsys.readouterr().out
+    assert "1/3 fake: finished in" in out and "2/3 fake2: finished in" in out and "3/3 docs: finished in" in out
+    line = next(l for l in out.splitlines() if "2/3 fake2: finished in" in l)
+    assert "left" in line            # after the last method job the docs are still ahead: not 'about 0 s left' then silence
+    assert (tmp_path / "run" / "docs" / "done.json").exists()
 
 
 def test_every_method_has_a_subcommand_whose_help_example_parses():
@@ -113,12 +172,46 @@ def test_every_method_has_a_subcommand_whose_help_example_parses():
     assert {"saliency", "xrlbench", "ranld", "timeseries", "switching", "ir", "demo", "zoo", "scoreboard"} <= set(sub)
     for key in DEMOS:
         assert key.replace("_", "-") in sub, key
-    for name, sp in sub.items():
-        if name in ("docs", "readme", "zoo"): continue
+    from rlexplain.cli import subcommand_parsers
+    for name, sp in subcommand_parsers(p).items():   # every subcommand, zoo's too (issue 27.4: docs, readme and zoo had none)
         ex = [l for l in (sp.epilog or "").splitlines() if l.startswith("example: rlexplain ")]
         assert ex, f"{name} has no example"
-        args = p.parse_args(shlex.split(ex[0][len("example: rlexplain "):]))
-        assert args.cmd == name
+        for e in ex:
+            argv = shlex.split(e[len("example: rlexplain "):])
+            assert " ".join(argv).startswith(name), (name, e)
+            args = p.parse_args(argv)                   # the real parser (exits 2 on a bad example)
+            assert args.cmd == name.split()[0], e
+
+
+def test_cheap_help_examples_run(tmp_path, monkeypatch, capsys):
+    "The examples that take seconds run for real: zoo list, lessons (checking stored outputs), scoreboard."
+    import shlex
+    from rlexplain.cli import subcommand_parsers
+    pytest.importorskip("rlexplain.scoreboard")
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(tmp_path); (tmp_path / "runs" / "demo").mkdir(parents=True); (tmp_path / "nbs").symlink_to(root / "nbs")
+    ran = []
+    for name, sp in subcommand_parsers().items():
+        for e in (sp.epilog or "").splitlines():
+            argv = shlex.split(e[len("example: rlexplain "):])
+            if argv[:2] == ["zoo", "list"] or argv[0] == "scoreboard" or (argv[0] == "lessons" and "--execute" not in argv):
+                assert main(argv) in (0, 1), e        # lessons: 1 when a stored output breaks a rule (its own test says which)
+                ran.append(argv[0])
+    assert {"zoo", "scoreboard", "lessons"} <= set(ran)
+
+
+def test_one_default_per_option():
+    "Issue 27.4: help lines read '(default: X) (default: None)'. Every option that takes a value states one default; flags none."
+    import argparse
+    from rlexplain.cli import subcommand_parsers
+    p = build_parser()
+    for name, sp in {"": p, **subcommand_parsers(p)}.items():
+        fmt = sp._get_formatter()
+        for a in sp._actions:
+            if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) or not a.option_strings: continue
+            n = fmt._get_help_string(a).count("(default:")
+            assert n == (0 if a.nargs == 0 else 1), (name, a.option_strings, fmt._get_help_string(a))
+        assert "(default: None)" not in " ".join(sp.format_help().split()), name
 
 
 def test_ir_help_example_games_are_in_the_zoo():
@@ -150,6 +243,7 @@ def test_scoreboard_command_prints_the_summary_and_board(tmp_path, monkeypatch, 
     assert main(["scoreboard", str(tmp_path), "--csv", str(tmp_path / "b.csv")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("demo scale: 1 of 2 claims reproduced") and "ir-1" in out and "reproduced" in out
+    assert "why" in out.splitlines()[1] and "no table" in out     # each verdict's reason is shown
     assert (tmp_path / "b.csv").exists()
     assert main(["scoreboard", str(tmp_path / "nope")]) == 2
 
@@ -186,7 +280,7 @@ def test_docs_work_offline_with_a_real_landing_page(tmp_path):
                                           v4.new_code_cell("#| hide\nprint('scaffolding')"),
                                           v4.new_code_cell("#| export\nimport rlexplain, pathlib\nprint(pathlib.Path(rlexplain.__file__).resolve().parent)")]),
                    nbs / "00_core.ipynb")
-    index = render_docs(nbs, tmp_path / "docs")
+    index = render_docs(nbs, tmp_path / "docs", execute=True)
     landing, page = index.read_text(), (tmp_path / "docs" / "00_core.html").read_text()
     for p in (landing, page):
         assert "<script" not in p and "cdnjs" not in p and "load mathjax" not in p.lower()
