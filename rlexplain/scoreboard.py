@@ -604,19 +604,21 @@ def _bench_states(run: RunTables) -> int | None:
 @measure("sal.insertion")
 def _m_insertion(run, games, sub_metrics, exclude=("random",)) -> list[Estimate]:
     """Insertion AUC per method (Huber et al. Table 1) of each of `games` (the paper's names) and `sub_metrics`, t over the
-    states (the table's 'mean ± std' and the scale's number of states); blocked by game and sub-metric."""
+    states (the table's 'mean ± std', and its `n_states` column or else the scale's number of states); blocked by game and
+    sub-metric."""
     t = run.table("saliency_bench", "saliency_bench_insertion", ("game", "sub_metric"))
-    have = sorted(set(str(g) for g in t.game)); n = _bench_states(run); out = []
-    methods = [c for c in t.columns if c not in ("game", "sub_metric") and not str(c).startswith("paper") and c not in exclude]
+    have = sorted(set(str(g) for g in t.game)); out = []
+    n = _bench_states(run) if "n_states" not in t else None   # a table with an n_states column says it per row
+    methods = [c for c in t.columns if c not in ("game", "sub_metric", "n_states") and not str(c).startswith("paper") and c not in exclude]
     for g in ([games] if isinstance(games, str) else games):
         if not (t.game.map(_paper_game) == g).any(): raise NotComparable(f"game: the run's saliency-benchmark games are {have}, not {g}")
         for sub in ([sub_metrics] if isinstance(sub_metrics, str) else sub_metrics):
             rows = t[(t.game.map(_paper_game) == g) & (t.sub_metric == sub)]
             if rows.empty: raise NotRun(f"no {sub} row for {g}")
-            r = rows.iloc[0]
+            r = rows.iloc[0]; k = r["n_states"] if "n_states" in r else n
             for m in methods:
                 mu, sd = _pm(r[m])
-                if np.isfinite(mu): out.append(Estimate.from_summary(mu, sd, n, m, "states", group=m, block=f"{g} {sub}"))
+                if np.isfinite(mu): out.append(Estimate.from_summary(mu, sd, k, m, "states", group=m, block=f"{g} {sub}"))
     return out
 
 def _sanity(run: RunTables) -> pd.DataFrame:
