@@ -149,6 +149,20 @@ def test_paper_values_come_from_the_paper_tables():
     assert len(t6) == 40 and t6.set_index(["algorithm", "frames"]).loc[("dqn", 10_000_000), "original"] == 0.626
 
 
+def test_quoted_cells_agree_with_the_paper_tables():
+    "A value claim that quotes its table cell quotes the number the scorer uses (read from the package's paper table)."
+    import re, tomllib
+    from importlib.resources import files
+    raw = {c["id"]: c for c in tomllib.loads(files("rlexplain").joinpath("claims.toml").read_text(encoding="utf-8"))["claim"]}
+    c = sb.CLAIMS.set_index("id"); checked = 0
+    for cid, r in raw.items():
+        if r["comparator"] == "within" and "paper_ref" in r and "target" not in r:
+            nums = [float(x) for x in re.findall(r"-?\d+\.\d+", r["cell"])]
+            assert any(abs(x - c.loc[cid, "target"]) < 1e-9 for x in nums), (cid, r["cell"], c.loc[cid, "target"])
+            checked += 1
+    assert checked >= 5
+
+
 def test_huber_runtime_claims_read_their_source():
     "App. D states that Occlusion was the fastest in tuning and RISE much slower; the final-parameter times are derived from App. C.2."
     c = sb.CLAIMS.set_index("id")
