@@ -19,8 +19,8 @@ from typing import Callable
 
 # %% auto #0
 __all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'Section', 'write_report', 'run_demo', 'api_html', 'source_links',
-           'math_to_mathml', 'offline_html', 'for_readers', 'render_docs', 'render_readme', 'build_parser',
-           'subcommand_parsers', 'main']
+           'math_to_mathml', 'offline_html', 'for_readers', 'page_defects', 'render_docs', 'render_readme',
+           'build_parser', 'subcommand_parsers', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
 import matplotlib
@@ -511,7 +511,7 @@ def api_html(module: str) -> str:
     return "<section class='api' id='api'><h2>API</h2>" + "".join(parts) + "</section>"
 
 _SOURCE = re.compile(r"\[source\]\((?P<url>[^)\s]*)\)(?:\{[^}\n]*\})?")
-_LIB_FILE = re.compile(r"(?:^|/)rlexplain/(?P<mod>[\w/]+)\.py(?:#L\w*)?$")
+_LIB_FILE = re.compile(r"(?:^|/)rlexplain/(?P<mod>\w+)\.py(?:#L\w*)?$")
 
 def source_links(md: str,                                  # Markdown, e.g. a `show_doc` output
                  pages: dict[str, str] | None,             # module name -> its docs page ("core" -> "00_core.html"); None: drop links
@@ -522,13 +522,15 @@ def source_links(md: str,                                  # Markdown, e.g. a `s
     which Markdown renderers other than Quarto print as text)."""
     def fix(m):
         f = _LIB_FILE.search(m.group("url"))
-        page = (pages or {}).get(f.group("mod").replace("/", ".")) if f else None
+        page = (pages or {}).get(f.group("mod")) if f else None
         return f"[source]({page}#api)" if page else ""
     return _SOURCE.sub(fix, md)
 
 _FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 _DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
-_INLINE = re.compile(r"(?<![\\$\w])\$(?!\s)((?:[^$\n]|\n(?![ \t]*\n))+?)(?<![\s\\])\$(?![\w$])")   # may wrap once, never a blank line
+# pandoc's tex_math_dollars rule: no space inside either dollar, no digit right after the closing one (so "$5 and $10"
+# stays text); a formula may follow a word (AIM$(k)$) and wrap over lines, never over a blank line
+_INLINE = re.compile(r"(?<![\\$])\$(?![\s$])((?:[^$\n]|\n(?![ \t]*\n))+?)(?<![\s\\])\$(?![\d$])")
 _UNKNOWN_CMD = re.compile(r"<(mi|mo)>\\([A-Za-z]+)</\1>")   # latex2mathml keeps commands it does not know (\arg) as text
 
 def math_to_mathml(md: str) -> str:
@@ -584,6 +586,32 @@ def _nb_summary(nb) -> tuple[str, str]:
         desc = " ".join(l[1:].strip() for l in lines if l.startswith(">"))
         return title, desc
     return "", ""
+
+_MATH_EL = re.compile(r"<math\b.*?</math>", re.S)
+_TEXT_CELL = re.compile(r'<div class="[^"]*\btext_cell_render\b[^"]*">(.*?)</div>\s*</div>', re.S)
+_CODE_EL = re.compile(r"<(pre|code)\b.*?</\1>", re.S)
+_SOURCE_A = re.compile(r'<a\b[^>]*href="([^"]*)"[^>]*>\s*source\s*</a>')
+
+def page_defects(page: str) -> list[str]:
+    """The defects a rendered docs page must not show (each seen in an earlier rendering, issue 27), one line each:
+    Quarto's `{target="_blank" ...}` attribute as text, a `source` link that is not a relative link into the docs
+    (a code host's address, `#LNone`), a LaTeX command left as text in an equation (`\\arg`), raw `$...$` left in a
+    Markdown cell (an equation that did not convert; a lone `$5` is text), and a `stderr` output box (pink: progress bars, warnings).
+    Empty when the page is clean."""
+    out = []
+    text = html.unescape(page)
+    if '{target="_blank"' in text: out.append(f"{text.count('{target=')} raw '{{target=\"_blank\" ...}}' attribute text")
+    for href in _SOURCE_A.findall(page):
+        if "://" in href or "LNone" in href or not href.split("#")[0].endswith(".html"): out.append(f"a source link to {href!r}")
+    for m in _MATH_EL.findall(page):
+        for cmd in set(re.findall(r"\\[A-Za-z]+", html.unescape(m))): out.append(f"the LaTeX command {cmd} printed as text in an equation")
+    for cell in _TEXT_CELL.findall(page):
+        prose = html.unescape(re.sub(r"<[^>]+>", " ", _MATH_EL.sub(" ", _CODE_EL.sub(" ", cell))))
+        for m in re.finditer(r"\$(?=\S)[^$]{0,300}?\S\$|\$\\[A-Za-z]", prose):   # a pair, or LaTeX after a lone $ (a price stays)
+            out.append(f"a raw '$' in a Markdown cell: {' '.join(m.group(0).split())[:50]!r}")
+    n = len(re.findall(r'class="[^"]*\boutput_stderr\b', page))
+    if n: out.append(f"{n} stderr output box(es)")
+    return out
 
 def _docs_outputs(nb, pages: dict[str, str]) -> None:
     """Outputs as the docs show them, in place: no `stderr` streams (progress bars and warnings, shown as pink boxes),
