@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import hashlib
 import math
 import os
 import threading
@@ -20,20 +21,20 @@ __all__ = ['META_COLUMNS', 'BLUR_MODES', 'SARFA_KL', 'NS_MASKS', 'NS_SCORES', 'L
            'PAPER_PARAMS', 'FITTED_EXPLAINERS', 'TABULAR_METHODS', 'IMAGE_METHODS', 'EXPLAINERS', 'EXPLAINER_ALIASES',
            'FIDELITY_METRICS', 'RIS_VARIANTS', 'AIMMetric', 'AUMMetric', 'PGIMetric', 'PGUMetric', 'SIMILARITY_METRICS',
            'INSERTION_STARTS', 'INSERTION_METRICS', 'SUB_METRIC_LABELS', 'INSERTION_METRIC_CLASSES', 'METRICS',
-           'state_columns', 'as_states', 'resolve_actions', 'check_int', 'forward_batches', 'resize_bilinear',
-           'gauss_matrix', 'gaussian_blur', 'sarfa_score', 'Attribution', 'Explainer', 'SaliencyMap', 'image_obs',
-           'map_values', 'SparseMasks', 'sparse_masks', 'perturb', 'patch_masks', 'occlusion', 'grid_masks',
-           'noise_sensitivity', 'sarfa', 'rise_masks', 'RISE', 'rise', 'segment', 'lime', 'paper_saliency', 'Occlusion',
-           'NoiseSensitivity', 'RISEExplainer', 'LIMEImage', 'LIMESlic', 'LIMEQuickshift', 'LIMEFelzenszwalb',
-           'RandomBaseline', 'Explanation', 'FittedExplainer', 'TabularSHAP', 'TabularLIME', 'PerturbationSaliency',
-           'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients', 'make_explainer', 'SARFAExplainer',
-           'PerturbationSaliencyExplainer', 'TabularSHAPExplainer', 'TabularLIMEExplainer', 'DeepSHAPExplainer',
-           'GradientSHAPExplainer', 'IntegratedGradientsExplainer', 'explainer', 'explain', 'MetricResult', 'Metric',
-           'FidelityResult', 'FidelityMetric', 'AIM', 'AUM', 'PGI', 'PGU', 'RISResult', 'RIS', 'RISMetric', 'minmax',
-           'spearman_similarity', 'ssim_similarity', 'hog_features', 'hog_similarity', 'map_similarity', 'model_layers',
-           'cascading_randomization', 'insertion_ranks', 'insertion_auc', 'InsertionResult', 'insertion_curves',
-           'Insertion', 'randomized_attributions', 'SanitySimilarity', 'SanitySpearman', 'SanitySSIM', 'SanityHOG',
-           'score']
+           'state_columns', 'as_states', 'resolve_actions', 'check_int', 'state_seed', 'noise_scale', 'forward_batches',
+           'resize_bilinear', 'gauss_matrix', 'gaussian_blur', 'sarfa_score', 'Attribution', 'Explainer', 'SaliencyMap',
+           'image_obs', 'map_values', 'SparseMasks', 'sparse_masks', 'perturb', 'patch_masks', 'occlusion',
+           'grid_masks', 'noise_sensitivity', 'sarfa', 'rise_masks', 'RISE', 'rise', 'segment', 'lime',
+           'paper_saliency', 'Occlusion', 'NoiseSensitivity', 'RISEExplainer', 'LIMEImage', 'LIMESlic',
+           'LIMEQuickshift', 'LIMEFelzenszwalb', 'RandomBaseline', 'Explanation', 'FittedExplainer', 'TabularSHAP',
+           'TabularLIME', 'PerturbationSaliency', 'SARFA', 'DeepSHAP', 'GradientSHAP', 'IntegratedGradients',
+           'make_explainer', 'SARFAExplainer', 'PerturbationSaliencyExplainer', 'TabularSHAPExplainer',
+           'TabularLIMEExplainer', 'DeepSHAPExplainer', 'GradientSHAPExplainer', 'IntegratedGradientsExplainer',
+           'registry_name', 'explainer', 'explain', 'MetricResult', 'Metric', 'FidelityResult', 'FidelityMetric', 'AIM',
+           'AUM', 'PGI', 'PGU', 'RISResult', 'RIS', 'RISMetric', 'minmax', 'spearman_similarity', 'ssim_similarity',
+           'hog_features', 'hog_similarity', 'map_similarity', 'model_layers', 'cascading_randomization',
+           'insertion_ranks', 'insertion_auc', 'InsertionResult', 'insertion_curves', 'Insertion',
+           'randomized_attributions', 'SanitySimilarity', 'SanitySpearman', 'SanitySSIM', 'SanityHOG', 'score']
 
 # %% ../nbs/05_attribution.ipynb #3a911bea
 import matplotlib.pyplot as plt
@@ -95,6 +96,33 @@ def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None, hint: s
         rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
         raise ValueError(f"{name} must be {rng}; got {value}.{(' ' + hint) if hint else ''}")
     return int(value)
+
+def state_seed(seed: int,          # the method's seed
+               state: Any,         # (*obs_shape,) one state
+               ) -> int:           # in [0, 2**32)
+    """A seed for one state's random draws from `seed` and the state's float32 values (not its position in the call), so that a
+    state's result does not depend on which other states are explained with it (numpy `SeedSequence` over a BLAKE2b digest)."""
+    h = hashlib.blake2b(np.ascontiguousarray(np.asarray(state, np.float32)).tobytes(), digest_size=8).digest()
+    return int(np.random.SeedSequence([int(seed), *np.frombuffer(h, np.uint32).tolist()]).generate_state(1)[0])
+
+def noise_scale(feature_std: Any,   # (*obs_shape,) std per feature, e.g. background.std(0); None: the std over `x`
+                x: np.ndarray,      # (N, *obs_shape) the evaluated states
+                what: str,          # the metric, for the message
+                ) -> np.ndarray:    # (*obs_shape,) float64 >= 0, positive somewhere
+    """The per-feature scale of a metric's Gaussian noise (PGI, PGU, RIS: XRL-Bench takes it from the dataset). Raises `ValueError`
+    when it cannot scale any noise: one state without `feature_std` (its std is 0), a scale of the wrong shape, negative or
+    non-finite entries, or zero for every feature (the noise, and the metric, would be 0 whatever the explanation)."""
+    fix = "pass feature_std=background.std(0) (or background=the agent's dataset states), as XRL-Bench does"
+    if feature_std is None:
+        if len(x) < 2: raise ValueError(f"{what} needs a noise scale: the std over {len(x)} state is 0; {fix}.")
+        std = x.std(0).astype(np.float64)
+    else: std = np.asarray(feature_std.detach().cpu() if isinstance(feature_std, Tensor) else feature_std, np.float64)
+    if std.shape != x.shape[1:]: raise ValueError(f"feature_std must have shape {x.shape[1:]} (one std per feature); got {std.shape}.")
+    if not np.isfinite(std).all() or (std < 0).any(): raise ValueError(f"feature_std must be finite and >= 0; got min {np.nanmin(std)}.")
+    if not (std > 0).any():
+        src = "the given feature_std" if feature_std is not None else f"the std over the {len(x)} evaluated states"
+        raise ValueError(f"{what} needs a noise scale, but {src} is 0 for every feature (the noise and the metric would be 0); {fix}.")
+    return std
 
 # %% ../nbs/05_attribution.ipynb #2a000167
 def forward_batches(policy: Policy,                     # any Policy
@@ -184,17 +212,20 @@ def sarfa_score(q: Any,             # (..., A) outputs on the original state (te
 @dataclasses.dataclass(frozen=True)
 class Attribution(Result):
     """Importance of every input unit for one action per state: `values (N, *obs_shape)` float32 (larger = more relevant;
-    signed for gradient and SHAP methods), `actions (N,)` int64, `method` (a key of `EXPLAINERS`), `params` (JSON-able),
-    `states (N, *obs_shape)` float32 or None, `seconds` the wall time of `explain`.
+    signed for gradient and SHAP methods), `actions (N,)` int64, `method` (a key of `EXPLAINERS`), `params` (a JSON-able dict),
+    `states (N, *obs_shape)` float32 or None, `timing` seconds (`total_s`, and `setup_s` for explainers that fit something
+    first; a number is read as `total_s`), `source` the method's paper.
 
-    `pixels()` `(N, H, W)` maps of image attributions; `to_frame()` long table; `plot(ax=None, index=0)`.
+    `pixels()` `(N, H, W)` maps of image attributions; `to_frame()` long table; `summary()` one row per state; `plot(ax=None, index=0)`
+    (returns the Axes); `to_shap()` a `shap.Explanation`; `att[i]` / `att[idx]` a subset of the states.
     Raises `ValueError` for inconsistent shapes or non-finite values."""
     values: np.ndarray
     actions: np.ndarray
     method: str
     params: dict = dataclasses.field(default_factory=dict)
     states: np.ndarray | None = None
-    seconds: float = 0.0
+    timing: dict = dataclasses.field(default_factory=dict)
+    source: str = ""
 
     def __post_init__(self):
         v = np.asarray(self.values.detach().cpu() if isinstance(self.values, Tensor) else self.values, dtype=np.float32)
@@ -206,9 +237,50 @@ class Attribution(Result):
             raise ValueError(f"states have shape {np.shape(self.states)}; values {v.shape}.")
         object.__setattr__(self, "values", v); object.__setattr__(self, "actions", a)
         object.__setattr__(self, "params", dict(self.params))
+        t = self.timing if isinstance(self.timing, dict) else {"total_s": float(self.timing or 0.0)}
+        object.__setattr__(self, "timing", {k: float(s) for k, s in t.items()})
 
     def __len__(self): return len(self.values)
-    def __repr__(self): return f"Attribution({self.method!r}, values={self.values.shape}, actions={self.actions.tolist()[:8]})"
+
+    @property
+    def seconds(self) -> float:
+        "Wall time of `explain`, seconds (`timing['total_s']`)."
+        return self.timing.get("total_s", 0.0)
+
+    def __repr__(self):
+        v, n = self.values, len(self)
+        acts = ", ".join(map(str, self.actions[:8].tolist())) + (", ..." if n > 8 else "")
+        ps = ", ".join(f"{k}={p!r}" for k, p in self.params.items() if isinstance(p, (int, float, str, bool, type(None))))
+        lines = [f"Attribution {self.method!r}: {n} state{'s' * (n != 1)} of shape {v.shape[1:]}, actions [{acts}]",
+                 f"  values: min {v.min():.4g}, max {v.max():.4g}, mean |value| {np.abs(v).mean():.4g}" if v.size else "  values: empty",
+                 f"  params: {ps[:110] + (' ...' if len(ps) > 110 else '')}"]
+        if self.source: lines.append(f"  source: {self.source}")
+        if self.timing: lines.append("  timing: " + ", ".join(f"{k} {s:.3g}" for k, s in self.timing.items()))
+        return "\n".join(lines)
+
+    def __getitem__(self, idx) -> "Attribution":
+        "The attribution of a subset of the states (an int, slice, index array or boolean mask); keeps the explainer for re-explaining metrics."
+        i = np.arange(len(self))[idx]
+        i = np.atleast_1d(i)
+        out = dataclasses.replace(self, values=self.values[i], actions=self.actions[i], states=None if self.states is None else self.states[i])
+        if getattr(self, "_explainer", None) is not None: object.__setattr__(out, "_explainer", self._explainer)
+        return out
+
+    def summary(self) -> pd.DataFrame:
+        "One row per state: state, action, method, sum, mean |value| and max |value| of its attribution."
+        flat = self.values.reshape(len(self), -1).astype(np.float64)
+        return pd.DataFrame({"state": np.arange(len(self)), "action": self.actions, "method": self.method, "sum": flat.sum(1),
+                             "mean_abs": np.abs(flat).mean(1), "max_abs": np.abs(flat).max(1) if flat.size else np.zeros(len(self))})
+
+    def to_shap(self):
+        """A `shap.Explanation` of tabular attributions (values `(N, D)`, base values from `params['base_values']` (per action) when the
+        method gives them, else 0; data = states; feature names) for shap's beeswarm, bar and waterfall plots. Raises `ValueError` for images."""
+        import shap
+        if self.is_image: raise ValueError("to_shap is for tabular attributions (N, D); plot image attributions with .plot().")
+        base = self.params.get("base_values")
+        b = np.asarray(base, np.float64)[self.actions] if base is not None else np.zeros(len(self))
+        names = self.params.get("feature_names") or [f"f{i}" for i in range(self.values.shape[1])]
+        return shap.Explanation(values=self.values.astype(np.float64), base_values=b, data=self.states, feature_names=list(names))
 
     @property
     def is_image(self) -> bool: return self.values.ndim == 4
@@ -222,11 +294,11 @@ class Attribution(Result):
     def from_pixels(cls, maps: Any,        # (N, H, W) pixel-location scores
                     actions: Any, method: str, params: dict | None = None,
                     channels: int = 1,     # C: each location's score is spread evenly over the C frames
-                    states: Any = None, seconds: float = 0.0) -> "Attribution":
+                    states: Any = None, timing: Any = None, source: str = "") -> "Attribution":
         "An image attribution whose `pixels()` equals `maps`."
         m = np.asarray(maps, np.float32)
         if m.ndim != 3: raise ValueError(f"maps must have shape (N, H, W); got {m.shape}.")
-        return cls(np.repeat(m[:, None] / np.float32(channels), int(channels), 1), actions, method, params or {}, states, seconds)
+        return cls(np.repeat(m[:, None] / np.float32(channels), int(channels), 1), actions, method, params or {}, states, timing or {}, source)
 
     def to_frame(self) -> pd.DataFrame:
         "Tabular: one row per (state, feature). Images: one row per (state, row, col) of `pixels()`."
@@ -292,7 +364,7 @@ class Explainer:
     def __repr__(self): return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.params.items() if not isinstance(v, np.ndarray))})"
 
     @classmethod
-    def preset(cls, name: str, **overrides) -> "Explainer":
+    def preset(cls, name: str, /, **overrides) -> "Explainer":
         "The explainer with a paper's final parameters (`presets[name]`), optionally overridden. Raises `KeyError` for an unknown preset."
         if name not in cls.presets: raise KeyError(f"{cls.name} has no preset {name!r}; presets: {list(cls.presets)}.")
         return cls(**{**cls.presets[name], **overrides})
@@ -323,8 +395,10 @@ class Explainer:
         t0 = time.perf_counter()
         values, extra = self._explain(policy, x, a)
         dt = time.perf_counter() - t0
+        extra = dict(extra or {}); setup = extra.pop("setup_s", None)
+        timing = {"total_s": dt} if setup is None else {"total_s": dt, "setup_s": float(setup), "explain_s": dt - float(setup)}
         params = {k: v for k, v in self.params.items() if not isinstance(v, (np.ndarray, Tensor, pd.DataFrame))}
-        att = Attribution(np.asarray(values, np.float32).reshape(x.shape), a, self.name, {**params, **(extra or {})}, x, float(dt))
+        att = Attribution(np.asarray(values, np.float32).reshape(x.shape), a, self.name, {**params, **extra}, x, timing, self.source)
         object.__setattr__(att, "_explainer", self)      # kept for metrics that re-explain (RIS, sanity checks); not saved
         return att
 
@@ -1385,7 +1459,9 @@ class DeepSHAP(_GradientExplainer):
             return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, math.ceil(len(x) / workers)), workers))
 
 class GradientSHAP(_GradientExplainer):
-    "GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer."
+    """GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer. Each state's `nsamples` (reference, alpha)
+    draws come from its own generator, seeded by `seed` and the state's values (`state_seed`): a state gets the same values
+    alone or with any other states in the call."""
     name = "GradientSHAP"
     reference = "Erion et al. (2019); Lundberg & Lee (2017); Xiong et al. (2024) Sec. 3.2"
 
@@ -1400,7 +1476,11 @@ class GradientSHAP(_GradientExplainer):
     def _attribute(self, act, x, refs):
         import shap
         e = shap.GradientExplainer(_pick(self.policy, act), refs, batch_size=self.shap_batch_size)
-        return e.shap_values(x, nsamples=self.nsamples, rseed=self.seed)
+        xs = x.detach().cpu().numpy()
+        # one call per state, each seeded from the state itself: shap draws the (reference, alpha) samples of all states in a
+        # call from one global stream, so a state's values would depend on the states before it in the call
+        return np.concatenate([np.asarray(e.shap_values(x[i:i + 1], nsamples=self.nsamples, rseed=state_seed(self.seed, xs[i])))
+                               .reshape(1, *x.shape[1:]) for i in range(len(x))])
 
 class IntegratedGradients(_GradientExplainer):
     "Integrated Gradients (Sundararajan et al. 2017) with captum, averaged over the background references as in XRL-Bench."
@@ -1456,8 +1536,6 @@ FITTED_EXPLAINERS = {"TabularSHAP": TabularSHAP, "TabularLIME": TabularLIME, "PS
               "DeepSHAP": DeepSHAP, "GradientSHAP": GradientSHAP, "IG": IntegratedGradients}
 TABULAR_METHODS = tuple(FITTED_EXPLAINERS)
 IMAGE_METHODS = ("PS", "SARFA", "DeepSHAP", "GradientSHAP", "IG")
-_ALIASES = {"perturbationsaliency": "PS", "integratedgradients": "IG", "integratedgradient": "IG", "lime": "TabularLIME",
-            "gradshap": "GradientSHAP", "deepshap": "DeepSHAP", "tabularshap": "TabularSHAP"}
 
 def make_explainer(name: str,            # one of FITTED_EXPLAINERS (case-insensitive; aliases such as "IntegratedGradients")
                    policy: Policy,       # the agent to explain
@@ -1465,8 +1543,10 @@ def make_explainer(name: str,            # one of FITTED_EXPLAINERS (case-insens
                    **params) -> FittedExplainer:
     """Build the explainer `name` for `policy` (Xiong et al. 2024, Listing 2). Raises `ValueError` for an unknown name
     (listing the known ones), a method that does not support the policy's state type, or a missing background."""
-    key = {k.lower(): k for k in FITTED_EXPLAINERS}.get(str(name).lower()) or _ALIASES.get(str(name).lower().replace("_", "").replace("-", ""))
-    if key is None: raise ValueError(f"unknown explainer {name!r}; known: {', '.join(FITTED_EXPLAINERS)}.")
+    key = {k.lower(): k for k in FITTED_EXPLAINERS}.get(str(name).lower())
+    if key is None:   # a registry name or alias ("integrated_gradients", "ig"): the one alias map, EXPLAINER_ALIASES
+        key = getattr(EXPLAINERS.get(registry_name(name)), "key", None)
+    if key not in FITTED_EXPLAINERS: raise ValueError(f"unknown explainer {name!r}; known: {', '.join(FITTED_EXPLAINERS)}.")
     return FITTED_EXPLAINERS[key](policy, background, **params)
 
 # %% ../nbs/05_attribution.ipynb #39a03ea1
@@ -1484,10 +1564,13 @@ class _XRLBenchExplainer(Explainer):
             self._cache[ck] = make_explainer(self.key, policy, bg, **p)
         return self._cache[ck]
     def _explain(self, policy, x, a):
-        ex = self._bound(policy, x)
+        t0 = time.perf_counter()
+        ex = self._bound(policy, x)          # fits the student / LIME statistics once per (policy, background)
+        setup = time.perf_counter() - t0
         e = ex.explain(x, a)
         extra = {k: v for k, v in ex.params().items() if isinstance(v, (int, float, str, bool, type(None)))}
-        return e.importance, {**extra, "feature_names": list(e.feature_names) if e.feature_names else None}
+        if e.base_values is not None: extra["base_values"] = [float(b) for b in e.base_values]   # E[f_a(x0)] per action (SHAP methods)
+        return e.importance, {**extra, "feature_names": list(e.feature_names) if e.feature_names else None, "setup_s": setup}
 
 class SARFAExplainer(_XRLBenchExplainer):
     """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `sarfa`, whose
@@ -1498,7 +1581,7 @@ class SARFAExplainer(_XRLBenchExplainer):
     name, key = "sarfa", "SARFA"
     source = "Puri et al. (2020), Eqs. 1-3; Huber et al. (2023), Eq. A4; Xiong et al. (2024), Sec. 3.2"
     presets = {"huber2023": dict(radius=2, perturbation="black", kl="paper"), "huber2023_blur": dict(radius=2, perturbation="blur", kl="paper"),
-               "xrlbench": dict(kl="code")}
+               "xrlbench": dict(perturbation="blob", kl="code")}
     _DISK_ONLY = ("perturbation", "radius", "mask", "mask_sigma", "blur_sigma", "blur_frames", "blur_mode", "keep_max")
     def _explain(self, policy, x, a):
         if x.ndim == 4 and self.params.get("perturbation", "black") != "blob":
@@ -1551,31 +1634,40 @@ EXPLAINERS: dict = {c.name: c for c in (Occlusion, NoiseSensitivity, SARFAExplai
 EXPLAINER_ALIASES = {"ps": "perturbation_saliency", "ig": "integrated_gradients", "tabularshap": "tabular_shap",
                      "tabularlime": "tabular_lime", "deepshap": "deep_shap", "gradientshap": "gradient_shap",
                      "integratedgradients": "integrated_gradients", "perturbationsaliency": "perturbation_saliency",
-                     "noisesensitivity": "noise_sensitivity", "lime": "lime_slic", "baseline": "random"}
+                     "noisesensitivity": "noise_sensitivity", "lime": "lime_slic", "baseline": "random",
+                     "integratedgradient": "integrated_gradients", "gradshap": "gradient_shap"}
 
-def explainer(method: str | Explainer, **params) -> Explainer:
-    "The explainer `method` (a key of `EXPLAINERS` or an alias, case-insensitive) with `params`. Raises `LookupError` for an unknown name."
+def registry_name(method: str) -> str:
+    "The key of `EXPLAINERS` that `method` names: itself, or its alias in `EXPLAINER_ALIASES` (case, '_' and '-' ignored); else `method` lower-cased."
+    m = str(method)
+    return m if m in EXPLAINERS else EXPLAINER_ALIASES.get(m.lower().replace("_", "").replace("-", ""), m.lower())
+
+def explainer(method: str | Explainer, /, **params) -> Explainer:
+    """The explainer `method` (a key of `EXPLAINERS` or an alias, case-insensitive) with `params`; `method` is positional-only, so an
+    option of the same name (Integrated Gradients' `method="gausslegendre"`) reaches the explainer. Raises `LookupError` for an unknown name."""
     if isinstance(method, Explainer):
         return type(method)(**{**method.params, **params}) if params else method
-    m = str(method)
-    key = m if m in EXPLAINERS else EXPLAINER_ALIASES.get(m.lower().replace("_", "").replace("-", ""), m.lower())
+    key = registry_name(method)
     if key not in EXPLAINERS: raise LookupError(f"unknown explainer {method!r}; known: {', '.join(EXPLAINERS)}.")
     return EXPLAINERS[key](**params)
 
 def explain(method: str | Explainer,  # a key of EXPLAINERS (or an alias), or an Explainer
             policy: Policy,           # the agent
             states: Any,              # (N, *obs_shape)
+            /,
             actions: Any = None,      # None: greedy; an int or (N,) ints
-            **params,                 # the method's parameters (e.g. patch=4, background=states)
+            **params,                 # every option of the method (e.g. patch=4, background=states, method="gausslegendre")
             ) -> Attribution:         # values (N, *obs_shape)
-    "Explain `states` with `method`. Raises `LookupError` for an unknown method and as `Explainer.explain`."
+    """Explain `states` with `method`. The first three arguments are positional-only, so every option of the method can be passed
+    by name, even one called `method`, `policy` or `states`. Raises `LookupError` for an unknown method and as `Explainer.explain`."""
     return explainer(method, **params).explain(policy, states, actions)
 
 # %% ../nbs/05_attribution.ipynb #bff12382
 @dataclasses.dataclass(frozen=True)
 class MetricResult(Result):
     """One metric of one attribution: `value` (the mean of `per_state (N,)`), `higher_is_better`, `curve_x (K,)` and
-    `curve (K,)` (empty when the metric has no curve), `params`. `to_frame()` one row per state; `plot(ax=None)` the curve."""
+    `curve (K,)` (empty when the metric has no curve), `params`. `to_frame()` one row per state; `summary()` one row; `plot(ax=None)`
+    the curve (returns the Axes)."""
     metric: str
     method: str
     higher_is_better: bool
@@ -1585,6 +1677,21 @@ class MetricResult(Result):
     curve: np.ndarray
     curve_label: str = ""
     params: dict = dataclasses.field(default_factory=dict)
+
+    def __repr__(self):
+        n, per = len(self.per_state), np.asarray(self.per_state, np.float64)
+        head = ", ".join(f"{v:.4g}" for v in per[:6]) + (", ..." if n > 6 else "")
+        ps = ", ".join(f"{k}={p!r}" for k, p in self.params.items() if isinstance(p, (int, float, str, bool, type(None))))
+        lines = [f"MetricResult {self.metric!r} of {self.method!r}: {self.value:.4g} ({'higher' if self.higher_is_better else 'lower'} is better), "
+                 f"mean over {n} state{'s' * (n != 1)}", f"  per_state: [{head}]"]
+        if len(self.curve): lines.append(f"  curve: {len(self.curve)} points over {self.curve_label or 'x'}")
+        if ps: lines.append(f"  params: {ps[:110] + (' ...' if len(ps) > 110 else '')}")
+        return "\n".join(lines)
+
+    def summary(self) -> pd.DataFrame:
+        "One row: metric, method, value, higher_is_better, n_states."
+        return pd.DataFrame([{"metric": self.metric, "method": self.method, "value": self.value, "higher_is_better": self.higher_is_better,
+                              "n_states": len(self.per_state)}])
 
     def to_frame(self) -> pd.DataFrame:
         "One row per state: metric, method, state, value, higher_is_better."
@@ -1627,8 +1734,9 @@ class Metric:
             raise ValueError(f"{self.name} scores {' and '.join(self.modalities)} attributions only; these states are {kind} {x.shape[1:]}.")
         per, cx, cy, label, params = self._score(policy, x, attribution)
         per = np.asarray(per, np.float64)
+        keep = {k: v for k, v in self.params.items() if not isinstance(v, (np.ndarray, Tensor, pd.DataFrame))}   # no background arrays
         return MetricResult(self.name, attribution.method, self.higher_is_better, float(np.nanmean(per)) if len(per) else float("nan"),
-                            per, np.asarray(cx, np.float64), np.asarray(cy, np.float64), label, {**self.params, **params})
+                            per, np.asarray(cx, np.float64), np.asarray(cy, np.float64), label, {**keep, **params})
 
     def _score(self, policy, x, attribution): raise NotImplementedError
 
@@ -1749,8 +1857,7 @@ class FidelityMetric:
             blurred = gaussian_blur(torch.as_tensor(x, dtype=torch.float64), self.blur_sigma).numpy()
             z = np.where((x == 0).all(1, keepdims=True), 0.0, blurred - x)[None]   # (1, N, C, H, W); black locations stay
         elif self.perturbation == "noise":
-            std = x.std(0) if self.feature_std is None else np.asarray(self.feature_std, np.float64)
-            if std.shape != x.shape[1:]: raise ValueError(f"feature_std must have shape {x.shape[1:]}; got {std.shape}.")
+            std = noise_scale(self.feature_std, x, self.name)
             z = np.random.default_rng(self.seed).standard_normal((self.n_draws, *x.shape)) * self.noise_std * std
         return x, units, a, q, z, method
 
@@ -1930,7 +2037,7 @@ class RIS:
         else: raise ValueError("with a callable explainer, pass the explained actions.")
         if len(a) != len(x): raise ValueError(f"got {len(a)} actions for {len(x)} states.")
         N, m = len(x), self.n_neighbors
-        std = x.std(0) if self.feature_std is None else np.asarray(self.feature_std, np.float64)
+        std = noise_scale(self.feature_std, x, "RIS")
         xn = x[None] + np.random.default_rng(self.seed).standard_normal((m, *x.shape)) * self.noise_std * std
         if len(x.shape) == 4: xn = np.clip(xn, 0.0, 1.0)
         xn = xn.astype(np.float32)
@@ -1959,10 +2066,17 @@ class RIS:
 
 
 # %% ../nbs/05_attribution.ipynb #7d4c90a2
+def _metric_std(policy: Policy, p: dict) -> dict:
+    "Metric parameters with `background` (the agent's dataset states) turned into `feature_std = background.std(0)` (XRL-Bench's noise scale)."
+    if p.get("background") is None: return {k: v for k, v in p.items() if k != "background"}
+    if p.get("feature_std") is not None: raise ValueError("pass feature_std or background, not both.")
+    p = dict(p); p["feature_std"] = as_states(p.pop("background"), policy, "background").std(0)
+    return p
+
 class _Fidelity(Metric):
     key: str = ""
     def _score(self, policy, x, attribution):
-        p = {"order": "abs", **self.params}
+        p = _metric_std(policy, {"order": "abs", **self.params})
         r = FIDELITY_METRICS[self.key](policy, **p)(x, attribution.values, attribution.actions)
         return r.per_state[0], r.ks, r.scores[0], "k (features or pixels changed)", {"order": r.orders[0]}
 
@@ -1997,13 +2111,19 @@ class RISMetric(Metric):
     """Relative Input Stability (Xiong et al. 2024, Eq. 3; Alvarez-Melis & Jaakkola 2018): per state the largest relative change of
     the explanation over relative change of the input among `n_neighbors` noisy neighbours. Lower is better. `variant`: "paper"
     (Eq. 3, default), "code" (XRL-Bench's current code) or "original" (its first release); see `RIS`.
-    Parameter `explainer`: the explainer to re-explain with (default: the one that made the attribution)."""
+    Parameter `explainer`: the explainer to re-explain with (default: the one that made the attribution). `also`: further variants
+    ("code", "paper") computed from the same neighbour explanations, their values in `params["also"]` (re-explaining is the cost).
+    The noise scale is `feature_std`, or `background` (the dataset's states: their std), as XRL-Bench's; else the evaluated states' std."""
     name, higher_is_better = "RIS", False
     source = "Xiong et al. (2024), Eq. 3; Alvarez-Melis & Jaakkola (2018); Agarwal et al. (2022)"
     def _score(self, policy, x, attribution):
-        p = dict(self.params); ex = _reexplainer(attribution, p.pop("explainer", None))
-        r = RIS(**p)(lambda s, a: ex.explain(policy, s, a).values, x, attribution.values, attribution.actions)
-        return r.per_state, [], [], "", {"variant": r.variant, "n_neighbors": r.params["n_neighbors"], "noise_std": r.params["noise_std"]}
+        p = _metric_std(policy, dict(self.params)); ex = _reexplainer(attribution, p.pop("explainer", None))
+        also = tuple(v for v in p.pop("also", ()) if v != p.get("variant", "paper"))
+        ris = RIS(**p)
+        rs = ris.variants(lambda s, a: ex.explain(policy, s, a).values, x, attribution.values, attribution.actions, (ris.variant, *also))
+        r = rs[ris.variant]
+        extra = {"also": {v: rs[v].value for v in also}} if also else {}
+        return r.per_state, [], [], "", {"variant": r.variant, "n_neighbors": r.params["n_neighbors"], "noise_std": r.params["noise_std"], **extra}
 
 # %% ../nbs/05_attribution.ipynb #df2508a1
 def minmax(maps: Any,   # (..., H, W) saliency values
@@ -2344,6 +2464,7 @@ def score(metric: str | Metric,       # a key of METRICS, or a Metric
           policy: Policy,             # the explained agent
           states: Any,                # (N, *obs_shape) the explained states
           attribution: Attribution,   # of any explainer, values (N, *obs_shape)
+          /,
           **params,                   # the metric's parameters (e.g. order="raw", n_neighbors=5)
           ) -> MetricResult:
     "Score `attribution` with `metric`. Raises `LookupError` for an unknown metric and as `Metric.__call__`."

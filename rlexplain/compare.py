@@ -13,11 +13,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .attribution import EXPLAINERS, METRICS, as_states, explainer, score
+from .attribution import EXPLAINERS, METRICS, as_states, explain, score
 from .core import Policy, Result
 
 # %% auto #0
-__all__ = ['DEMO_EXPLAINERS', 'DEMO_METRICS', 'PAIRS', 'settings', 'Comparison', 'compare', 'rank_agreement', 'finding']
+__all__ = ['DEMO_EXPLAINERS', 'DEMO_METRICS', 'NOISE_METRICS', 'PAIRS', 'settings', 'Comparison', 'compare', 'rank_agreement',
+           'finding']
 
 # %% ../nbs/41_explainers_metrics.ipynb #7f2c743e
 DEMO_EXPLAINERS = {
@@ -145,6 +146,8 @@ class Comparison(Result):
         return ax
 
 # %% ../nbs/41_explainers_metrics.ipynb #6e4c7fd6
+NOISE_METRICS = ("PGI", "PGU", "RIS")   # metrics whose noise is scaled by each feature's std
+
 def compare(policy: Policy,          # the agent
             states: Any,             # (N, *obs_shape) states to explain and score
             explainers: dict,        # {explainer name: params}
@@ -153,7 +156,9 @@ def compare(policy: Policy,          # the agent
             agent: str = "",         # label
             progress: bool = False,
             ) -> Comparison:
-    """Explain `states` with every explainer that handles their type and score each attribution with every metric that does.
+    """Explain `states` with every explainer that handles their type (`explain`) and score each attribution with every metric that
+    does (`score`). PGI, PGU and RIS scale their noise by the background's per-feature std when a background is given (as
+    XRL-Bench and `rlexplain.xrlbench.run_benchmark` do), else by the std over `states`.
     Raises `LookupError` for unknown names and `ValueError` for empty or ill-shaped states."""
     from rlexplain.saliency_bench import model_layers
     unknown = [k for k in explainers if k not in EXPLAINERS] + [k for k in metrics if k not in METRICS]
@@ -169,12 +174,13 @@ def compare(policy: Policy,          # the agent
         p = dict(params)
         if cls.uses_background and background is not None: p["background"] = background
         if progress: print(f"{agent or kind}: {name}", flush=True)
-        att = explainer(name, **p).explain(policy, x)
+        att = explain(name, policy, x, **p)
         timing.append({"method": name, "s_per_state": att.seconds / len(x)})
         for mname, mp in metrics.items():
             if kind not in METRICS[mname].modalities: continue
             mp = dict(mp)
             if "last_layers" in mp: mp["layers"] = names[-int(mp.pop("last_layers")):]
+            if mname in NOISE_METRICS and background is not None and "feature_std" not in mp: mp["background"] = background   # XRL-Bench's noise scale
             t0 = time.perf_counter(); r = score(mname, policy, x, att, **mp)
             rows += [{"method": name, "metric": mname, "state": s, "value": float(v), "higher_is_better": r.higher_is_better}
                      for s, v in enumerate(r.per_state)]

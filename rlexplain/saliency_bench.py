@@ -342,10 +342,17 @@ def tune(policy: Policy,                 # the agent
          seed: int = 0,
          game: str = "",
          progress: bool = False,
+         costs: Sequence[float] | None = None, # seconds per map of each grid entry, e.g. from an earlier run; None: measured here
          ) -> Tuning:
-    "Grid search with the paper's combined z-score (Huber et al. 2023, Section 4). Raises `ValueError` for an empty grid."
+    """Grid search with the paper's combined z-score (Huber et al. 2023, Section 4). The time budget reads `costs` when given (so a
+    choice can be reproduced, or checked, without timing this machine), else the measured seconds per map.
+    Raises `ValueError` for an empty grid, or `costs` of another length than the grid or negative."""
     grid = list(DEMO_GRIDS.get(method, []) if grid is None else grid)
     if not grid: raise ValueError(f"no parameter grid for {method!r}; pass grid=[{{...}}, ...].")
+    if costs is not None:
+        costs = np.asarray(costs, np.float64)
+        if costs.shape != (len(grid),) or not (np.isfinite(costs) & (costs >= 0)).all():
+            raise ValueError(f"costs must be {len(grid)} seconds >= 0, one per grid entry; got {costs.tolist()}.")
     x = image_obs(policy, obs)
     rows = []
     for params in progress_bar(grid, desc=f"tune {method}", disable=not progress, leave=False):
@@ -354,7 +361,7 @@ def tune(policy: Policy,                 # the agent
         qa = np.nanmean([np.nanmean(ins.auc("q", s, auc)) for s in ins.starts])
         aa = np.nanmean([np.nanmean(ins.auc("advantage", s, auc)) for s in ins.starts])
         rows.append({"method": method, "params": json.dumps(params, sort_keys=True), "q_auc": float(qa), "adv_auc": float(aa),
-                     "seconds_per_map": dt})
+                     "seconds_per_map": dt if costs is None else float(costs[len(rows)])})
     t = pd.DataFrame(rows)
     t["z_q"], t["z_adv"] = _zscore(t.q_auc.to_numpy()), _zscore(t.adv_auc.to_numpy())
     t["score"] = t.z_q + t.z_adv

@@ -141,6 +141,7 @@ from .attribution import (
     AIM, AUM, DeepSHAP, Explanation, FIDELITY_METRICS, FidelityMetric, FidelityResult, FITTED_EXPLAINERS as EXPLAINERS,
     FittedExplainer, GradientSHAP, IMAGE_METHODS, IntegratedGradients, make_explainer, PerturbationSaliency, PGI, PGU, RIS,
     RIS_VARIANTS, RISResult, SARFA, TABULAR_METHODS, TabularLIME, TabularSHAP)
+from .attribution import EXPLAINERS as ATTRIBUTION_EXPLAINERS, explain, registry_name, score   # the one road
 
 # %% ../nbs/40_xrlbench.ipynb #7cda532f
 def waterfall_plot(ex: Explanation,          # a tabular Explanation (SHAP methods give per_action and base_values)
@@ -209,7 +210,7 @@ def run_benchmark(policy: Policy,               # the agent
                   n_ris: int = 30,              # RIS on the first n_ris states (0: skip)
                   ris_neighbors: int = 5,       # neighbours per state (neighbourhood RIS)
                   ris_noise: float = 0.05,      # neighbourhood noise, fraction of each feature's std
-                  method_params: dict | None = None, # {method: {param: value}} passed to make_explainer
+                  method_params: dict | None = None, # {method: {param: value}} passed to the explainer (over its "xrlbench" preset)
                   env_id: str = "",
                   seed: int = 0,
                   pixel_step: int | None = None, # images: k grid step of the fidelity metrics, pixels; None: W (one image row)
@@ -219,6 +220,9 @@ def run_benchmark(policy: Policy,               # the agent
     `RIS_code` (XRL-Bench's current code) and `RIS_original` (its first release) on the first `n_ris` states. On image states
     PGI and PGU are also reported as `PGI_code` / `PGU_code` (|importance| ranking) with the perturbation of XRL-Bench's code,
     which blurs the chosen pixels instead of adding the Gaussian noise of the paper's Eq. 1-2 (`FidelityMetric`).
+    One road: each method is `rlexplain.attribution.explain(name, ..., background=background)` with its "xrlbench" preset, and each
+    cell is `score(metric, ..., feature_std=background.std(0))`: the noise scale is the background's, as XRL-Bench's, so `score`
+    with the same explanation and `feature_std` gives the same numbers.
     Raises `ValueError` for unknown methods or metrics, empty states, `n_ris < 0`, and for states that do not fit the policy."""
     unknown = [m for m in metrics if m not in FIDELITY_METRICS]
     if unknown: raise ValueError(f"unknown metrics {unknown}; known: {list(FIDELITY_METRICS)}.")
@@ -232,25 +236,28 @@ def run_benchmark(policy: Policy,               # the agent
     std = bg.std(0)
     rows, curves = [], []
     for name in progress_bar(methods, desc=f"explainers {env_id}", disable=not progress):
-        t0 = time.perf_counter()
-        ex = make_explainer(name, policy, background, seed=seed, **method_params.get(name, {}))
-        setup = time.perf_counter() - t0
-        e = ex.explain(x)
-        row = {"method": ex.name, "ms_per_sample": 1e3 * e.seconds_per_sample, "setup_s": setup}
-        if isinstance(ex, TabularSHAP): row.update(student_agreement=ex.agreement, student_trees=ex.n_trees)
+        key = registry_name(name)
+        if key not in ATTRIBUTION_EXPLAINERS: raise ValueError(f"unknown explainer {name!r}; XRL-Bench's: {', '.join(EXPLAINERS)}.")
+        cls = ATTRIBUTION_EXPLAINERS[key]
+        label = getattr(cls, "key", key)                       # XRL-Bench's name for the table ("IG", "PS", ...)
+        e = explain(key, policy, x, **{**cls.presets.get("xrlbench", {}), "background": background, "seed": seed,
+                                       **method_params.get(name, {})})
+        t = e.timing
+        row = {"method": label, "ms_per_sample": 1e3 * t.get("explain_s", t["total_s"]) / len(x), "setup_s": t.get("setup_s", 0.0)}
+        if "agreement" in e.params: row.update(student_agreement=e.params["agreement"], student_trees=e.params["n_trees"])
         for m in metrics:
-            r = FIDELITY_METRICS[m](policy, feature_std=std, seed=seed, order="both", pixel_step=pixel_step)(x, e)
-            row.update({m: r.auc["abs"], f"{m}_raw": r.auc["raw"]})
-            curves.append(r.to_frame())
+            for order in ("abs", "raw"):
+                r = score(m, policy, x, e, feature_std=std, seed=seed, order=order, pixel_step=pixel_step)
+                row[m if order == "abs" else f"{m}_raw"] = r.value
+                curves.append(pd.DataFrame({"metric": m, "method": label, "order": order, "k": r.curve_x.astype(int), "score": r.curve}))
             if x.ndim == 4 and FIDELITY_METRICS[m].perturbation == "noise":   # the code's image perturbation, side by side
-                rc = FIDELITY_METRICS[m](policy, seed=seed, order="abs", pixel_step=pixel_step, image_perturbation="blur")(x, e)
-                row[f"{m}_code"] = rc.auc["abs"]
+                row[f"{m}_code"] = score(m, policy, x, e, seed=seed, order="abs", pixel_step=pixel_step, image_perturbation="blur").value
         if n_ris:
             n = min(int(n_ris), len(x))
-            sub = dataclasses.replace(e, importance=e.importance[:n], actions=e.actions[:n], states=e.states[:n], per_action=None)
-            ris = RIS(n_neighbors=ris_neighbors, noise_std=ris_noise, feature_std=std, seed=seed).variants(ex, explanation=sub)  # neighbours explained once
-            row["RIS"], row["RIS_code"] = ris["paper"].value, ris["code"].value
-            row["RIS_original"] = RIS(variant="original", feature_std=std, seed=seed)(ex, explanation=sub).value
+            ris = score("RIS", policy, x[:n], e[:n], n_neighbors=ris_neighbors, noise_std=ris_noise, feature_std=std, seed=seed,
+                        also=("code",))                        # the neighbours explained once for both formulas
+            row["RIS"], row["RIS_code"] = ris.value, ris.params["also"]["code"]
+            row["RIS_original"] = score("RIS", policy, x[:n], e[:n], variant="original", feature_std=std, seed=seed).value
         rows.append(row)
     params = {"n_states": int(len(x)), "n_background": int(len(bg)), "n_ris": int(n_ris), "ris_neighbors": int(ris_neighbors),
               **({"pixel_step": int(pixel_step or x.shape[-1])} if x.ndim == 4 else {}),

@@ -335,3 +335,104 @@ def test_sarfa_blob_keeps_its_blob_parameters(cnn):
     explain(ex, pol, x)
     p = ex._fitted.params
     assert p.get("mask_sigma") == 2.0 and p.get("blur_sigma") == 1.5 and "radius" not in p
+
+
+# ---------------------------------------------------------------- the three bugs of issue 26 (each fails on the old code)
+def test_noise_metrics_refuse_a_missing_noise_scale():
+    "PGI, PGU and RIS add noise in units of each feature's std: one state has std 0, so they must ask for feature_std, not return 0."
+    pol = linear_policy([[1.0, 2.0, 0.0], [0.0, 0.0, 1.0]])
+    X = np.array([[1.0, 1.0, 1.0]], np.float32)
+    att = explain("integrated_gradients", pol, X, baseline="zeros")
+    for m in ("PGI", "PGU", "RIS"):
+        with pytest.raises(ValueError, match="feature_std"): score(m, pol, X, att)
+        with pytest.raises(ValueError, match="feature_std"): score(m, pol, X, att, feature_std=np.zeros(3))
+    r = score("PGI", pol, X, att, feature_std=np.ones(3))                       # the dataset's scale: a real gap
+    assert r.value > 0
+    bg = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
+    np.testing.assert_allclose(score("PGI", pol, X, att, background=bg).per_state,
+                               score("PGI", pol, X, att, feature_std=bg.std(0)).per_state)
+
+
+def test_every_option_reaches_the_explainer():
+    "explain's own arguments are positional-only: Integrated Gradients' `method` option is the explainer's, not explain's."
+    pol = linear_policy([[1.0, -2.0, 0.5]])
+    X = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    att = explain("integrated_gradients", pol, X, method="gausslegendre", baseline="zeros", n_steps=7)
+    assert att.method == "integrated_gradients" and att.params["method"] == "gausslegendre" and att.params["n_steps"] == 7
+    np.testing.assert_allclose(att.values, X * np.array([1.0, -2.0, 0.5]), rtol=1e-4, atol=1e-5)   # linear: IG is exact
+
+
+def test_gradient_shap_of_a_state_ignores_the_other_states(cnn):
+    "At a fixed seed a state's GradientSHAP values are the same alone and in a batch whose states share its action."
+    pol, x = cnn
+    bg = np.random.default_rng(5).random((8, 2, 16, 16)).astype(np.float32)
+    batch = explain("gradient_shap", pol, x, actions=0, background=bg, n_background=4, nsamples=10)
+    for i in range(len(x)):
+        alone = explain("gradient_shap", pol, x[i:i + 1], actions=0, background=bg, n_background=4, nsamples=10)
+        np.testing.assert_allclose(alone.values[0], batch.values[i], rtol=1e-5, atol=1e-7)
+    other = explain("gradient_shap", pol, x, actions=0, background=bg, n_background=4, nsamples=10, seed=1)
+    assert not np.allclose(other.values, batch.values)                          # the seed still matters
+
+
+# ---------------------------------------------------------------- one road (issue 26)
+def test_lesson_40_table_is_score_with_the_background_std():
+    "run_benchmark's cells are score() of explain()'s attribution with feature_std = background.std(0): one road, one answer."
+    pol = linear_policy([[1, 0.5, 0, 0], [-1, 0, 0.2, 0]])
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(300, 4)).astype(np.float32) * np.array([1, 2, 0.5, 1], np.float32)
+    X = rng.normal(size=(12, 4)).astype(np.float32)
+    rb = xrlbench.run_benchmark(pol, B, X, methods=("IG", "PS"), n_ris=4, ris_neighbors=2)
+    for name, key in (("IG", "integrated_gradients"), ("PS", "ps")):
+        att = explain(key, pol, X, background=B)
+        row = rb.table.set_index("method").loc[name]
+        for m in ("AIM", "AUM", "PGI", "PGU"):
+            assert score(m, pol, X, att, feature_std=B.std(0)).value == pytest.approx(row[m], rel=1e-12, abs=1e-12), (name, m)
+        ris = score("RIS", pol, X[:4], att[:4], n_neighbors=2, feature_std=B.std(0), also=("code",))
+        assert (ris.value, ris.params["also"]["code"]) == pytest.approx((row["RIS"], row["RIS_code"]), rel=1e-9)
+        # the old default (the std of the 12 explained states) is another noise scale, and another PGI
+        assert score("PGI", pol, X, att).value != pytest.approx(row["PGI"], rel=1e-6)
+
+
+def test_benchmarks_use_only_explain_and_score():
+    import inspect
+    from rlexplain import compare
+    for fn in (xrlbench.run_benchmark, compare.compare):
+        src = inspect.getsource(fn)
+        assert "explain(" in src and "score(" in src, fn.__name__
+        for old in ("make_explainer", "FIDELITY_METRICS[m](", "RIS(", "explainer("):
+            assert old not in src, (fn.__name__, old)
+
+
+def test_one_alias_map():
+    "'lime' means one thing: LIME on SLIC superpixels (an image method), in explain and make_explainer alike."
+    from rlexplain.attribution import make_explainer, registry_name
+    assert registry_name("lime") == "lime_slic" and registry_name("IG") == "integrated_gradients" and registry_name("PS") == "perturbation_saliency"
+    pol = linear_policy(np.eye(2, 3))
+    B = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
+    with pytest.raises(ValueError, match="unknown explainer 'lime'"): make_explainer("lime", pol, B)
+    assert type(make_explainer("integrated_gradients", pol, B)).__name__ == "IntegratedGradients"
+
+
+def test_results_read_in_a_few_lines(cnn):
+    pol, x = cnn
+    big = np.random.default_rng(0).random((40, 2, 16, 16)).astype(np.float32)
+    att = explain("occlusion", pol, big, patch=4)
+    assert len(repr(att).splitlines()) <= 6 and "occlusion" in repr(att) and len(repr(att)) < 800
+    assert att.source.startswith("Zeiler") and att.timing["total_s"] >= 0 and att.seconds == att.timing["total_s"]
+    r = score("AIM", pol, big, att)
+    assert len(repr(r).splitlines()) <= 6 and len(repr(r)) < 800
+    assert list(r.summary().columns) == ["metric", "method", "value", "higher_is_better", "n_states"]
+    s = att.summary(); assert len(s) == 40 and {"state", "action", "mean_abs"} <= set(s.columns)
+    sub = att[[3, 5]]
+    np.testing.assert_array_equal(sub.values, att.values[[3, 5]]); np.testing.assert_array_equal(sub.actions, att.actions[[3, 5]])
+    ax = att.plot(); import matplotlib.axes; assert isinstance(ax, matplotlib.axes.Axes)
+
+
+def test_to_shap_of_a_tabular_attribution():
+    pol = linear_policy([[1.0, -2.0, 0.5], [0.0, 1.0, 0.0]])
+    B = np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32)
+    att = explain("deep_shap", pol, B[:5], background=B)
+    sx = att.to_shap()
+    np.testing.assert_allclose(sx.values, att.values, rtol=1e-6)
+    # DeepSHAP is additive: base value + sum of values = the explained output
+    np.testing.assert_allclose(sx.base_values + sx.values.sum(1), pol.outputs(B[:5]).numpy()[np.arange(5), att.actions], rtol=1e-4, atol=1e-5)

@@ -151,10 +151,13 @@ def test_highlights_div_and_tuning(px, cnn):
     assert 1 <= len(idx) <= 3 and idx[0] == np.argmax(hl.importance)
     assert all(abs(int(a) - int(b)) > 4 for i, a in enumerate(idx) for b in idx[i + 1:])
     grid = [dict(patch=1), dict(patch=8, color=1.0)]
-    t = tune(px, ONES, "occlusion", grid=grid)
+    t = tune(px, ONES, "occlusion", grid=grid, costs=[0.0, 0.0])
     assert t.best == {"patch": 1}
     np.testing.assert_allclose(t.table[["z_q", "z_adv"]].abs().to_numpy(), 1.0)
-    assert tune(px, ONES, "occlusion", grid=grid, max_seconds=0.0).best == {"patch": 8, "color": 1.0}
+    # the budget reads injected costs, never this machine's clock: the better set over budget, the other chosen
+    assert tune(px, ONES, "occlusion", grid=grid, max_seconds=0.5, costs=[2.0, 0.1]).best == {"patch": 8, "color": 1.0}
+    assert tune(px, ONES, "occlusion", grid=grid, max_seconds=5.0, costs=[2.0, 0.1]).best == {"patch": 1}
+    with pytest.raises(ValueError, match="one per grid entry"): tune(px, ONES, "occlusion", grid=grid, costs=[1.0])
     assert len(paper_grid("occlusion")) == 40 and len(paper_grid("noise_sensitivity")) == 10
 
 
