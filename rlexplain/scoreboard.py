@@ -453,12 +453,29 @@ def _ir_frames(b: pd.DataFrame, pipeline: str, frames) -> int:
         raise NotComparable(f"agent training length: no {_fr(frames)}-frame {pipeline} checkpoint (the run has {[_fr(f) for f in have]})")
     return int(frames)
 
+def _ir_matrix_dirs(run: RunTables) -> list[Path]:
+    "Folders of the R matrices the run saved (`rlexplain demo`: ir/run/units/ir/<game>/...; `rlexplain ir`: run/units/ir/<game>/...)."
+    out = []
+    for base in (run.path / "ir" / "run" / "units" / "ir", run.path / "run" / "units" / "ir"):
+        for p in sorted(base.glob("*/*/*/result.json")):
+            try:
+                if json.loads(p.read_text()).get("type") == "IRMatrix": out.append(p.parent)
+            except (OSError, ValueError): continue
+    return out
+
 def _ir_cells(run: RunTables) -> pd.DataFrame | None:
-    "The run's R cells (ir/ir_cells.csv, Breakout rows), or None."
-    if not run.has("ir", "ir_cells"): return None
-    c = run.table("ir", "ir_cells", ("pipeline", "frames", "intervention", "R"))
-    if "game" in c: c = c[c.game.astype(str).str.contains("breakout", case=False)]
-    return c
+    "The run's R cells on Breakout: ir/ir_cells.csv, else the saved R matrices (`IRMatrix.to_frame`), else None."
+    if run.has("ir", "ir_cells"):
+        c = run.table("ir", "ir_cells", ("pipeline", "frames", "intervention", "R"))
+        return c[c.game.astype(str).str.contains("breakout", case=False)] if "game" in c else c
+    import rlexplain.ir  # noqa: F401  (registers IRMatrix with load_result)
+    from rlexplain.core import load_result
+    frames = []
+    for d in _ir_matrix_dirs(run):
+        if "breakout" not in d.parent.parent.name.lower(): continue
+        try: frames.append(load_result(d).to_frame())
+        except Exception: continue
+    return pd.concat(frames, ignore_index=True) if frames else None
 
 def _ir_original(run: RunTables, pipeline: str, frames) -> Estimate:
     """Original R of `pipeline` at `frames` on Breakout: the table's jackknife-t interval over the measured agents when it
@@ -485,10 +502,8 @@ def _ir_n_agents(run: RunTables, b: pd.DataFrame, pipeline: str) -> tuple[int | 
     r = b[b.pipeline == pipeline]
     if "n_agents" in r and r.n_agents.notna().any(): return int(r.n_agents.dropna().iloc[0]), "ir_table.csv"
     ns = set()
-    for p in (run.path / "ir").glob("run/**/result.json"):
-        try:
-            card = json.loads(p.read_text())
-            if card.get("type") == "IRMatrix": ns.add(len(card["fields"]["agents"]))
+    for d in _ir_matrix_dirs(run):
+        try: ns.add(len(json.loads((d / "result.json").read_text())["fields"]["agents"]))
         except (OSError, ValueError, KeyError, TypeError): continue
     if len(ns) == 1: return ns.pop(), "the saved R matrices"
     from rlexplain.ir import IRConfig
@@ -520,7 +535,7 @@ def _m_ir_drop(run, pipeline: str) -> list[Estimate]:
 @measure("ir.normalized")
 def _m_ir_norm(run) -> list[Estimate]:
     """Table 6 'Normalized' per pipeline and checkpoint (Breakout): the mean change of R under the interventions, t over
-    the intervened cells of ir_cells.csv, else the table's mean alone."""
+    the intervened cells (ir_cells.csv or the saved R matrices), else the table's mean alone."""
     b = _ir_breakout(run); c = _ir_cells(run); out = []
     for _, r in b.iterrows():
         label = f"{r.pipeline} at {_fr(r.frames)}"

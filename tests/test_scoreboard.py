@@ -356,6 +356,14 @@ def test_ir_command_output_scores_the_untrained_claims(tmp_path):
     (tmp_path / "report.html").write_text("<p>Scale: demo. Tables are also saved</p>")
     v = sb.score_run(tmp_path).set_index("id").verdict
     assert v["ir-untrained-dqn"] == "reproduced" and v["ir-untrained-distributional"] == "reproduced"
+    # Table 6's Normalized from the R matrices that `rlexplain ir` saves under run/units (no ir_cells.csv): every intervened
+    # cell moves R by -0.3 +- 0.01, outside 0 +- 0.2 (contradicted)
+    from rlexplain.ir import IRMatrix
+    R = np.vstack([np.full(4, 1.0), 0.7 + np.array([[0.01, -0.01, 0.0, 0.0], [0.0, 0.01, -0.01, 0.0]])])
+    IRMatrix(R, ("none", "paddle_x_30", "paddle_x_90"), (0, 1, 2, 3), "dqn", 50_000, ("a", "b"), "sample", 1).save(
+        tmp_path / "run" / "units" / "ir" / "toybox-breakout" / "dqn" / "0000050000")
+    b = sb.score_run(tmp_path).set_index("id")
+    assert b.loc["ir-interventions-small-mean", "verdict"] == "contradicted" and "t over 8 cells" in b.loc["ir-interventions-small-mean", "why"]
     # the zoo of before (R 0.172 and 0.582 over 5 agents) is contradicted, not merely 'not reproduced'
     _csv(tmp_path, "ir", "ir_table", _ir_table([("dqn", 50_000, 0.172, 0.03, 5), ("qrdqn", 50_000, 0.582, 0.05, 5)]))
     v = sb.score_run(tmp_path).set_index("id").verdict
