@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Iterable
 
 # %% auto #0
-__all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'output_problems', 'clean_outputs', 'run_notebook',
-           'execute_notebook', 'lesson_paths', 'execute_lessons', 'lesson_problems']
+__all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'RECORD', 'output_problems', 'clean_outputs',
+           'run_notebook', 'execute_notebook', 'lesson_paths', 'execute_lessons', 'lesson_problems', 'code_hash',
+           'record_execution', 'stale_outputs']
 
 # %% ../nbs/92_lessons.ipynb #e10d1f13
 import pandas as pd
@@ -121,7 +122,8 @@ def execute_notebook(path: str | Path,     # an .ipynb file
                      timeout: int = 1200,   # seconds one cell may take
                      root: str | Path | None = None, # repository root (default: the notebook folder's parent)
                      ) -> dict:             # {"notebook", "seconds", "bytes", "widgets", "stderr", "paths", "problems"}
-    """Execute notebook `path` in place (cwd: its folder), clean its outputs with `clean_outputs`, write it atomically.
+    """Execute notebook `path` in place (cwd: its folder), clean its outputs with `clean_outputs`, write it atomically,
+    and record the code it ran and its seconds (`record_execution`).
     Raises `FileNotFoundError` for a missing notebook and nbclient's `CellExecutionError` (naming the cell) when a cell fails."""
     import nbformat
     path = Path(path)
@@ -134,6 +136,7 @@ def execute_notebook(path: str | Path,     # an .ipynb file
     d = json.loads(nbformat.writes(nb))
     counts = clean_outputs(d, root)
     atomic_write(path, nbformat.writes(nbformat.from_dict(d)) + "\n")   # nbformat: sources and outputs as line lists (diffable)
+    record_execution(path, seconds)
     return {"notebook": path.name, "seconds": round(seconds, 1), "bytes": path.stat().st_size, **counts,
             "problems": output_problems(path)}
 
@@ -159,10 +162,69 @@ def execute_lessons(nbs: str | Path = "nbs", only: Iterable[str] | None = None, 
 
 def lesson_problems(nbs: str | Path = "nbs", only: Iterable[str] | None = None) -> list[str]:
     """Every rule the stored outputs of the lessons break: `output_problems` per notebook (each within
-    `LESSON_BUDGET_BYTES`) and, over all lessons (`only=None`), their total against `TOTAL_BUDGET_BYTES`. Empty when clean.
+    `LESSON_BUDGET_BYTES`), outputs made by other code than the current (`stale_outputs`) and, over all lessons (`only=None`), their total against `TOTAL_BUDGET_BYTES`. Empty when clean.
     Raises as `lesson_paths`."""
     paths = lesson_paths(nbs, only)
-    problems = [q for p in paths for q in output_problems(p)]
+    problems = [q for p in paths for q in output_problems(p)] + [q for p in paths if (q := stale_outputs(p))]
     total = sum(p.stat().st_size for p in paths)
     if only is None and total > TOTAL_BUDGET_BYTES: problems.append(f"the lessons take {total:,} bytes together; the budget is {TOTAL_BUDGET_BYTES:,}.")
     return problems
+
+# %% ../nbs/92_lessons.ipynb #d1e2f3a2
+RECORD = "_executed.json"   # in the notebooks' folder: {notebook: {"code": hash, "seconds": s}} of each lesson's last execution
+_IMPORT = re.compile(r"^\s*(?:from\s+rlexplain\.(\w+)\s+import|import\s+rlexplain\.(\w+)|from\s+rlexplain\s+import\s+\(?([\w ,]+))", re.M)
+
+def _code_of_module(path: Path) -> str:
+    "A module's code without docstrings and comments (`ast.dump`), so that editing prose does not make outputs stale."
+    import ast
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+           and isinstance(body[0].value.value, str): node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False)
+
+def code_hash(path: str | Path,              # an .ipynb file
+              lib: str | Path | None = None,  # the package folder (default: the installed rlexplain's)
+              ) -> str:                       # 16 hex digits
+    """A hash of the code a lesson's outputs depend on: its code cells (every cell, `#|` directives included), and
+    the code of every `rlexplain` module they import by name (docstrings and comments left out, so that editing prose
+    does not count). Modules those modules import are not followed. Raises `FileNotFoundError` for a missing notebook."""
+    import hashlib
+    path = Path(path)
+    if not path.exists(): raise FileNotFoundError(f"no notebook at {path}")
+    if lib is None:
+        import rlexplain; lib = Path(rlexplain.__file__).resolve().parent
+    cells = [("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+             for c in json.loads(path.read_text())["cells"] if c.get("cell_type") == "code"]
+    code = "\n#%%\n".join(cells)
+    mods = set()
+    for m in _IMPORT.finditer(code):
+        mods |= {m.group(1) or m.group(2)} if (m.group(1) or m.group(2)) else {x.strip() for x in m.group(3).split(",") if x.strip()}
+    h = hashlib.sha256(code.encode())
+    for mod in sorted(mods):
+        f = lib / f"{mod}.py"
+        if f.exists(): h.update(f"\n#module {mod}\n".encode() + _code_of_module(f).encode())
+    return h.hexdigest()[:16]
+
+def record_execution(path: str | Path, seconds: float, lib: str | Path | None = None) -> dict:
+    """Record in `RECORD` beside notebook `path` that its outputs were made by the current code (`code_hash`) in `seconds`
+    (the course's run times read them). Returns the notebook's entry."""
+    path = Path(path); rec_path = path.parent / RECORD
+    try: rec = json.loads(rec_path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError): rec = {}
+    rec[path.name] = {"code": code_hash(path, lib), "seconds": round(float(seconds), 1)}
+    atomic_write(rec_path, json.dumps(dict(sorted(rec.items())), indent=1) + "\n")
+    return rec[path.name]
+
+def stale_outputs(path: str | Path, lib: str | Path | None = None) -> str | None:
+    """Why notebook `path`'s committed outputs may not be what its current code makes (`None` when they are): never
+    executed by `execute_notebook` (no entry in `RECORD`), or executed with other code (another `code_hash`)."""
+    path = Path(path)
+    try: entry = json.loads((path.parent / RECORD).read_text()).get(path.name)
+    except (FileNotFoundError, json.JSONDecodeError): entry = None
+    if entry is None: return f"{path.name}: no record of the code its outputs were made with; run `rlexplain lessons --execute --only {path.stem}`"
+    if entry.get("code") != code_hash(path, lib):
+        return f"{path.name}: its outputs were made by other code (the notebook or a module it imports changed); run `rlexplain lessons --execute --only {path.stem}`"
+    return None
+

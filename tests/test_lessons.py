@@ -25,3 +25,27 @@ def test_the_checker_flags_an_absolute_path(tmp_path):
           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     p = tmp_path / "x.ipynb"; p.write_text(json.dumps(nb))
     assert any("absolute path" in s for s in output_problems(p))
+
+
+@pytest.mark.parametrize("path", lesson_paths(NBS), ids=lambda p: p.name)
+def test_committed_outputs_were_made_by_the_current_code(path):
+    """Issue 28.3: the docs render the committed outputs, so they must come from the current code: `rlexplain lessons
+    --execute` records the hash of what each lesson ran (its code cells and the rlexplain modules it imports).
+    A lesson with no record yet is skipped, naming the command that records it; a recorded one that is stale fails."""
+    from rlexplain.lessons import stale_outputs
+    why = stale_outputs(path)
+    if why and "no record" in why: pytest.skip(why)
+    assert why is None, why
+
+
+def test_the_staleness_check_can_fail(tmp_path):
+    "A recorded lesson whose imported module's code changes is reported stale (prose-only edits are not)."
+    import json
+    from rlexplain.lessons import record_execution, stale_outputs
+    lib = tmp_path / "lib"; lib.mkdir(); (lib / "m.py").write_text("def f():\n    'Doc.'\n    return 1\n")
+    nb = tmp_path / "a.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "from rlexplain.m import f", "metadata": {}, "outputs": []}]}))
+    assert "no record" in stale_outputs(nb, lib)
+    record_execution(nb, 2.0, lib); assert stale_outputs(nb, lib) is None
+    (lib / "m.py").write_text("def f():\n    'Changed prose.'\n    return 1\n"); assert stale_outputs(nb, lib) is None
+    (lib / "m.py").write_text("def f():\n    return 2\n"); assert "other code" in stale_outputs(nb, lib)
