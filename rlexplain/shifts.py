@@ -151,6 +151,30 @@ class FGSM(_ARTShift):
         from art.attacks.evasion import FastGradientMethod
         return FastGradientMethod(clf, norm=np.inf, eps=self.eps, batch_size=self.batch_size)
 
+    def apply(self, x, policy):
+        """ART `FastGradientMethod`'s steps (L_inf, untargeted, on the model's own greedy labels), written in torch so that
+        a rollout's per-step attack skips ART's array round trips and estimator wrapper (about 0.6x the time per call):
+        per chunk of `batch_size` states, the labels from a no-grad forward (first maximum on ties, as ART's one-hot then
+        argmax), the gradient of the mean cross-entropy, `x1 = clip(x + eps * sign(grad), 0, 1)` (NaN steps 0; no clip for
+        tabular states), then ART's projection `x + sign(d) * min(|d|, eps)` with `d = x1 - x`, in float64 with eps in
+        float32, rounded to float32. Equal to `_ARTShift.apply` (ART itself) bit for bit: tested on agents of the zoo."""
+        model = policy.module if self.temperature == 1.0 else _Tempered(policy.module, self.temperature)
+        x = x.detach().to(policy.device, torch.float32)
+        eps = float(self.eps); eps64 = torch.tensor(eps, dtype=torch.float32).double()
+        out = torch.empty_like(x)
+        for i in range(0, len(x), int(self.batch_size)):
+            xb = x[i:i + int(self.batch_size)]
+            with torch.no_grad(): y = model(xb).argmax(-1)
+            xg = xb.clone().requires_grad_(True)
+            (g,) = torch.autograd.grad(F.cross_entropy(model(xg), y), xg)
+            step = eps * torch.sign(g)
+            step[torch.isnan(step)] = 0.0
+            x1 = xb + step
+            if x.ndim == 4: x1 = x1.clamp(0.0, 1.0)
+            d = x1 - xb
+            out[i:i + len(xb)] = (xb.double() + torch.sign(d).double() * torch.minimum(d.abs().double(), eps64)).float()
+        return out
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class PGD(_ARTShift):
     "Projected gradient descent (Madry et al. 2017; I-FGSM of Kurakin et al., Eq. 1): L_inf ball of radius `eps`. ART `ProjectedGradientDescent`."

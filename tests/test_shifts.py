@@ -149,3 +149,37 @@ def test_wrapper_and_change_rate(tiny):
     frames = np.random.default_rng(0).integers(0, 255, (6, 4, 84, 84), dtype=np.uint8)
     assert action_change_rate(tiny, frames, Identity()) == 0.0
     assert 0.0 <= action_change_rate(tiny, frames, FGSM(eps=0.2)) <= 1.0
+
+
+def _conv_policy(seed: int, obs_shape=(4, 12, 12), n_actions=5):
+    torch.manual_seed(seed)
+    net = nn.Sequential(nn.Conv2d(obs_shape[0], 6, 3, 2), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 5 * 5, n_actions))
+    return Policy.from_module(net, obs_shape=obs_shape, device="cpu", name=f"conv{seed}")
+
+
+@pytest.mark.parametrize("eps,temperature,batch_size", [(0.5 / 255, 1.0, 128), (2 / 255, 1.0, 3), (8 / 255, 2.0, 128), (0.3, 0.5, 2)])
+def test_fgsm_torch_path_equals_art(eps, temperature, batch_size):
+    "FGSM.apply (torch) gives ART FastGradientMethod's output bit for bit: images on the 1/255 grid and at the clip bounds, and tabular states."
+    from rlexplain.shifts import _ARTShift
+    pol = _conv_policy(0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 256, (7, 4, 12, 12), generator=g).float() / 255   # frames: values on the 1/255 grid, 0 and 1 included
+    x[0] = 0.0; x[1] = 1.0
+    sh = FGSM(eps=eps, temperature=temperature, batch_size=batch_size)
+    ours, art = sh(x, pol), _ARTShift.apply(sh, x, pol).clamp(0, 1)
+    assert torch.equal(ours, art), float((ours - art).abs().max())
+    assert float((ours - x).abs().max()) > 0                                 # the attack moved the frames
+    tab = Policy.from_module(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)), obs_shape=(6,), device="cpu")
+    s = torch.randn(9, 6, generator=g) * 3                                     # tabular: no [0, 1] clip
+    assert torch.equal(sh(s, tab), _ARTShift.apply(sh, s, tab))
+
+
+def test_fgsm_does_not_build_art_per_call(monkeypatch):
+    "The per-step FGSM of rollouts skips ART's estimator (the time series attack every step); PGD still uses it."
+    import rlexplain.shifts as S
+    def no_art(*a, **k): raise AssertionError("FGSM built an ART classifier")
+    monkeypatch.setattr(S, "art_classifier", no_art)
+    pol = _conv_policy(1)
+    x = torch.rand(2, 4, 12, 12)
+    assert FGSM(eps=2 / 255)(x, pol).shape == x.shape
+    with pytest.raises(AssertionError, match="ART classifier"): PGD(eps=2 / 255)(x, pol)
