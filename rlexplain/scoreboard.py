@@ -103,7 +103,9 @@ class Estimate:
     (`df=inf`: normal; `se=0`: exact, computed without sampling; `se=None`: a point estimate without an interval);
     `n` how many `unit`s (states, seeds, runs, games) it averages; `sd` the spread of one unit, used to say which n
     would decide; `fixed` a `(low, high, level)` interval that is not a t interval (a forecast's prediction interval),
-    used as given; `group` and `block` say which items a comparison pairs (e.g. `group='baseline'`, `block='RoadRunner'`)."""
+    used as given; `group` and `block` say which items a comparison pairs (e.g. `group='baseline'`, `block='RoadRunner'`);
+    `paired` keeps the units' values by key (the games a run-time was measured on) so that two estimates over the same
+    units are compared through their paired differences."""
     label: str
     mean: float
     se: float | None = None
@@ -115,6 +117,7 @@ class Estimate:
     group: str = ""
     block: str = ""
     fixed: tuple | None = None
+    paired: tuple = ()   # ((key, value), ...): the units' values by key (a game, a state), for paired comparisons
 
     @classmethod
     def from_values(cls, values, label: str, unit: str = "states", **kw) -> "Estimate":
@@ -202,14 +205,17 @@ def n_to_decide(sd: float,        # spread of one unit (sample standard deviatio
         else: lo = mid + 1
     return hi
 
-# %% ../nbs/95_scoreboard.ipynb #b0501139
+# %% ../nbs/95_scoreboard.ipynb #6265f398
 @dataclasses.dataclass(frozen=True)
 class Check:
-    "One comparison of a claim: `status` 'holds', 'fails' or 'open' (undecided), its text, and the n that would decide it (None: unknown)."
+    """One comparison of a claim: `status` 'holds', 'fails' or 'open' (undecided), its text, the n that would decide it
+    (None: unknown), and the interval `(low, high)` of the compared difference when there is one."""
     status: str
     text: str
     n_needed: int | None = None
     unit: str = ""
+    low: float | None = None
+    high: float | None = None
 
 def _welch(a: Estimate, b: Estimate) -> tuple[float, float]:
     "Standard error and Welch-Satterthwaite degrees of freedom of a.mean - b.mean (independent estimates)."
@@ -219,9 +225,10 @@ def _welch(a: Estimate, b: Estimate) -> tuple[float, float]:
     return se, ((va + vb) ** 2 / den) if den > 0 else math.inf
 
 def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float = 0.0) -> Check:
-    """Does `a` exceed `b` by more than `margin`? The Welch t interval of `a - b` at `level` decides: 'holds' when it lies
+    """Does `a` exceed `b` by more than `margin`? The t interval of `a - b` at `level` decides: 'holds' when it lies
     above `margin`, 'fails' when it lies below, 'open' when it contains `margin` (with the n per estimate that would decide,
-    from the observed spreads). Two given intervals (forecasts) hold when they separate the right way, fail the other way.
+    from the observed spreads). Two estimates over the same units (`paired`) use the paired t interval of their
+    differences; others Welch's. Two given intervals (forecasts) hold when they separate the right way, fail the other way.
     Estimates without an interval are 'open' with no n (nothing to extrapolate from)."""
     d = a.mean - b.mean - margin
     name = f"{a.label} - {b.label}" + (f" - {margin:g}" if margin else "")
@@ -231,20 +238,29 @@ def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float 
         if ia[0] > ib[1] + margin: return Check("holds", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] above {b.label} [{ib[0]:.3g}, {ib[1]:.3g}]")
         if ia[1] < ib[0] + margin: return Check("fails", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] below {b.label} [{ib[0]:.3g}, {ib[1]:.3g}]")
         return Check("open", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] and {b.label} [{ib[0]:.3g}, {ib[1]:.3g}] overlap")
+    pa, pb = dict(a.paired), dict(b.paired); keys = [k for k in pa if k in pb]
+    if len(keys) >= 2 and len(keys) == len(pa) == len(pb):   # the same units: paired t over their differences
+        p = Estimate.from_values([pa[k] - pb[k] for k in keys], name, a.unit)
+        lo, hi = p.interval(level)
+        lo, hi = lo - margin, hi - margin; iv = dict(low=lo, high=hi)
+        txt = f"{name} = {d:+.3g} [{lo:+.3g}, {hi:+.3g}] (paired t over {len(keys)} {a.unit})"
+        if lo > 0: return Check("holds", txt, **iv)
+        if hi < 0: return Check("fails", txt, **iv)
+        return Check("open", txt, n_to_decide(p.sd, abs(d), level) if p.sd else None, a.unit, **iv)
     if a.se is None or b.se is None:
         return Check("open", f"{name} = {d:+.3g} (no interval: {next(e.method for e in (a, b) if e.se is None)})")
     se, df = _welch(a, b)
     if se == 0:
         return Check("holds" if d > 0 else "fails", f"{name} = {d:+.3g} (exact)")
-    h = float(stats.t.ppf(0.5 + level / 2, df)) * se
+    h = float(stats.t.ppf(0.5 + level / 2, df)) * se; iv = dict(low=d - h, high=d + h)
     txt = f"{name} = {d:+.3g} [{d - h:+.3g}, {d + h:+.3g}]"
-    if d - h > 0: return Check("holds", txt)
-    if d + h < 0: return Check("fails", txt)
+    if d - h > 0: return Check("holds", txt, **iv)
+    if d + h < 0: return Check("fails", txt, **iv)
     sds = [e.sd for e in (a, b) if e.se and e.se > 0]
     nn, unit = None, next((e.unit for e in (a, b) if e.se), "")
     if all(e.sd is not None for e in (a, b) if e.se and e.se > 0) and sds:
         nn = n_to_decide(math.sqrt(sum(s ** 2 for s in sds)), abs(d), level, groups=len(sds))
-    return Check("open", txt, nn, unit)
+    return Check("open", txt, nn, unit, **iv)
 
 def check_within(a: Estimate, target: float, tol: float, level: float = LEVEL) -> Check:
     """Is `a` within `target ± tol`? 'holds' when a's `level` interval lies inside the band, 'fails' when it lies wholly
@@ -342,9 +358,7 @@ def _score_ratio(c: dict, items: list[Estimate]) -> list[Check]:
     for a, b in pairs:
         ch = check_greater(a, b, lv)
         d = a.mean - b.mean; r = f"{a.label}/{b.label} = {math.exp(d):.2f}"
-        if a.se is not None and b.se is not None:
-            se, df = _welch(a, b); h = float(stats.t.ppf(0.5 + lv / 2, df)) * se if se > 0 else 0.0
-            r += f" [{math.exp(d - h):.2f}, {math.exp(d + h):.2f}]"
+        if ch.low is not None: r += f" [{math.exp(ch.low):.2f}, {math.exp(ch.high):.2f}]" + (" (paired t)" if "paired" in ch.text else " (Welch t)")
         else: r += " (one timing each, no interval)"
         out.append(Check(ch.status, r, ch.n_needed, ch.unit))
     return out
@@ -673,16 +687,19 @@ def _m_calibration(run) -> list[Estimate]:
 @measure("sal.runtime")
 def _m_runtime(run, methods) -> list[Estimate]:
     """log seconds per map of each method with its final parameters, all timed on the run's machine: t over the games
-    (saliency_bench_runtime.csv; each game's maps timed as one job), else one timing (saliency/saliency_runtime.csv)."""
+    (saliency_bench_runtime.csv; each game's maps timed as one job; two methods are compared through their per-game
+    ratios), else one timing (saliency/saliency_runtime.csv)."""
     try: t = run.table("saliency_bench", "saliency_bench_runtime", ("method", "s_per_map"))
     except NotRun as e:
         try: t = run.table("saliency", "saliency_runtime", ("method", "s_per_map"))
         except NotRun as e2: raise NotRun(f"{e}; {e2}")
     out = []
     for m in methods:
-        v = t[t.method == m].s_per_map.astype(float)
+        d = t[t.method == m]; v = d.s_per_map.astype(float)
         if v.empty or (v <= 0).any(): raise NotRun(f"no positive run-time of {m} (methods: {sorted(set(t.method))})")
-        out.append(Estimate.from_values(np.log(v), m, "games", group=m))
+        keys = d.game.astype(str).tolist() if "game" in d else []
+        paired = tuple(zip(keys, np.log(v))) if len(set(keys)) == len(keys) else ()
+        out.append(Estimate.from_values(np.log(v), m, "games", group=m, paired=paired))
     return out
 
 @measure("sal.tuning_time")

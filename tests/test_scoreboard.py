@@ -120,6 +120,15 @@ def test_ratio_on_the_same_machine():
     assert sb.verdict(checks, [slow, fast])[0] == "reproduced" and checks[0].text.startswith("sarfa/rise = 3.0")
     assert sb.verdict(sb.SCORERS["ratio"]({"pairs": ["rise>sarfa"]}, [slow, fast]), [])[0] == "contradicted"
     assert sb.verdict(sb.SCORERS["ratio"]({"pairs": ["occlusion>rise"]}, [tie, fast]), [tie, fast])[0] == "inconclusive"
+    # timed on the same games, two methods are compared through their per-game ratios: 3.0, 3.05, 2.98 is decisive although
+    # the games' own speeds (1, 2, 4 s) spread the log-times far more than the ratios (Welch alone cannot tell)
+    g = ("pong", "breakout", "pacman"); r_, s_ = np.log([1.0, 2.0, 4.0]), np.log([3.0, 6.1, 11.9])
+    welch = [E.from_values(s_, "sarfa", "games", group="sarfa"), E.from_values(r_, "rise", "games", group="rise")]
+    paired = [E.from_values(s_, "sarfa", "games", group="sarfa", paired=tuple(zip(g, s_))),
+              E.from_values(r_, "rise", "games", group="rise", paired=tuple(zip(g, r_)))]
+    assert sb.verdict(sb.SCORERS["ratio"]({"pairs": ["sarfa>rise"]}, welch), welch)[0] == "inconclusive"
+    ch = sb.SCORERS["ratio"]({"pairs": ["sarfa>rise"]}, paired)
+    assert sb.verdict(ch, paired)[0] == "reproduced" and "(paired t)" in ch[0].text
     one = [E.from_values(np.log([3.0]), "sarfa", "games", group="sarfa"), E.from_values(np.log([1.0]), "rise", "games", group="rise")]
     v, why = sb.verdict(sb.SCORERS["ratio"]({"pairs": ["sarfa>rise"]}, one), one)
     assert v == "inconclusive" and "no interval" in why      # one timing each: three times faster is still no verdict
