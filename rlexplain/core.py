@@ -11,6 +11,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -23,10 +24,10 @@ from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 # %% auto #0
 __all__ = ['SCALES', 'PROGRESS_MODES', 'LAYOUTS', 'RESULT_TYPES', 'get_scale', 'ScaledConfig', 'get_device', 'seed_everything',
-           'progress', 'to_obs_tensor', 'torch_threads', 'ComputeSettings', 'compute_settings', 'map_batches',
-           'run_metadata', 'PolicyLike', 'Policy', 'sb3_class', 'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy',
-           'atomic_write', 'json_default', 'save_json', 'load_json', 'save_table', 'save_arrays', 'load_arrays',
-           'Result', 'load_result', 'ConfigMismatchError', 'encode_unit_name', 'RunDir', 'run_jobs']
+           'progress', 'fmt_num', 'to_obs_tensor', 'torch_threads', 'ComputeSettings', 'compute_settings',
+           'map_batches', 'run_metadata', 'PolicyLike', 'Policy', 'sb3_class', 'sb3_algo_of_zip', 'load_sb3', 'SB3Head',
+           'sb3_policy', 'atomic_write', 'json_default', 'save_json', 'load_json', 'save_table', 'save_arrays',
+           'load_arrays', 'Result', 'load_result', 'ConfigMismatchError', 'encode_unit_name', 'RunDir', 'run_jobs']
 
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
@@ -76,12 +77,14 @@ def seed_everything(seed: int, # non-negative integer
 # %% ../nbs/00_core.ipynb #c0a1b2d4
 PROGRESS_MODES = ("auto", "bar", "log", "off")
 
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|[\r\x07\x08]")   # ANSI CSI codes, BEL, BS, CR
+
 class _LineWriter:
-    "A file-like wrapper turning tqdm's carriage-return redraws into whole lines, for logs."
+    "A file-like wrapper turning tqdm's redraws (carriage returns, cursor moves for nested bars) into whole plain lines, for logs."
     def __init__(self, f): self.f = f
     def write(self, s):
-        s = s.replace("\r", "").rstrip()
-        if s: self.f.write(s + "\n")
+        for line in _CONTROL.sub("\n", s).split("\n"):
+            if line.strip(): self.f.write(line.rstrip() + "\n")
     def flush(self):
         try: self.f.flush()
         except (AttributeError, ValueError): pass
@@ -121,6 +124,21 @@ def progress(iterable: Iterable | None = None, # what to iterate over; None with
     kw.setdefault("ncols", 100)
     return _LogBar(iterable, **kw)
 
+# %% ../nbs/00_core.ipynb #c0a1b2d7
+def fmt_num(x: Any,        # a number: int, float, NumPy or one-element torch scalar
+            digits: int = 3, # significant digits
+           ) -> str:
+    """`x` for a message or a table: `digits` significant digits (`f"{x:.{digits}g}"`), exact zeros as `0` (also `-0.0`),
+    integers as integers, `nan` / `inf` as such. A value that is not exactly 0 keeps its digits (`1.8e-10` stays:
+    it is the computation that should give 0, not the printing). Raises `TypeError` for a non-number."""
+    if isinstance(x, Tensor): x = x.item()
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"fmt_num takes a number; got {type(x).__name__} {x!r}.")
+    if x == 0: return "0"
+    if isinstance(x, (int, np.integer)): return str(int(x))
+    return f"{float(x):.{int(digits)}g}"
+
+
 # %% ../nbs/00_core.ipynb #38a17cf4
 def _check_shape(obs_shape: Any) -> tuple:
     "`obs_shape` as a tuple of positive ints. Raises `TypeError` / `ValueError` naming what was given."
@@ -154,7 +172,7 @@ def to_obs_tensor(obs: Any,                     # array-like: (C, H, W) / (B, C,
     if obs_shape is not None: obs_shape = _check_shape(obs_shape)
     is_uint8, was_float = t.dtype == torch.uint8, t.is_floating_point()
     if t.dtype == torch.float64 and t.numel() and torch.isfinite(t).all() and t.abs().max() > torch.finfo(torch.float32).max:
-        raise ValueError(f"obs holds values too large for float32 (max |x| = {float(t.abs().max()):.3g}).")
+        raise ValueError(f"obs holds values too large for float32 (max |x| = {fmt_num(t.abs().max())}).")
     t = t.to(device=get_device(device), dtype=torch.float32)
     if obs_shape is not None:
         if tuple(t.shape) == obs_shape: t = t.unsqueeze(0)
@@ -174,7 +192,7 @@ def to_obs_tensor(obs: Any,                     # array-like: (C, H, W) / (B, C,
         if was_float and not (torch.isfinite(lo) and torch.isfinite(hi)):
             raise ValueError(f"obs contains NaN or infinite values ({int((~torch.isfinite(t)).sum())} of {t.numel()}).")
         if image and (lo < 0 or hi > 1):
-            raise ValueError(f"{'float' if was_float else 'integer'} image observations other than uint8 must lie in [0, 1]; got range [{lo:.3g}, {hi:.3g}]. "
+            raise ValueError(f"{'float' if was_float else 'integer'} image observations other than uint8 must lie in [0, 1]; got range [{fmt_num(lo)}, {fmt_num(hi)}]. "
                              "Divide uint8 frames by 255 (or pass them as uint8).")
     return t
 
@@ -218,8 +236,13 @@ class ComputeSettings:
     batch_size: int        # images (or rows) per forward in `Policy.outputs`
     source: str            # "calibrated", "cache", "rule" (no conv layers: nothing to calibrate), "override"
     img_per_s: float | None = None  # the calibration's throughput at these settings (one worker)
+    grad_batch_size: int | None = None  # images per forward + backward pass to the input (gradient methods); None: batch_size
+    grad_img_per_s: float | None = None # the calibration's throughput of forward + backward at grad_batch_size
+    load: float | None = None      # the 1-minute load average when the calibration ran
+    busy: int | None = None        # the other work it ran beside, in cores (`_busy_cores`): the condition it holds for
 
-_SETTINGS: dict[str, ComputeSettings] = {}
+_SETTINGS: dict[str, ComputeSettings] = {}            # network key -> the settings last chosen (run metadata)
+_BY_CONDITION: dict[tuple[str, int], ComputeSettings] = {}  # (network key, busy cores) -> settings
 
 def _settings_cache() -> Path:
     return Path(os.environ.get("RLEXPLAIN_CACHE", Path.home() / ".cache" / "rlexplain")) / "compute.json"
@@ -231,32 +254,66 @@ def _net_key(module: nn.Module, obs_shape: tuple, device: torch.device) -> str:
     h = hashlib.sha1(repr((sig, tuple(obs_shape), str(device), torch.__version__, _cores())).encode()).hexdigest()[:16]
     return f"{type(module).__name__}-{h}"
 
-def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, seconds: float = 0.04, rounds: int = 3) -> tuple[str, int, float]:
-    """The (layout, batch size, img/s) of the fastest no-grad forward among 2 layouts x batches 64/128/256 at one thread,
-    from contiguous input (channels-last pays for its copy, as in `Policy.forward`). Configurations are timed in
-    interleaved rounds (medians), so that a change in the machine's load hits them alike; channels-last must beat
-    contiguous by 10% to be chosen, so that noise does not flip the layout."""
-    import copy, statistics
+def _load_average() -> float | None:
+    "The 1-minute load average of the machine (`os.getloadavg`), None where the system has none."
+    try: return float(os.getloadavg()[0])
+    except (AttributeError, OSError): return None
+
+def _busy_cores(load: float | None, cores: int) -> int:
+    """The condition a calibration holds for: how many of the `cores` the 1-minute `load` average keeps busy, rounded,
+    0..cores (0 when unknown). Calibrations are cached per condition, so a choice made beside a busy process is used
+    only while the machine is that busy again, and a quiet machine gets a quiet machine's choice."""
+    if load is None or not math.isfinite(load): return 0
+    return int(min(max(round(load), 0), cores))
+
+def _time_rates(fns: dict, batches: dict, seconds: float, rounds: int, clock: Callable[[], float]) -> dict:
+    """Items per second of each `fns[k]()` (which processes `batches[k]` items): at least `seconds` of repeated calls per
+    round, `rounds` interleaved rounds (a change in the machine's load hits every configuration alike), medians."""
+    import statistics
+    rates = {k: [] for k in fns}
+    for k in fns: fns[k]()   # warm-up
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            n, t0 = 0, clock()
+            while True:
+                fn(); n += 1
+                if (dt := clock() - t0) >= seconds: break
+            rates[k].append(n * batches[k] / dt)
+    return {k: statistics.median(v) for k, v in rates.items()}
+
+def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, seconds: float = 0.04, rounds: int = 3,
+               clock: Callable[[], float] = time.perf_counter,   # the timer (tests inject one that counts modelled costs)
+               ) -> dict:
+    """The fastest settings of `module` at one thread: the no-grad forward's layout and batch size among 2 layouts x
+    batches 64/128/256 (from contiguous input: channels-last pays for its copy, as in `Policy.forward`; it must beat
+    contiguous by 10%, so that noise does not flip the layout), then at that layout the batch size of a forward and
+    backward pass to the input (what gradient explainers run) among 16/32/64/128. Interleaved rounds, medians
+    (`_time_rates`). Returns `{"layout", "batch_size", "img_per_s", "grad_batch_size", "grad_img_per_s"}`."""
+    import copy
     old = torch.get_num_threads(); torch.set_num_threads(1)
     try:
         x0 = torch.rand(256, *obs_shape, device=device)
         fmts = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
         nets = {k: copy.deepcopy(module).to(memory_format=f).eval() for k, f in fmts.items()}
-        rates = {(k, b): [] for k in fmts for b in (64, 128, 256)}
-        with torch.no_grad():
-            for k, b in rates: nets[k](x0[:b].contiguous(memory_format=fmts[k]))   # warm-up
-            for _ in range(rounds):
-                for k, b in rates:
-                    n, t0 = 0, time.perf_counter()
-                    while True:
-                        nets[k](x0[:b].contiguous(memory_format=fmts[k])); n += 1
-                        if (dt := time.perf_counter() - t0) >= seconds: break
-                    rates[(k, b)].append(n * b / dt)
+        def fwd(k, b):
+            def run():
+                with torch.no_grad(): nets[k](x0[:b].contiguous(memory_format=fmts[k]))
+            return run
+        cfgs = [(k, b) for k in fmts for b in (64, 128, 256)]
+        med = _time_rates({kb: fwd(*kb) for kb in cfgs}, {kb: kb[1] for kb in cfgs}, seconds, rounds, clock)
+        best = {k: max(((b, r) for (kk, b), r in med.items() if kk == k), key=lambda br: br[1]) for k in fmts}
+        lay = "channels_last" if best["channels_last"][1] > 1.1 * best["contiguous"][1] else "contiguous"
+        def grad(b):
+            def run():
+                x = x0[:b].clone().requires_grad_(True)
+                out = nets[lay](x.contiguous(memory_format=fmts[lay]) if lay == "channels_last" else x)
+                torch.autograd.grad(out.sum(), x)
+            return run
+        gb = (16, 32, 64, 128)
+        gmed = _time_rates({b: grad(b) for b in gb}, {b: b for b in gb}, seconds, rounds, clock)
+        g = max(gmed, key=gmed.get)
     finally: torch.set_num_threads(old)
-    med = {kb: statistics.median(v) for kb, v in rates.items()}
-    best = {k: max(((b, r) for (kk, b), r in med.items() if kk == k), key=lambda br: br[1]) for k in fmts}
-    k = "channels_last" if best["channels_last"][1] > 1.1 * best["contiguous"][1] else "contiguous"
-    return k, best[k][0], best[k][1]
+    return {"layout": lay, "batch_size": best[lay][0], "img_per_s": best[lay][1], "grad_batch_size": g, "grad_img_per_s": gmed[g]}
 
 def compute_settings(policy: Any,                 # a `Policy` (its `module`, `obs_shape`, `device`)
                      workers: int | None = None,  # override; else $RLEXPLAIN_WORKERS, else the number of cores
@@ -265,11 +322,16 @@ def compute_settings(policy: Any,                 # a `Policy` (its `module`, `o
                      refresh: bool = False,       # calibrate again even if cached
                     ) -> ComputeSettings:
     """The thread, layout and batch settings for `policy`'s network on this machine (issue: a thread and layout policy
-    that holds on a busy machine). Image networks with conv layers on the CPU are calibrated once (about 1 s: two
-    layouts x batches 64/128/256 at one thread, 3 interleaved rounds), then cached in memory and in `$RLEXPLAIN_CACHE/compute.json`
-    (default `~/.cache/rlexplain`); other networks get the rule contiguous / batch 1024; CUDA gets contiguous /
-    batch 512 and one worker. Overrides (arguments, then `RLEXPLAIN_WORKERS`, `RLEXPLAIN_LAYOUT`, `RLEXPLAIN_BATCH`)
-    replace the calibrated values. Raises `ValueError` for a layout not in `LAYOUTS` or a non-positive count."""
+    that holds on a busy machine). Image networks with conv layers on the CPU are calibrated (about 2 s: two layouts x
+    batches 64/128/256 for the forward, then four batch sizes for forward + backward, at one thread, 3 interleaved
+    rounds each; `_calibrate`), then cached in memory and in `$RLEXPLAIN_CACHE/compute.json` (default
+    `~/.cache/rlexplain`) *per condition*: the number of cores the machine's load keeps busy (`_busy_cores` of the
+    1-minute load average, recorded with the result). Each call re-checks the load (a system call), so a calibration made
+    under load is used only under that load, and another condition is calibrated once when first met (issue 28.2).
+    Other networks get the rule contiguous / batch 1024; CUDA gets contiguous / batch 512 and one worker. Overrides
+    (arguments, then `RLEXPLAIN_WORKERS`, `RLEXPLAIN_LAYOUT`, `RLEXPLAIN_BATCH`) replace the calibrated values. A `Policy`
+    keeps the settings it first got; `policy.apply_settings(compute_settings(policy))` re-checks.
+    Raises `ValueError` for a layout not in `LAYOUTS` or a non-positive count."""
     env = lambda k: os.environ.get(k, "").strip() or None
     layout = layout or env("RLEXPLAIN_LAYOUT")
     if layout is not None and layout not in LAYOUTS: raise ValueError(f"layout must be one of {LAYOUTS}; got {layout!r}.")
@@ -285,22 +347,30 @@ def compute_settings(policy: Any,                 # a `Policy` (its `module`, `o
         return ComputeSettings(torch_threads() if not _THREADS_SET else torch.get_num_threads(), workers, layout, batch_size, "override")
     module, obs_shape, device = policy.module, tuple(policy.obs_shape), torch.device(policy.device)
     key = _net_key(module, obs_shape, device)
-    s = None if refresh else _SETTINGS.get(key)
+    calibrated = device.type == "cpu" and len(obs_shape) == 3 and any(isinstance(m, nn.Conv2d) for m in module.modules())
+    load = _load_average() if calibrated else None
+    busy = _busy_cores(load, _cores()); cond = str(busy)
+    s = None if refresh or not calibrated else _BY_CONDITION.get((key, busy))
     cache = _settings_cache()
-    if s is None and not refresh and cache.exists():
-        try: s = ComputeSettings(**{**json.loads(cache.read_text())[key], "source": "cache"})
+    if s is None and calibrated and not refresh and cache.exists():
+        try:
+            entry = json.loads(cache.read_text())[key][cond]   # an entry without conditions (rlexplain <= 0.1.0) is calibrated again
+            s = ComputeSettings(**{**entry, "source": "cache"})
         except (KeyError, TypeError, ValueError, OSError): s = None
     if s is None:
         threads = torch_threads()
         if device.type != "cpu": s = ComputeSettings(threads, 1, "contiguous", 512, "rule")
-        elif len(obs_shape) == 3 and any(isinstance(m, nn.Conv2d) for m in module.modules()):
-            lay, b, rate = _calibrate(module, obs_shape, device)
-            s = ComputeSettings(threads, _cores(), lay, b, "calibrated", round(rate, 1))
+        elif calibrated:
+            c = _calibrate(module, obs_shape, device)
+            s = ComputeSettings(threads, _cores(), c["layout"], c["batch_size"], "calibrated", round(c["img_per_s"], 1),
+                                c["grad_batch_size"], round(c["grad_img_per_s"], 1), None if load is None else round(load, 2), busy)
             try:
                 old = json.loads(cache.read_text()) if cache.exists() else {}
-                save_json(cache, {**old, key: dataclasses.asdict(s)})
+                mine = old.get(key) if isinstance(old.get(key), dict) and "threads" not in old.get(key, {}) else {}
+                save_json(cache, {**old, key: {**mine, cond: dataclasses.asdict(s)}})
             except (OSError, ValueError): pass   # a read-only home: the in-memory cache still holds
         else: s = ComputeSettings(threads, 1, "contiguous", 1024, "rule")
+    if calibrated: _BY_CONDITION[(key, busy)] = s
     _SETTINGS[key] = s
     if workers or layout or batch_size:
         s = dataclasses.replace(s, workers=workers or s.workers, layout=layout or s.layout,
@@ -355,7 +425,7 @@ class PolicyLike(Protocol):
     - `obs(obs) -> (B, *obs_shape) float32`: the conversion and validation of `to_obs_tensor`;
     - `forward(obs) -> (B, n_actions)`: differentiable q-values or logits;
     - `outputs(obs, batch_size=None) -> (B, n_actions)` float32 on the CPU, without gradients, batched;
-    - `action_probs(obs, temperature=1.0) -> (B, n_actions)`: `softmax(forward(obs) / temperature)`;
+    - `action_probs(obs, temperature=1.0) -> (B, n_actions)`: `softmax(forward(obs) / temperature)`, without gradients;
     - `act(obs, deterministic=None) -> (B,)` int64 actions."""
     name: str
     kind: str
@@ -476,10 +546,12 @@ class Policy:
         return self.forward(obs)
 
     def action_probs(self, obs: Any, temperature: float = 1.0) -> Tensor:
-        "`softmax(forward(obs) / temperature)`, `(B, n_actions)`, rows sum to 1. Raises `ValueError` if temperature <= 0."
+        """`softmax(forward(obs) / temperature)`, `(B, n_actions)` float32 on this policy's device, rows sum to 1; detached
+        (no `grad_fn`: computed without gradients, like `act` and `outputs`). For differentiable probabilities use
+        `torch.softmax(policy.forward(x) / temperature, -1)`. Raises `ValueError` if temperature <= 0."""
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
             raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}.")
-        return torch.softmax(self.forward(obs) / temperature, dim=-1)
+        with torch.no_grad(): return torch.softmax(self.forward(obs) / temperature, dim=-1)
 
     @torch.no_grad()
     def act(self, obs: Any, deterministic: bool | None = None, generator: torch.Generator | None = None) -> Tensor:

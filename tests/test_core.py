@@ -335,11 +335,13 @@ def test_compute_settings_calibrate_cache_and_override(tmp_path, monkeypatch):
     from rlexplain import core
     monkeypatch.setenv("RLEXPLAIN_CACHE", str(tmp_path))
     calls = []
-    monkeypatch.setattr(core, "_calibrate", lambda *a, **k: calls.append(1) or ("channels_last", 64, 1000.0))
+    monkeypatch.setattr(core, "_load_average", lambda: 0.0)   # the same condition throughout: this test is about the cache
+    monkeypatch.setattr(core, "_calibrate", lambda *a, **k: calls.append(1) or {"layout": "channels_last", "batch_size": 64, "img_per_s": 1000.0,
+                                                                                 "grad_batch_size": 32, "grad_img_per_s": 100.0})
     pol = Policy.from_module(_conv_net(), (4, 84, 84), device="cpu")
     s = core.compute_settings(pol, refresh=True)
     assert (s.layout, s.batch_size, s.source) == ("channels_last", 64, "calibrated") and s.threads >= 1 and s.workers >= 1
-    core._SETTINGS.clear()
+    core._SETTINGS.clear(); core._BY_CONDITION.clear()
     assert core.compute_settings(pol).source == "cache" and calls == [1]        # read back from the disk cache
     assert core.compute_settings(pol, layout="contiguous", batch_size=32).layout == "contiguous"
     monkeypatch.setenv("RLEXPLAIN_BATCH", "16"); monkeypatch.setenv("RLEXPLAIN_WORKERS", "1")
@@ -448,3 +450,109 @@ def test_no_module_uses_an_undefined_name_or_drops_a_value():
     r = subprocess.run([sys.executable, "-m", "pyflakes", *map(str, sorted(pkg.glob("*.py")))], capture_output=True, text=True)
     assert r.returncode in (0, 1) and "Traceback" not in r.stderr and "No module named" not in r.stderr, r.stderr   # pyflakes ran
     assert [l for l in r.stdout.splitlines() if "undefined name" in l or "is assigned to but never used" in l] == []
+
+
+# --- issue 27.3 / 28.2: plain progress lines in logs, calibration that does not stick under load ---
+
+def test_progress_in_a_log_writes_plain_lines_without_control_codes(monkeypatch):
+    "A nested bar makes tqdm move the cursor (ESC[A) between redraws; a redirected log must get none of it."
+    import io
+    from rlexplain.core import progress
+    monkeypatch.setenv("RLEXPLAIN_PROGRESS", "log"); monkeypatch.setenv("RLEXPLAIN_PROGRESS_INTERVAL", "0")   # a line per update
+    buf = io.StringIO()
+    with progress(total=3, desc="outer", file=buf) as o:
+        for _ in progress(range(5), desc="inner", position=1, file=buf): pass
+        o.update(3)
+    text = buf.getvalue()
+    assert "\x1b" not in text and "\r" not in text and "inner" in text and "3/3" in text, repr(text)
+    assert all(line.strip() for line in text.splitlines())
+
+
+class _Clock:
+    "A fake timer: the network below advances it by a modelled cost, so the calibration's choice is known in advance."
+    t = 0.0
+
+
+class _Tick(torch.autograd.Function):
+    "Identity whose forward and backward add their modelled costs (per call + per image) to `_Clock.t`."
+    @staticmethod
+    def forward(ctx, x):
+        ctx.b = x.shape[0]
+        cl = x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+        _Clock.t += 10.0 + x.shape[0] * (0.5 if cl else 1.0)     # channels-last twice as fast per image; a fixed cost per call
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        _Clock.t += 10.0 + ctx.b * (1.0 if ctx.b <= 32 else 5.0)   # backward slows down above 32 images (cache)
+        return g
+
+
+class _TickNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__(); self.conv = torch.nn.Conv2d(2, 1, 3); self.fc = torch.nn.Linear(36, 2)
+    def forward(self, x): return self.fc(self.conv(_Tick.apply(x)).flatten(1))
+
+
+def test_calibration_choices_follow_measured_costs_not_the_machine():
+    """`_calibrate` with an injected clock: the forward picks channels-last at the largest batch (the fixed cost per call
+    amortised), the backward its own batch, 32 (above it each image costs 5x): the two passes differ, so both are kept."""
+    from rlexplain import core
+    c = core._calibrate(_TickNet(), (2, 8, 8), torch.device("cpu"), seconds=1.0, rounds=2, clock=lambda: _Clock.t)
+    assert (c["layout"], c["batch_size"], c["grad_batch_size"]) == ("channels_last", 256, 32)
+    # the forward of the backward pass runs at the chosen layout: 32 images cost (10 + 16) + (10 + 32) per pass
+    assert c["img_per_s"] == pytest.approx(256 / (10 + 128)) and c["grad_img_per_s"] == pytest.approx(32 / (26 + 42))
+
+
+def test_a_calibration_made_under_load_is_used_only_under_that_load(tmp_path, monkeypatch):
+    "Issue 28.2: the cache records the load; another condition is calibrated when first met, then each is reused."
+    from rlexplain import core
+    monkeypatch.setenv("RLEXPLAIN_CACHE", str(tmp_path))
+    for k in ("RLEXPLAIN_BATCH", "RLEXPLAIN_WORKERS", "RLEXPLAIN_LAYOUT"): monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(core, "_cores", lambda: 2)
+    load = {"now": 0.2}; calls = []
+    monkeypatch.setattr(core, "_load_average", lambda: load["now"])
+    def fake(module, obs_shape, device, **kw):   # a busy machine's calibration picks small batches
+        calls.append(load["now"]); b = 64 if load["now"] >= 1.5 else 256
+        return {"layout": "contiguous", "batch_size": b, "img_per_s": 1.0, "grad_batch_size": b // 4, "grad_img_per_s": 1.0}
+    monkeypatch.setattr(core, "_calibrate", fake)
+    monkeypatch.setattr(core, "_SETTINGS", {}); monkeypatch.setattr(core, "_BY_CONDITION", {})
+    pol = Policy.from_module(_conv_net(), (4, 84, 84), device="cpu")
+    quiet = core.compute_settings(pol)
+    assert (quiet.batch_size, quiet.grad_batch_size, quiet.busy, quiet.load, quiet.source) == (256, 64, 0, 0.2, "calibrated")
+    load["now"] = 2.3                                           # a busy process appeared
+    busy = core.compute_settings(pol)
+    assert (busy.batch_size, busy.busy, busy.source) == (64, 2, "calibrated") and calls == [0.2, 2.3]
+    load["now"] = 0.4; core._BY_CONDITION.clear()              # quiet again, in a new process: the quiet choice from disk
+    again = core.compute_settings(pol)
+    assert (again.batch_size, again.source) == (256, "cache") and calls == [0.2, 2.3]
+    load["now"] = 1.8
+    assert core.compute_settings(pol).batch_size == 64 and calls == [0.2, 2.3]
+    import json
+    cache = json.loads((tmp_path / "compute.json").read_text())
+    key = core._net_key(pol.module, (4, 84, 84), torch.device("cpu"))
+    assert set(cache[key]) == {"0", "2"} and cache[key]["2"]["load"] == 2.3
+
+
+def test_an_old_cache_entry_without_its_load_is_calibrated_again(tmp_path, monkeypatch):
+    "rlexplain <= 0.1.0 cached one entry per network with no load: it may have been made under load, so it is not used."
+    import json
+    from rlexplain import core
+    monkeypatch.setenv("RLEXPLAIN_CACHE", str(tmp_path)); monkeypatch.setattr(core, "_load_average", lambda: 0.0)
+    for k in ("RLEXPLAIN_BATCH", "RLEXPLAIN_WORKERS", "RLEXPLAIN_LAYOUT"): monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(core, "_SETTINGS", {}); monkeypatch.setattr(core, "_BY_CONDITION", {})
+    pol = Policy.from_module(_conv_net(), (4, 84, 84), device="cpu")
+    key = core._net_key(pol.module, (4, 84, 84), torch.device("cpu"))
+    (tmp_path / "compute.json").write_text(json.dumps({key: {"threads": 1, "workers": 2, "layout": "channels_last", "batch_size": 32,
+                                                             "source": "calibrated", "img_per_s": 5.0}}))
+    monkeypatch.setattr(core, "_calibrate", lambda *a, **k: {"layout": "contiguous", "batch_size": 128, "img_per_s": 9.0,
+                                                             "grad_batch_size": 32, "grad_img_per_s": 3.0})
+    s = core.compute_settings(pol)
+    assert (s.layout, s.batch_size, s.source) == ("contiguous", 128, "calibrated")
+
+
+def test_action_probs_are_detached():
+    "Issue 27.5: action_probs returned a tensor that still tracked gradients."
+    pol = Policy.from_module(torch.nn.Linear(3, 2), (3,), device="cpu")
+    p = pol.action_probs(torch.rand(4, 3, requires_grad=True))
+    assert p.grad_fn is None and not p.requires_grad and torch.allclose(p.sum(-1), torch.ones(4))
