@@ -161,7 +161,9 @@ class Estimate:
         return cls(label, float(value), None, math.inf, None, "", None, "prediction interval", fixed=(float(low), float(high), level), **kw)
 
     @property
-    def has_interval(self) -> bool: return self.se is not None or self.fixed is not None
+    def has_interval(self) -> bool:
+        "Whether the estimate has an interval (a standard error, exact, or a given prediction interval)."
+        return self.se is not None or self.fixed is not None
 
     def interval(self, level: float = LEVEL) -> tuple[float, float] | None:
         "The two-sided `level` interval `(low, high)`, the given one for a prediction, None for a point estimate."
@@ -264,7 +266,9 @@ def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float 
 
 def check_within(a: Estimate, target: float, tol: float, level: float = LEVEL) -> Check:
     """Is `a` within `target ± tol`? 'holds' when a's `level` interval lies inside the band, 'fails' when it lies wholly
-    outside, 'open' otherwise (with the n that would put the interval on one side of the nearer edge)."""
+    outside, 'open' otherwise (with the n that would put the interval on one side of the nearer edge). Raises
+    `ValueError` for a negative `tol`."""
+    if tol < 0: raise ValueError(f"tol must be >= 0; got {tol}.")
     lo_b, hi_b = target - tol, target + tol
     iv = a.interval(level)
     if iv is None: return Check("open", f"{a.text(level)} vs {target:g} ± {tol:g}: no interval")
@@ -482,12 +486,11 @@ def _ir_cells(run: RunTables) -> pd.DataFrame | None:
     if run.has("ir", "ir_cells"):
         c = run.table("ir", "ir_cells", ("pipeline", "frames", "intervention", "R"))
         return c[c.game.astype(str).str.contains("breakout", case=False)] if "game" in c else c
-    import rlexplain.ir  # noqa: F401  (registers IRMatrix with load_result)
-    from rlexplain.core import load_result
+    from rlexplain.ir import IRMatrix
     frames = []
     for d in _ir_matrix_dirs(run):
         if "breakout" not in d.parent.parent.name.lower(): continue
-        try: frames.append(load_result(d).to_frame())
+        try: frames.append(IRMatrix.load(d).to_frame())
         except Exception: continue
     return pd.concat(frames, ignore_index=True) if frames else None
 
