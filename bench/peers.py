@@ -304,13 +304,15 @@ def run(args):
     print("rlexplain API:", "explain()" if RX_EXPLAIN else "explainer().explain()", "+", getattr(RX_SCORE, "__module__", "?") + ".score")
     rows, sizes = build(args)
     times = {m: {c: [] for c in conds} for m, conds in rows.items()}
+    cpu = {m: {c: [] for c in conds} for m, conds in rows.items()}   # process CPU seconds (all threads): robust to other jobs' load
     last = {}
     for m, conds in rows.items():     # one untimed warm-up call each (imports, first-call allocations, calibration)
         for c, f in conds.items(): last[(m, c)] = f()
     for r in range(args.rounds):
         for m, conds in rows.items():
             for c in rotated(conds, r):
-                t0 = time.perf_counter(); last[(m, c)] = conds[c](); times[m][c].append(time.perf_counter() - t0)
+                c0, t0 = time.process_time(), time.perf_counter(); last[(m, c)] = conds[c]()
+                times[m][c].append(time.perf_counter() - t0); cpu[m][c].append(time.process_time() - c0)
         print(f"round {r + 1}/{args.rounds} done (load {os.getloadavg()[0]:.2f})", flush=True)
     la1 = os.getloadavg()
     print(f"\nmedian seconds per call over {args.rounds} interleaved rounds (each call: setup + all its states); ratio = peer / rlexplain")
@@ -327,6 +329,12 @@ def run(args):
                 v, w = np.asarray(last[(m, "rlexplain")], np.float64), np.asarray(last[(m, c)], np.float64)
                 if v.shape == w.shape: d = f"{np.abs(v - w).max() / max(np.abs(w).max(), 1e-12):.1e}"
             print(f"{head}  {c:<8}{ps:>9.3f}{ps / rx:>8.2f}  {d:>13}")
+    print("\nmedian process CPU seconds per call (all threads; less sensitive than wall time to other processes on a busy machine, "
+          "but it counts a second thread's work, so it favours single-threaded code)")
+    for m, conds in rows.items():
+        rx = statistics.median(cpu[m]["rlexplain"])
+        print(f"  {m:<20} rlexplain {rx:8.3f} | " + " | ".join(f"{c} {statistics.median(cpu[m][c]):8.3f} (ratio {statistics.median(cpu[m][c]) / rx:.2f})"
+                                                          for c in conds if c != "rlexplain"))
     print(f"\nload average after: {la1[0]:.2f} {la1[1]:.2f} {la1[2]:.2f} | all rounds (s): " +
           "; ".join(f"{m}/{c} " + ",".join(f"{t:.2f}" for t in ts) for m, cs in times.items() for c, ts in cs.items()))
 
