@@ -141,7 +141,8 @@ class _ARTShift(Shift):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class FGSM(_ARTShift):
-    "Fast gradient sign method (Goodfellow et al. 2015): `x + eps * sign(grad J)`, `||delta||_inf <= eps`. ART `FastGradientMethod`."
+    """Fast gradient sign method (Goodfellow et al. 2015): `x + eps * sign(grad J)`, `||delta||_inf <= eps`. ART
+    `FastGradientMethod`'s computation, run in torch by `apply` (bit-equal to ART; `attack` gives ART's own object)."""
     eps: float = 8 / 255            # L_inf budget, in [0, 1] pixel units (torchattacks' default)
     temperature: float = 1.0        # softmax temperature of the loss (changes the gradient's direction slightly)
     batch_size: int = 128
