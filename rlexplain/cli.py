@@ -453,9 +453,9 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
     tag = f"[rlexplain {label or 'demo'}]"
     say = lambda i, k, msg: print(f"{tag} {f'{i + 1}/{len(steps)} {k}: ' if len(steps) > 1 else ''}{msg}", flush=True)
     t_start = time.time()
-    def finished(i, k):
+    def finished(i, k):   # where the step's results are, as soon as they are there
         left = f", {_eta(steps, i + 1, spent, out, execute_docs)}" if i + 1 < len(steps) else ""
-        say(i, k, f"finished in {spent[k]:.0f} s; {time.time() - t_start:.0f} s so far{left}")
+        say(i, k, f"finished in {spent[k]:.0f} s, results in {out / k}/; {time.time() - t_start:.0f} s so far{left}")
     for i, k in enumerate(keys):
         title, text, fn = DEMOS[k]
         sec = Section(out, k, title, text); done = sec.dir / "done.json"; sec.force = force
@@ -654,7 +654,7 @@ def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs",
     pages_out, index_body = [], None
     try:
         for k, nb_path in enumerate(paths):
-            nb = nbformat.read(nb_path, as_version=4)
+            nb = nbformat.read(nb_path, as_version=4); nb.metadata.setdefault("language_info", {"name": "python"})
             print(f"[rlexplain docs] {k + 1}/{len(paths)} {'executing' if execute else 'rendering'} {nb_path.name} ...", flush=True)
             if execute: run_notebook(nb, scratch / "nbs", timeout)
             title, desc = _nb_summary(nb); for_readers(nb); _docs_outputs(nb, pages)
@@ -688,6 +688,7 @@ def render_readme(nb: str | Path = "nbs/index.ipynb", out: str | Path = "README.
     import nbformat
     from nbconvert import MarkdownExporter
     nb_path = Path(nb); node = nbformat.read(nb_path, as_version=4)
+    node.metadata.setdefault("language_info", {"name": "python"})   # committed notebooks keep the kernelspec only: ```python fences
     if execute:
         from rlexplain.lessons import run_notebook
         run_notebook(node, nb_path.parent, 600)

@@ -78,3 +78,11 @@ def test_executed_docs_write_only_under_out(tmp_path):
     assert [p for p in after if p not in before and not str(p).startswith("repo/docs")] == []
     assert not (out / ".execute").exists()                           # the scratch copy is removed
     assert "report.html" in (out / "w.html").read_text()             # the run folder was visible as ../runs/demo
+
+
+def test_readme_is_the_index_notebook_rendered(tmp_path):
+    "README.md is generated from nbs/index.ipynb by `rlexplain readme` (its committed outputs): edit the notebook, then regenerate."
+    from rlexplain.cli import render_readme
+    out = render_readme(ROOT / "nbs" / "index.ipynb", tmp_path / "README.md")
+    assert out.read_text() == (ROOT / "README.md").read_text(), "README.md is out of step with nbs/index.ipynb: run `rlexplain readme`"
+    assert "```python" in out.read_text()
