@@ -541,7 +541,8 @@ def _diff(a: Estimate, b: Estimate, label: str) -> Estimate:
     if a.se is None or b.se is None: return Estimate(label, a.mean - b.mean, None, math.inf, min(a.n or 0, b.n or 0) or None, a.unit, None, "point estimates, no interval")
     se, df = _welch(a, b)
     sd = math.sqrt((a.sd or 0) ** 2 + (b.sd or 0) ** 2) if (a.sd is not None and b.sd is not None) else None
-    return Estimate(label, a.mean - b.mean, se, df, min(a.n or 0, b.n or 0) or None, a.unit, sd, f"Welch t, {a.method} and {b.method}")
+    how = f"Welch t of two {a.method}" if a.method == b.method else f"Welch t of {a.method} and {b.method}"
+    return Estimate(label, a.mean - b.mean, se, df, min(a.n or 0, b.n or 0) or None, a.unit, sd, how)
 
 @measure("ir.R_drop")
 def _m_ir_drop(run, pipeline: str) -> list[Estimate]:
