@@ -502,6 +502,12 @@ def _refill_steps(pipe: Pipeline) -> int:
     hp = pipe.hyperparams
     return max(0, int(hp.get("learning_starts", 0)) - int(hp.get("sa_start", 0)))
 
+def _train_command(job: TrainJob) -> str:
+    "The `rlexplain zoo train` command that trains `job` (its env kwargs as flags: the card must reproduce the run)."
+    flags = " --fire-on-life-loss" if dict(job.env_kwargs).get("fire_on_life_loss") else ""
+    return (f"rlexplain zoo train --env {job.env_id} --pipelines {job.pipeline} --seeds {job.seed} "
+            f"--checkpoints {','.join(str(c) for c in job.checkpoints)}{flags}")
+
 def train_agent(job: TrainJob) -> list[str]:
     """Train one agent (resuming if a snapshot exists) and write its zoo entries; returns their folders.
     An off-policy run resumed from its snapshot refills its replay buffer (`_refill_steps`) before it updates again.
@@ -546,8 +552,7 @@ def train_agent(job: TrainJob) -> list[str]:
                 "n_envs": pipe.n_envs, "observation_shape": list(env.observation_space.shape),
                 "n_actions": int(env.action_space.n), "versions": _versions(),
                 "wall_clock_s": round(wall0 + time.time() - t0, 1),
-                "command": f"rlexplain zoo train --env {job.env_id} --pipeline {job.pipeline} --seeds {job.seed} "
-                           f"--checkpoints {','.join(str(c) for c in job.checkpoints)}",
+                "command": _train_command(job),
                 "evaluation": None}
         save_json(d / "card.json", card); written.append(str(d))
 
@@ -689,11 +694,17 @@ def _card_policy(card: dict, net, device, name: str) -> Policy:
 
 def untrained_agent(path: str | Path,        # a zoo entry folder: its card gives the architecture
                     seed: int = 0,           # torch seed of the fresh weights
-                    device: str | torch.device = "auto") -> Policy:
-    """The architecture of a zoo entry with freshly initialised weights (SB3's own initialisers, `torch.manual_seed(seed)`):
-    the "untrained agent" of ad hoc switching (notebook 51) and a baseline anywhere. Raises `FileNotFoundError` without a
-    card and `ValueError` for a corrupt one (see `load_card`)."""
+                    device: str | torch.device = "auto",
+                    init: str | None = "card", # "card": the card's initialisation (e.g. ALL's zero heads); None: SB3's initialisers
+                    ) -> Policy:
+    """The architecture of a zoo entry with freshly initialised weights (`torch.manual_seed(seed)`): the "untrained agent"
+    of ad hoc switching (notebook 51), the IR paper's untrained agents (lesson 10) and a baseline anywhere. With
+    `init="card"` an entry of the IR paper's presets (card `init` "all-0.7.1") starts as ALL 0.7.1 starts, output heads at
+    zero; `init=None` uses SB3's initialisers for every layer. Raises `FileNotFoundError` without a card, `ValueError` for a
+    corrupt one (see `load_card`) or another `init`."""
+    if init not in ("card", None): raise ValueError(f"init must be 'card' or None (SB3's initialisers); got {init!r}.")
     card = load_card(path)
+    if init is None: card = {**card, "init": None}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed)); net = _card_network(card)
     return _card_policy(card, net, device, f"untrained {card['pipeline']} (seed {seed})")
