@@ -9,8 +9,10 @@ thread as in training), then:
 - warm-up (untimed): `--warmup` env steps; for the value-based pipelines `learning_starts` is lowered to the warm-up
   (the replay start of a real run is 20k steps; an update costs the same with a smaller buffer), so that
 - the timed segment, `--steps` env steps, includes the updates at the pipeline's own `train_freq` / rollout length.
-`frames/s` = timed env steps x 4 frames (frame skip) / seconds. `env only` is the same vector env stepped with random
-actions (no network): the ceiling any trainer reaches here, and the basis of the GPU estimate.
+`frames/s` = timed env steps x 4 frames (frame skip) / wall seconds; `CPU frames/s` the same over the process's CPU
+seconds (one thread: what the run would reach with a core of its own, so it stands when other jobs load the machine;
+the estimates use it). `env only` is the same vector env stepped with random
+actions (no network; CPU frames/s): the ceiling any trainer reaches here, and the basis of the GPU estimate.
 
     python bench/train_throughput.py [--steps 2000] [--warmup 1000] [--pipelines dqn,qrdqn,ppo,a2c] [--features compact,nature]
 """
@@ -49,21 +51,24 @@ def env_only(pipeline: str, steps: int, root: str) -> float:
     n = get_pipeline(pipeline, job.env_id).n_envs
     env = _make_vec_env(job, n); env.reset()
     rng = np.random.default_rng(0); k = max(1, steps // n)
-    t0 = time.perf_counter()
+    c0 = time.process_time()
     for _ in range(k): env.step(rng.integers(0, env.action_space.n, n))
-    dt = time.perf_counter() - t0; env.close()
-    return k * n * 4 / dt
+    dc = time.process_time() - c0; env.close()
+    return k * n * 4 / dc
 
 
 def measure(pipeline: str, features: str, steps: int, warmup: int, root: str) -> dict:
     model, pipe = build(pipeline, features, root, warmup=warmup)
     t0 = time.perf_counter(); model.learn(total_timesteps=warmup, reset_num_timesteps=False, progress_bar=False); tw = time.perf_counter() - t0
     n0 = model.num_timesteps
-    t0 = time.perf_counter(); model.learn(total_timesteps=steps, reset_num_timesteps=False, progress_bar=False); dt = time.perf_counter() - t0
+    c0, t0 = time.process_time(), time.perf_counter()
+    model.learn(total_timesteps=steps, reset_num_timesteps=False, progress_bar=False)
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
     done = model.num_timesteps - n0
     updates = getattr(model, "_n_updates", None)
     model.get_env().close()
     return dict(pipeline=pipeline, features=features, n_envs=pipe.n_envs, steps=done, seconds=dt, fps=done * 4 / dt,
+                cpu_fps=done * 4 / dc,
                 warmup_fps=n0 * 4 / tw if tw > 0 else float("nan"), updates=updates,
                 params=sum(p.numel() for p in model.policy.parameters()))
 
@@ -109,7 +114,7 @@ def main():
             envfps[p] = env_only(p, max(args.steps, 2000), root)
             for f in args.features.split(","):
                 r = measure(p, f, args.steps, args.warmup, root); rows.append(r)
-                print(f"  {p:<6} {f:<8} {r['fps']:8.0f} frames/s ({r['steps']} steps in {r['seconds']:.1f} s; warm-up {r['warmup_fps']:.0f}; "
+                print(f"  {p:<6} {f:<8} {r['fps']:8.0f} frames/s, {r['cpu_fps']:8.0f} CPU frames/s ({r['steps']} steps in {r['seconds']:.1f} s; warm-up {r['warmup_fps']:.0f}; "
                       f"updates {r['updates']}; {r['params']:,} parameters) | load {os.getloadavg()[0]:.2f}", flush=True)
     la = os.getloadavg()
     print(f"load average after: {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}\n")
@@ -122,11 +127,11 @@ def main():
         print("\nshipped zoo cards (whole runs, frames / wall_clock_s; median over seeds and checkpoints > 5e4 frames):")
         for (p, f, init), v in sorted(cards.items(), key=lambda kv: str(kv[0])):
             print(f"  {p:<6} {str(f):<8} init={init}: {np.median(v):.0f} frames/s ({len(v)} entries; CPU days for 1e7 x 11: {hours(np.median(v), par) / 24:.1f})")
-    print(f"\n| pipeline | features | n_envs | frames/s (CPU, 1 thread) | env only frames/s | CPU days for 1e7 x 11 | GPU days (bound) |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"\n| pipeline | features | n_envs | frames/s (wall, this load) | CPU frames/s (1 thread) | env only CPU frames/s | CPU days for 1e7 x 11 | GPU days (bound) |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         e = envfps[r["pipeline"]]
-        print(f"| {r['pipeline']} | {r['features']} | {r['n_envs']} | {r['fps']:.0f} | {e:.0f} | {hours(r['fps'], par) / 24:.1f} | "
+        print(f"| {r['pipeline']} | {r['features']} | {r['n_envs']} | {r['fps']:.0f} | {r['cpu_fps']:.0f} | {e:.0f} | {hours(r['cpu_fps'], par) / 24:.1f} | "
               f"{hours(e, par) / 24:.1f} |")
 
 
