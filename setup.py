@@ -33,7 +33,8 @@ setuptools.setup(
     # the zoo of trained agents is package data: its folder is declared as a (data-only) package so that setuptools ships it
     packages=setuptools.find_packages(include=['rlexplain', 'rlexplain.*']) + ['rlexplain.zoo'],
     include_package_data=True,
-    package_data={'rlexplain': ['claims.toml'],   # the scoreboard's claims (rlexplain.scoreboard.load_claims)
+    package_data={'rlexplain': ['claims.toml',   # the scoreboard's claims (rlexplain.scoreboard.load_claims)
+                                'data/*.csv', 'data/*.json'],   # results of papers' own code (bench/xrlbench_original.py)
                   'rlexplain.zoo': ['*/*/*/*/card.json', '*/*/*/*/weights.safetensors', '*.json', '*.md']},
     exclude_package_data={'rlexplain.zoo': ['_resume/**/*']},
     install_requires=requirements,
