@@ -218,9 +218,11 @@ def record_execution(path: str | Path, seconds: float, lib: str | Path | None = 
     return rec[path.name]
 
 def stale_outputs(path: str | Path, lib: str | Path | None = None) -> str | None:
-    """Why notebook `path`'s committed outputs may not be what its current code makes (`None` when they are): never
-    executed by `execute_notebook` (no entry in `RECORD`), or executed with other code (another `code_hash`)."""
+    """Why notebook `path`'s committed outputs may not be what its current code makes (`None` when they are, or when it
+    has no outputs at all): never executed by `execute_notebook` (no entry in `RECORD`), or executed with other code
+    (another `code_hash`)."""
     path = Path(path)
+    if not any(c.get("outputs") for c in json.loads(path.read_text())["cells"]): return None   # nothing to be stale
     try: entry = json.loads((path.parent / RECORD).read_text()).get(path.name)
     except (FileNotFoundError, json.JSONDecodeError): entry = None
     if entry is None: return f"{path.name}: no record of the code its outputs were made with; run `rlexplain lessons --execute --only {path.stem}`"

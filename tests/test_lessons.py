@@ -44,7 +44,8 @@ def test_the_staleness_check_can_fail(tmp_path):
     from rlexplain.lessons import record_execution, stale_outputs
     lib = tmp_path / "lib"; lib.mkdir(); (lib / "m.py").write_text("def f():\n    'Doc.'\n    return 1\n")
     nb = tmp_path / "a.ipynb"
-    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "from rlexplain.m import f", "metadata": {}, "outputs": []}]}))
+    out = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "from rlexplain.m import f", "metadata": {}, "outputs": out}]}))
     assert "no record" in stale_outputs(nb, lib)
     record_execution(nb, 2.0, lib); assert stale_outputs(nb, lib) is None
     (lib / "m.py").write_text("def f():\n    'Changed prose.'\n    return 1\n"); assert stale_outputs(nb, lib) is None
