@@ -304,10 +304,11 @@ def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, second
         best = {k: max(((b, r) for (kk, b), r in med.items() if kk == k), key=lambda br: br[1]) for k in fmts}
         lay = "channels_last" if best["channels_last"][1] > 1.1 * best["contiguous"][1] else "contiguous"
         def grad(b):
-            def run():
-                x = x0[:b].clone().requires_grad_(True)
-                out = nets[lay](x.contiguous(memory_format=fmts[lay]) if lay == "channels_last" else x)
-                torch.autograd.grad(out.sum(), x)
+            def run():   # enable_grad: callers (Policy.outputs, agent_probs) often run under no_grad
+                with torch.enable_grad():
+                    x = x0[:b].clone().requires_grad_(True)
+                    out = nets[lay](x.contiguous(memory_format=fmts[lay]) if lay == "channels_last" else x)
+                    torch.autograd.grad(out.sum(), x)
             return run
         gb = (16, 32, 64, 128)
         gmed = _time_rates({b: grad(b) for b in gb}, {b: b for b in gb}, seconds, rounds, clock)

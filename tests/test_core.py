@@ -556,3 +556,15 @@ def test_action_probs_are_detached():
     pol = Policy.from_module(torch.nn.Linear(3, 2), (3,), device="cpu")
     p = pol.action_probs(torch.rand(4, 3, requires_grad=True))
     assert p.grad_fn is None and not p.requires_grad and torch.allclose(p.sum(-1), torch.ones(4))
+
+
+def test_calibration_runs_under_no_grad():
+    "Policy.outputs runs under no_grad: the gradient pass of the calibration must enable grad itself (IR crashed on it)."
+    import torch
+    from rlexplain.core import _calibrate
+    net = torch.nn.Sequential(torch.nn.Conv2d(4, 2, 8, 4), torch.nn.Flatten(), torch.nn.LazyLinear(3))
+    net(torch.zeros(1, 4, 84, 84))
+    ticks = iter(range(10**6))
+    with torch.no_grad():
+        s = _calibrate(net, (4, 84, 84), torch.device("cpu"), seconds=0.0, rounds=1, clock=lambda: float(next(ticks)))
+    assert s["grad_batch_size"] in (16, 32, 64, 128)
