@@ -502,6 +502,11 @@ def _refill_steps(pipe: Pipeline) -> int:
     hp = pipe.hyperparams
     return max(0, int(hp.get("learning_starts", 0)) - int(hp.get("sa_start", 0)))
 
+def _card_value(v):
+    "A hyperparameter as a card stores it: numbers, strings and bools as they are, anything else (and inf) as its repr (strict JSON)."
+    if isinstance(v, float) and not math.isfinite(v): return repr(v)
+    return v if isinstance(v, (int, float, str, bool)) else str(v)
+
 def _train_command(job: TrainJob) -> str:
     "The `rlexplain zoo train` command that trains `job` (its env kwargs as flags: the card must reproduce the run)."
     flags = " --fire-on-life-loss" if dict(job.env_kwargs).get("fire_on_life_loss") else ""
@@ -547,7 +552,7 @@ def train_agent(job: TrainJob) -> list[str]:
                 "pipeline": job.pipeline, "env_id": job.env_id, "env_kwargs": dict(job.env_kwargs),
                 "preprocessing": _preprocessing(job.env_id, dict(job.env_kwargs)), "seed": job.seed,
                 "env_steps": int(model.num_timesteps), "frames": int(frames), "features": _features(job),
-                "hyperparams": {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in pipe.hyperparams.items()},
+                "hyperparams": {k: _card_value(v) for k, v in pipe.hyperparams.items()},
                 "init": pipe.init, "schedules": {a: repr(s) for a, s in pipe.schedules}, "source": pipe.source,
                 "n_envs": pipe.n_envs, "observation_shape": list(env.observation_space.shape),
                 "n_actions": int(env.action_space.n), "versions": _versions(),

@@ -229,3 +229,47 @@ def test_card_with_a_bad_action_count(tmp_path, value):
     card = json.loads((d / "card.json").read_text()); card["n_actions"] = value; (d / "card.json").write_text(json.dumps(card))
     with pytest.raises(ValueError, match="n_actions must be a positive integer"):
         load_agent(d, device="cpu")
+
+
+def test_ir_zoo_follows_the_papers_presets(zoo):
+    """The IR study's Toybox agents were trained with ALL 0.7.1's presets (the IR paper's code): every card says so, and the
+    untrained checkpoint (5e4 frames, before DQN's and QR-DQN's replay start) still has ALL's zero output heads, so its
+    q-values are exactly 0 for every action; SB3's own initialisers (init=None) give non-zero q-values."""
+    from rlexplain.agents import untrained_agent
+    z = zoo[zoo.env_id == DEMO_ZOO["env_id"]]
+    x = np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
+    for pipe in DEMO_ZOO["pipelines"]:
+        rows = z[z.pipeline == pipe]
+        assert len(rows) == len(DEMO_ZOO["seeds"]) * len(DEMO_ZOO["checkpoints"][pipe]), pipe
+        for path in rows.path:
+            card = load_json(f"{path}/card.json")
+            assert card["init"] == "all-0.7.1" and "autonomous-learning-library 0.7.1" in card["source"], path
+        if pipe in ("dqn", "qrdqn"):
+            for path in rows[rows.frames == 50_000].path:
+                assert (load_agent(path, device="cpu").outputs(x) == 0).all(), path
+            fresh = untrained_agent(rows.path.iloc[0], seed=1, device="cpu", init=None)
+            assert (fresh.outputs(x) != 0).any()
+            assert (untrained_agent(rows.path.iloc[0], seed=1, device="cpu").outputs(x) == 0).all()
+    with pytest.raises(ValueError, match="init must be"):
+        untrained_agent(z.path.iloc[0], init="xavier")
+
+
+def test_ir_zoo_cards_record_the_command_that_trains_them(zoo):
+    "Each IR card's `command`, parsed by the CLI's own parser, names its pipeline, seed, checkpoints and env flags."
+    import shlex
+    from rlexplain.cli import build_parser
+    z = zoo[zoo.env_id == DEMO_ZOO["env_id"]]
+    for path in z.path:
+        card = load_json(f"{path}/card.json")
+        args = build_parser().parse_args(shlex.split(card["command"])[1:])
+        assert args.pipelines == [card["pipeline"]] and args.seeds == [card["seed"]], card["command"]
+        assert card["frames"] in args.checkpoints and max(args.checkpoints) == max(DEMO_ZOO["checkpoints"][card["pipeline"]])
+        assert args.fire_on_life_loss == bool(card["env_kwargs"].get("fire_on_life_loss")), card["command"]
+
+
+def test_cards_are_strict_json(zoo):
+    "Cards parse as strict JSON (no Infinity/NaN tokens that jq or a browser would reject)."
+    import json
+    def _refuse(token): raise ValueError(f"non-standard JSON token {token}")
+    for path in zoo.path:
+        with open(f"{path}/card.json") as f: json.load(f, parse_constant=_refuse)
