@@ -35,6 +35,7 @@ from .attribution import (
     cascading_randomization, check_int, forward_batches, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
     INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
     model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
+from .attribution import explain as attribute   # the one road to an explanation
 from .core import Policy, Result, RunDir, get_scale, load_json, map_batches, run_jobs, ScaledConfig, progress as progress_bar
 from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap
 
@@ -68,16 +69,19 @@ def explain(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(po
             action: Any = None,      # None: greedy action; an int or (B,) ints
             **overrides,             # parameters replacing the method's defaults (e.g. patch=4)
             ) -> SaliencyMap:        # values (B, H, W); `method` is the key
-    "Saliency maps of `method` with the benchmark's parameters. Raises `KeyError` for an unknown key, `TypeError` for a bad callable result."
+    """Saliency maps of `method` with the benchmark's parameters, through `rlexplain.attribution.explain` (the one road; the maps are the
+    attribution's `pixels()`, bit for bit the method's own). Raises `KeyError` for an unknown key, `TypeError` for a bad callable result."""
     if callable(method):
         m = method(policy, obs, action, **overrides)
         if not isinstance(m, SaliencyMap): raise TypeError(f"a custom saliency method must return a SaliencyMap; got {type(m).__name__}.")
         return m
-    if method == "random": return random_saliency(policy, obs, action, **overrides)
-    if method not in BENCH_METHODS: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(BENCH_METHODS)}.")
-    name, params = BENCH_METHODS[method]
-    m = SALIENCY_METHODS[name](policy, obs, action, **{**params, **overrides})
-    return dataclasses.replace(m, method=method)
+    if method == "random": key, params = "random", {}
+    elif method in BENCH_METHODS:
+        name, params = BENCH_METHODS[method]
+        key = f"lime_{params['segmentation']}" if name == "lime" else name     # the explainer registry's name of the method
+    else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(BENCH_METHODS)}.")
+    att = attribute(key, policy, obs, action, **{**params, **overrides})    # rlexplain.attribution.explain: the one road
+    return SaliencyMap(att.pixels(), att.actions, method, att.params)
 
 # %% ../nbs/31_saliency_bench.ipynb #9585a60d
 PAPER_CALIBRATION = pd.DataFrame({"spearman": [0.0087, 0.0093], "ssim": [0.0136, 0.0374], "hog": [0.0096, 0.0087]},

@@ -202,12 +202,53 @@ def test_image_perturbation_saliency_is_noise_sensitivity(cnn):
     with pytest.raises(ValueError, match="blur_mode must be one of"): saliency.noise_sensitivity(pol, x, blur_mode="wrap")
 
 
+LAYERS = ["_utils", "_base", "explainers.perturbation", "explainers.rise", "explainers.lime", "explainers.maps", "explainers.fitted",
+          "explainers.tabular", "explainers.gradient", "explainers.xrlbench", "metrics.fidelity", "metrics.robustness",
+          "metrics.randomisation", "metrics.insertion"]   # low to high: a module may import only from those before it
+
+
+def _package_imports() -> dict:
+    "{module of rlexplain.attribution: [absolute names of the rlexplain modules it imports]} from the files' import statements."
+    import ast
+    from pathlib import Path
+    import rlexplain.attribution as A
+    root = Path(A.__file__).parent
+    out = {}
+    for f in sorted(root.rglob("*.py")):
+        rel = f.relative_to(root).with_suffix("")
+        pkg = ["rlexplain", "attribution", *rel.parts[:-1]]
+        name = ".".join(["rlexplain", "attribution", *rel.parts]).removesuffix(".__init__")
+        deps = []
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg[:len(pkg) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                deps += [mod] if node.module else [f"{mod}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import): deps += [a.name for a in node.names]
+        out[name] = [d for d in deps if d.startswith("rlexplain")]
+    return out
+
+
+def test_the_package_is_layered_and_small():
+    "At least 6 files, none over 800 lines; no module imports from a higher one (the __init__ files gather, they are the top)."
+    from pathlib import Path
+    import rlexplain.attribution as A
+    files = list(Path(A.__file__).parent.rglob("*.py"))
+    assert len(files) >= 6 and max(len(f.read_text().splitlines()) for f in files) <= 800
+    order = [f"rlexplain.attribution.{m}" for m in LAYERS]
+    for mod, deps in _package_imports().items():
+        if mod not in order: continue                                   # a package __init__
+        for d in deps:
+            if d.startswith("rlexplain.attribution"):
+                assert d in order and order.index(d) < order.index(mod), f"{mod} imports {d}, which is not below it"
+            else: assert d == "rlexplain.core", (mod, d)
+
+
 def test_the_layer_is_low_and_each_method_lives_once():
     "rlexplain.attribution imports no lesson module; the lessons' method names are the layer's own objects."
-    import inspect, rlexplain.attribution as A
-    src = inspect.getsource(A)
-    for mod in ("saliency", "saliency_bench", "xrlbench"):
-        assert f"rlexplain.{mod}" not in src and f"from .{mod}" not in src and f"import {mod}" not in src
+    import rlexplain.attribution as A
+    for mod, deps in _package_imports().items():
+        for d in deps: assert d not in ("rlexplain.saliency", "rlexplain.saliency_bench", "rlexplain.xrlbench", "rlexplain.compare"), (mod, d)
     for name in ("occlusion", "noise_sensitivity", "sarfa", "RISE", "lime", "segment", "SaliencyMap", "paper_saliency"):
         assert getattr(saliency, name) is getattr(A, name)
     for name in ("TabularSHAP", "TabularLIME", "PerturbationSaliency", "SARFA", "DeepSHAP", "GradientSHAP", "IntegratedGradients",
@@ -436,3 +477,17 @@ def test_to_shap_of_a_tabular_attribution():
     np.testing.assert_allclose(sx.values, att.values, rtol=1e-6)
     # DeepSHAP is additive: base value + sum of values = the explained output
     np.testing.assert_allclose(sx.base_values + sx.values.sum(1), pol.outputs(B[:5]).numpy()[np.arange(5), att.actions], rtol=1e-4, atol=1e-5)
+
+
+def test_pixel_maps_survive_the_contract_bit_for_bit():
+    "Three frames: m/3 summed three times is not m in float32; pixels() returns the method's own map, and saliency_bench's route is explain."
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 7 * 7, 3))
+    pol = Policy.from_module(net, (3, 16, 16), device="cpu")
+    x = np.random.default_rng(1).random((4, 3, 16, 16)).astype(np.float32)
+    m = saliency.noise_sensitivity(pol, x, radius=3)
+    att = explain("noise_sensitivity", pol, x, radius=3)
+    np.testing.assert_array_equal(att.pixels(), m.values)
+    np.testing.assert_array_equal(att[1:3].pixels(), m.values[1:3])
+    np.testing.assert_array_equal(saliency_bench.explain("noise_sensitivity", pol, x).values, m.values)
+    np.testing.assert_array_equal(saliency_bench.explain("random", pol, x).values, saliency_bench.random_saliency(pol, x).values)
