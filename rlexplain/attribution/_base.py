@@ -207,7 +207,6 @@ class Explainer:
         self.check_policy(policy)
         x = as_states(states, policy)
         if len(x) == 0: raise ValueError("states is empty (N = 0); pass at least one state.")
-        getattr(policy, "settings", None)   # calibrate the compute settings here, with gradients on: core times gradient passes too
         a = resolve_actions(actions, policy.outputs(x))
         t0 = time.perf_counter()
         values, extra = self._explain(policy, x, a)
