@@ -200,6 +200,10 @@ def aggregate(work: Path, envs, args, versions: dict) -> None:
             vals = {met: float(np.mean([r["value"] for r in recs if r.get("kind") == "metric" and r["method"] == m and r["metric"] == met
                                           and (met == "RIS" or r["is_abs"])])) for met in (*FIDELITY, "RIS")}
             other.setdefault(f"n_states={meta['n_states']}", {}).setdefault(meta["env"], {})[METHODS[m]] = {k: round(v, 4) for k, v in vals.items()}
+    info["not_run"] = {"methods": {e: [METHODS[m] for m in METHODS if m not in set(metas.get(e, {}).get("seconds", {}))]
+                                   for e in (ENVS[v] for v in envs)},
+                       "why": "not finished in the session's time: the 2-core machine ran a training job and other test runs "
+                              "(load 10-15), so the nice-10 workers got 2-4% of a core each; resume with the same command"}
     info["other_n_states"] = {"note": "the same protocol at another n_states (auc_abs for fidelity, the code's RIS); methods not listed did not finish",
                               **other}
     (out / "xrlbench_original_code.json").write_text(json.dumps(info, indent=1, default=str) + "\n")
