@@ -238,13 +238,18 @@ def test_ir_zoo_follows_the_papers_presets(zoo):
     from rlexplain.agents import untrained_agent
     z = zoo[zoo.env_id == DEMO_ZOO["env_id"]]
     x = np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
+    from rlexplain.agents import TOYBOX_PIPELINES
+    assert sorted(TOYBOX_PIPELINES) == ["dqn", "qrdqn"]   # PPO stays RL-Zoo's at demo scale (02_agents: ppo-all did not learn by 4e5 frames)
     for pipe in DEMO_ZOO["pipelines"]:
         rows = z[z.pipeline == pipe]
         assert len(rows) == len(DEMO_ZOO["seeds"]) * len(DEMO_ZOO["checkpoints"][pipe]), pipe
         for path in rows.path:
             card = load_json(f"{path}/card.json")
-            assert card["init"] == "all-0.7.1" and "autonomous-learning-library 0.7.1" in card["source"], path
-        if pipe in ("dqn", "qrdqn"):
+            if pipe in TOYBOX_PIPELINES:
+                assert card["init"] == "all-0.7.1" and "autonomous-learning-library 0.7.1" in card["source"], path
+            else:
+                assert card.get("init") is None, path
+        if pipe in TOYBOX_PIPELINES:
             for path in rows[rows.frames == 50_000].path:
                 assert (load_agent(path, device="cpu").outputs(x) == 0).all(), path
             fresh = untrained_agent(rows.path.iloc[0], seed=1, device="cpu", init=None)
@@ -259,7 +264,7 @@ def test_ir_zoo_cards_record_the_command_that_trains_them(zoo):
     import shlex
     from rlexplain.cli import build_parser
     z = zoo[zoo.env_id == DEMO_ZOO["env_id"]]
-    for path in z.path:
+    for path in z[z.pipeline.isin(["dqn", "qrdqn"])].path:    # the entries trained since cards record the full command
         card = load_json(f"{path}/card.json")
         args = build_parser().parse_args(shlex.split(card["command"])[1:])
         assert args.pipelines == [card["pipeline"]] and args.seeds == [card["seed"]], card["command"]
