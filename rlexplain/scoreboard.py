@@ -25,10 +25,10 @@ from .xrlbench import paper_results
 
 # %% auto #0
 __all__ = ['VERDICTS', 'LEVEL', 'SCORERS', 'MEASURES', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS', 'CLAIMS', 'PRE_PERIOD_TOL',
-           'BOARD_COLUMNS', 'BOARD_TEXT_COLUMNS', 'NotRun', 'NotComparable', 'run_scale', 'RunTables', 'Estimate',
-           'n_to_decide', 'Check', 'check_greater', 'check_within', 'check_overlap', 'verdict', 'ir_paper_table',
-           'random_policy_R', 'measure', 'load_claims', 'score_claim', 'score_run', 'summary_line', 'board_text',
-           'plot']
+           'ORIGINAL_CODE', 'BOARD_COLUMNS', 'BOARD_TEXT_COLUMNS', 'NotRun', 'NotComparable', 'run_scale', 'RunTables',
+           'Estimate', 'n_to_decide', 'Check', 'check_greater', 'check_within', 'check_overlap', 'verdict',
+           'ir_paper_table', 'random_policy_R', 'measure', 'load_claims', 'score_claim', 'original_code_table',
+           'original_code_check', 'score_run', 'summary_line', 'board_text', 'plot']
 
 # %% ../nbs/95_scoreboard.ipynb #d5af694f
 class NotRun(LookupError):
@@ -37,7 +37,7 @@ class NotRun(LookupError):
 class NotComparable(ValueError):
     "The run measured the claim under conditions the paper's value does not apply to (verdict 'not comparable')."
 
-VERDICTS = ("reproduced", "contradicted", "inconclusive", "not comparable", "not run")
+VERDICTS = ("reproduced", "contradicted", "inconclusive", "not reproduced by the paper's code", "not comparable", "not run")
 
 def run_scale(run_dir: str | Path) -> str | None:
     """The scale ("demo", "reference" or "paper") a run was made at: `config.json`'s `"scale"`, else the one scale every
@@ -956,6 +956,45 @@ def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
                     else e.method for e in shown) + more
     return dict(verdict=v, ours=ours, interval=ivs, n=_ns(items), why=f"{why} [{scale} scale]")
 
+# %% ../nbs/95_scoreboard.ipynb #b0c0de02
+ORIGINAL_CODE = "not reproduced by the paper's code"
+
+def original_code_table() -> pd.DataFrame:
+    """XRL-Bench's own code on its released agents (`rlexplain/data/xrlbench_original_code.csv`, written by
+    `bench/xrlbench_original.py`): env, explainer, metric, aggregation, value, n_states, commit, settings, run_date.
+    Raises `FileNotFoundError` if the package lacks the file."""
+    from importlib.resources import files
+    f = files("rlexplain") / "data" / "xrlbench_original_code.csv"
+    if not f.is_file(): raise FileNotFoundError(f"{f} is missing: reinstall rlexplain, or rerun bench/xrlbench_original.py.")
+    return pd.read_csv(str(f))
+
+def original_code_check(claim: dict | pd.Series,    # a row of CLAIMS
+                        table: pd.DataFrame | None = None, # None: original_code_table()
+                        ) -> tuple[bool, str] | None:
+    """Does the paper's own code, on the paper's own agent, reproduce this claim? `(True/False, its numbers)` for the
+    XRL-Bench claims whose measure is `xrl.metric` with comparator `best` (the subject is the code's best explainer) or
+    `within` (the code's value within the tolerance); None where the code has no record (another game, another claim
+    kind). Fidelity: `auc_abs`; RIS: `max_over_states`."""
+    c = {k: v for k, v in dict(claim).items() if not (isinstance(v, float) and math.isnan(v))}   # CLAIMS' empty cells
+    if c.get("measure") != "xrl.metric" or c.get("comparator") not in ("best", "within"): return None
+    t = original_code_table() if table is None else table
+    a = dict(c.get("args") or {}); metric = a.get("metric")
+    agg = "max_over_states" if metric == "RIS" else "auc_abs"
+    v = t[(t.env == a.get("env")) & (t.metric == metric) & (t.aggregation == agg)].set_index("explainer").value
+    if v.empty: return None
+    head = f"XRL-Bench's code ({str(t.commit.iloc[0])[:7]}, {int(t.n_states.iloc[0])} states, its own agent)"
+    if c["comparator"] == "best":
+        subject = c.get("subject")
+        if subject not in v.index: return None
+        best = v.idxmin() if c.get("direction") == "min" else v.idxmax()
+        order = ", ".join(f"{k} {x:.3g}" for k, x in v.sort_values(ascending=c.get("direction") == "min").items())
+        return best == subject, f"{head}: {metric} {order}; best {best}"
+    subject = c.get("subject") or (list(c.get("only") or []) or [None])[0]
+    target, tol = float(c.get("target", float("nan"))), float(c.get("tolerance", float("nan")))
+    if subject not in v.index or math.isnan(target): return None
+    ok = abs(float(v[subject]) - target) <= tol
+    return ok, f"{head}: {subject} {metric} {float(v[subject]):.3g} vs {target:g} ± {tol:g}"
+
 # %% ../nbs/95_scoreboard.ipynb #01acfab6
 BOARD_COLUMNS = ["id", "paper", "where", "kind", "claim", "paper_value", "ours", "interval", "n", "verdict", "why"]
 
@@ -971,8 +1010,15 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
     run = RunTables(p); rows = []
     for _, c in (CLAIMS if claims is None else claims).iterrows():
         kind = c["kind"] + (f" ({c['from_table']})" if c["kind"] == "derived" else "")
+        r = score_claim(c, run)
+        try: oc = original_code_check(c)
+        except FileNotFoundError: oc = None
+        if oc is not None and not oc[0] and r["verdict"] != "not run":   # measured by us, missed by the paper's own code
+            r = {**r, "verdict": ORIGINAL_CODE, "why": f"{oc[1]}; ours: {r['verdict']}: {r['why']}"}
+        elif oc is not None:
+            r = {**r, "why": f"the paper's code {'reproduces' if oc[0] else 'does not reproduce'} it ({oc[1]}); {r['why']}"}
         rows.append({"id": c["id"], "paper": c["paper"], "where": c["where"], "kind": kind, "claim": c["cell"],
-                     "paper_value": c["paper_value"], **score_claim(c, run)})
+                     "paper_value": c["paper_value"], **r})
     board = pd.DataFrame(rows, columns=BOARD_COLUMNS)
     board.attrs["scale"] = run.scale or "unknown"; board.attrs["run_dir"] = str(p)
     return board
@@ -983,7 +1029,8 @@ def summary_line(board: pd.DataFrame) -> str:
     if "verdict" not in board: raise KeyError(f"summary_line needs score_run's board (a 'verdict' column); got columns {list(board.columns)}.")
     scale = board.attrs.get("scale", "unknown"); c = board.verdict.value_counts()
     parts = [f"{c.get('reproduced', 0)} of {len(board)} claims reproduced", f"{c.get('contradicted', 0)} contradicted",
-             f"{c.get('inconclusive', 0)} inconclusive", f"{c.get('not comparable', 0)} not comparable at {scale} scale", f"{c.get('not run', 0)} not run"]
+             f"{c.get('inconclusive', 0)} inconclusive", f"{c.get(ORIGINAL_CODE, 0)} {ORIGINAL_CODE}",
+             f"{c.get('not comparable', 0)} not comparable at {scale} scale", f"{c.get('not run', 0)} not run"]
     return f"{scale} scale: " + ", ".join(parts)
 
 BOARD_TEXT_COLUMNS = ["id", "paper_value", "ours", "verdict", "why"]
@@ -999,7 +1046,7 @@ def board_text(board: pd.DataFrame,      # score_run's board
     with pd.option_context("display.width", width, "display.max_rows", 500, "display.max_colwidth", max_colwidth):
         return summary_line(board) + "\n" + board[BOARD_TEXT_COLUMNS].to_string(index=False)
 
-_COLORS = {"reproduced": "#2a9d3f", "contradicted": "#d1495b", "inconclusive": "#8d6cab", "not comparable": "#edae49", "not run": "#bbbbbb"}
+_COLORS = {"reproduced": "#2a9d3f", "contradicted": "#d1495b", "inconclusive": "#8d6cab", ORIGINAL_CODE: "#6c8ead", "not comparable": "#edae49", "not run": "#bbbbbb"}
 
 def plot(board: pd.DataFrame, ax=None):
     """Verdicts per paper as horizontal stacked bars (counts of claims). Returns the Axes. Raises `KeyError` if

@@ -314,7 +314,7 @@ WANT = {
     "ranld-adv-concentrated": "inconclusive",
     "ranld-gradnorm-jumpier": "not run",           # the column is absent
     "xrl-cartpole-aim-tabularshap": "contradicted", "xrl-cartpole-perturbation-worse": "reproduced",
-    "xrl-cartpole-tabularshap-aim-value": "contradicted", "xrl-lunarlander-aim-tabularshap": "inconclusive",
+    "xrl-cartpole-tabularshap-aim-value": sb.ORIGINAL_CODE, "xrl-lunarlander-aim-tabularshap": "inconclusive",
     "xrl-cartpole-aum-tabularshap": "inconclusive",  # AUM has no spread in the table
     "xrl-flappybird-aim-tabularshap": "not run", "xrl-breakout-aim-deepshap": "not run",
     "sal-pacman-qvalblack-occlusion": "reproduced", "sal-pacman-advblack-sarfa": "contradicted", "sal-pacman-qvalrand-rise": "inconclusive",
@@ -383,7 +383,8 @@ def test_summary_line_board_text_and_plot(run):
     b = sb.score_run(run); c = b.verdict.value_counts()
     line = sb.summary_line(b)
     assert line == (f"demo scale: {c['reproduced']} of {len(b)} claims reproduced, {c['contradicted']} contradicted, "
-                    f"{c['inconclusive']} inconclusive, {c['not comparable']} not comparable at demo scale, {c['not run']} not run")
+                    f"{c['inconclusive']} inconclusive, {c.get(sb.ORIGINAL_CODE, 0)} {sb.ORIGINAL_CODE}, {c['not comparable']} not comparable at demo scale, "
+                    f"{c['not run']} not run")
     txt = sb.board_text(b)
     assert txt.splitlines()[0] == line and "why" in txt.splitlines()[1] and "would decide" in txt
     ax = sb.plot(b)
@@ -428,3 +429,21 @@ def test_run_scale_from_the_sections_configs(tmp_path):
     assert sb.run_scale(tmp_path) is None      # sections disagree: no scale claimed
     (tmp_path / "report.html").write_text("<p>Scale: paper</p>")
     assert sb.run_scale(tmp_path) is None      # ... not even the report's, which names only the last run's scale
+
+
+def test_a_claim_the_papers_own_code_misses_is_named_so_and_not_counted_against_us():
+    "XRL-Bench's own code on its own agent (recorded data): a best-of claim it misses gets its own verdict, both numbers in why."
+    import pandas as pd
+    from rlexplain.scoreboard import ORIGINAL_CODE, VERDICTS, original_code_check
+    assert ORIGINAL_CODE in VERDICTS
+    t = pd.DataFrame({"env": "CartPole", "explainer": ["A", "B"], "metric": "AIM", "aggregation": "auc_abs", "value": [0.2, 0.1],
+                      "n_states": 300, "commit": "abcdef0123"})
+    claim = {"measure": "xrl.metric", "comparator": "best", "subject": "A", "direction": "min", "args": {"env": "CartPole", "metric": "AIM"}}
+    ok, text = original_code_check(claim, t)
+    assert not ok and "best B" in text and "abcdef0" in text
+    assert original_code_check({**claim, "subject": "B"}, t)[0]
+    within = {"measure": "xrl.metric", "comparator": "within", "only": ["A"], "target": 0.21, "tolerance": 0.02,
+              "subject": float("nan"), "args": {"env": "CartPole", "metric": "AIM"}}
+    assert original_code_check(within, t)[0] and not original_code_check({**within, "target": 0.5}, t)[0]
+    assert original_code_check({**claim, "measure": "ir.R"}, t) is None                  # no record: no opinion
+    assert original_code_check({**claim, "args": {"env": "Pong", "metric": "AIM"}}, t) is None
