@@ -172,7 +172,7 @@ def lesson_problems(nbs: str | Path = "nbs", only: Iterable[str] | None = None) 
 
 # %% ../nbs/92_lessons.ipynb #d1e2f3a2
 RECORD = "_executed.json"   # in the notebooks' folder: {notebook: {"code": hash, "seconds": s}} of each lesson's last execution
-_IMPORT = re.compile(r"^\s*(?:from\s+rlexplain\.(\w+)\s+import|import\s+rlexplain\.(\w+)|from\s+rlexplain\s+import\s+\(?([\w ,]+))", re.M)
+_IMPORT = re.compile(r"^\s*(?:from\s+rlexplain\.(\w+)[\w.]*\s+import|import\s+rlexplain\.(\w+)|from\s+rlexplain\s+import\s+\(?([\w ,]+))", re.M)
 
 def _code_of_module(path: Path) -> str:
     "A module's code without docstrings and comments (`ast.dump`), so that editing prose does not make outputs stale."
@@ -188,8 +188,8 @@ def code_hash(path: str | Path,              # an .ipynb file
               lib: str | Path | None = None,  # the package folder (default: the installed rlexplain's)
               ) -> str:                       # 16 hex digits
     """A hash of the code a lesson's outputs depend on: its code cells (every cell, `#|` directives included), and
-    the code of every `rlexplain` module they import by name (docstrings and comments left out, so that editing prose
-    does not count). Modules those modules import are not followed. Raises `FileNotFoundError` for a missing notebook."""
+    the code of every `rlexplain` module they import by name, every module of a package such as `rlexplain.attribution`
+    (docstrings and comments left out, so that editing prose does not count). Modules those modules import are not followed. Raises `FileNotFoundError` for a missing notebook."""
     import hashlib
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"no notebook at {path}")
@@ -203,8 +203,9 @@ def code_hash(path: str | Path,              # an .ipynb file
         mods |= {m.group(1) or m.group(2)} if (m.group(1) or m.group(2)) else {x.strip() for x in m.group(3).split(",") if x.strip()}
     h = hashlib.sha256(code.encode())
     for mod in sorted(mods):
-        f = lib / f"{mod}.py"
-        if f.exists(): h.update(f"\n#module {mod}\n".encode() + _code_of_module(f).encode())
+        f = lib / f"{mod.replace('.', '/')}.py"
+        files = [f] if f.exists() else sorted((lib / mod.replace(".", "/")).rglob("*.py"))   # a package: every module in it
+        for g in files: h.update(f"\n#module {g.relative_to(lib).as_posix()}\n".encode() + _code_of_module(g).encode())
     return h.hexdigest()[:16]
 
 def record_execution(path: str | Path, seconds: float, lib: str | Path | None = None) -> dict:

@@ -50,3 +50,20 @@ def test_the_staleness_check_can_fail(tmp_path):
     record_execution(nb, 2.0, lib); assert stale_outputs(nb, lib) is None
     (lib / "m.py").write_text("def f():\n    'Changed prose.'\n    return 1\n"); assert stale_outputs(nb, lib) is None
     (lib / "m.py").write_text("def f():\n    return 2\n"); assert "other code" in stale_outputs(nb, lib)
+
+
+def test_code_hash_follows_a_package_the_lesson_imports(tmp_path):
+    "A lesson that imports rlexplain.attribution (a package) is stale when any module inside the package changes."
+    import json
+    from rlexplain.lessons import code_hash
+    lib = tmp_path / "lib"; (lib / "pkg" / "sub").mkdir(parents=True)
+    (lib / "pkg" / "__init__.py").write_text("x = 1\n"); (lib / "pkg" / "sub" / "m.py").write_text("def f(): return 1\n")
+    nb = tmp_path / "a.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "from rlexplain.pkg.sub.m import f\n"}]}))
+    h0 = code_hash(nb, lib)
+    (lib / "pkg" / "sub" / "m.py").write_text("def f(): return 2\n")
+    assert code_hash(nb, lib) != h0
+    (lib / "pkg" / "sub" / "m.py").write_text('def f():\n    "a docstring only"\n    return 2\n')   # prose does not count
+    h1 = code_hash(nb, lib)
+    (lib / "pkg" / "sub" / "m.py").write_text("def f(): return 2\n")
+    assert code_hash(nb, lib) == h1
