@@ -278,11 +278,12 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
     sto = np.array([a.stochastic for a in agents]); n = len(agents)
     R = np.full(J * P, np.nan); Rj = np.full((n, J * P), np.nan)
     if len(rows):
-        R[rows] = ir_from_agents(probs[rows], sto, t=t, mode=mode, seed=seed)
+        pv = probs[rows]   # (valid cells, n, A)
+        R[rows] = ir_from_agents(pv, sto, t=t, mode=mode, seed=seed)
         if n >= 3:   # delete-one jackknife over agents (IRMatrix.interval); with 2 agents one left out leaves no pair
             for i in range(n):
                 keep = np.arange(n) != i
-                Rj[i, rows] = ir_from_agents(probs[rows][:, keep], sto[keep], t=t, mode=mode, seed=seed)
+                Rj[i, rows] = ir_from_agents(pv[:, keep], sto[keep], t=t, mode=mode, seed=seed)
     names = tuple(interventions) or tuple(f"I{j}" for j in range(J))
     return IRMatrix(R.reshape(J, P), names, tuple(int(s) for s in state_steps) or tuple(range(P)), pipeline, int(frames),
                     tuple(a.name for a in agents), mode, int(t), Rj.reshape(n, J, P) if n >= 3 else None)

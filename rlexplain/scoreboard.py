@@ -957,16 +957,21 @@ def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
     return dict(verdict=v, ours=ours, interval=ivs, n=_ns(items), why=f"{why} [{scale} scale]")
 
 # %% ../nbs/95_scoreboard.ipynb #b0c0de02
+import functools
 ORIGINAL_CODE = "not reproduced by the paper's code"
 
-def original_code_table() -> pd.DataFrame:
-    """XRL-Bench's own code on its released agents (`rlexplain/data/xrlbench_original_code.csv`, written by
-    `bench/xrlbench_original.py`): env, explainer, metric, aggregation, value, n_states, commit, settings, run_date.
-    Raises `FileNotFoundError` if the package lacks the file."""
+@functools.lru_cache(maxsize=1)
+def _original_code_csv() -> pd.DataFrame:
     from importlib.resources import files
     f = files("rlexplain") / "data" / "xrlbench_original_code.csv"
     if not f.is_file(): raise FileNotFoundError(f"{f} is missing: reinstall rlexplain, or rerun bench/xrlbench_original.py.")
     return pd.read_csv(str(f))
+
+def original_code_table() -> pd.DataFrame:
+    """XRL-Bench's own code on its released agents (`rlexplain/data/xrlbench_original_code.csv`, written by
+    `bench/xrlbench_original.py`): env, explainer, metric, aggregation, value, n_states, commit, settings, run_date.
+    Read once per process (score_run asks once per claim). Raises `FileNotFoundError` if the package lacks the file."""
+    return _original_code_csv().copy()
 
 def original_code_check(claim: dict | pd.Series,    # a row of CLAIMS
                         table: pd.DataFrame | None = None, # None: original_code_table()
