@@ -27,7 +27,7 @@ import matplotlib
 import pandas as pd
 
 from .agents import load_best_agent
-from .core import ConfigMismatchError, RunDir, atomic_write, get_scale, load_json, save_json, save_table
+from .core import SCALES, ConfigMismatchError, RunDir, atomic_write, get_scale, load_json, save_json, save_table
 
 # %% ../nbs/90_cli.ipynb #40c95c78
 class Section:
@@ -281,7 +281,7 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
         ddqn = {card["env_id"]: (pol, make_env(card["env_id"], **card.get("env_kwargs", {})))}
         sec.note("No DDQN agent for the paper's games in the zoo: the tables use the Toybox Breakout DQN.")
     for k, (env_id, (pol, env)) in enumerate(ddqn.items()):
-        ro = collect_rollout(env, pol, n_episodes=1, seed=0, max_steps=300 if scale == "demo" else None, record_states=False)
+        ro = collect_rollout(env, pol, n_episodes=1, seed=0, max_steps={"demo": 300, "reference": 1000}.get(scale), record_states=False)
         res = ranld(pol, ro.obs, name=env_id.split("/")[-1], keep_gradients=False)
         fig, axs = plt.subplots(1, 2, figsize=(8, 2.2), gridspec_kw={"width_ratios": [4, 1]})
         res.plot(ax=axs[0]); res.plot_spectrum(ax=axs[1]); fig.tight_layout()
@@ -296,7 +296,7 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     pairs = sorted(set(z[z.pipeline == "sa-ddqn"].env_id) & set(z[z.pipeline == "ddqn"].env_id)) if len(z) else []
     for env_id in pairs[:1]:
         cmp = compare_policies({"DDQN": load_best_agent(env_id, "ddqn")[0], "SA-DDQN": load_best_agent(env_id, "sa-ddqn")[0]},
-                               env_id, n_episodes=2, max_steps=300 if scale == "demo" else None)
+                               env_id, n_episodes=2, max_steps={"demo": 300, "reference": 1000}.get(scale))
         sec.table("ranld_vanilla_vs_adversarial", cmp.table, f"Vanilla against adversarially trained on {env_id} (Section 4.2): spectral "
                   f"entropy and high-frequency share of G_S (Figure 2), top-1% mass (Figure 4), coefficient of variation of "
                   f"||grad J||^2 over time (Figure 3); overlap |<G_DDQN, G_SA-DDQN>| = {cmp.overlap[0, 1]:.3f}")
@@ -327,7 +327,7 @@ def _demo_saliency_bench(sec: Section, scale: str, executor=None, max_workers: i
     game = cfg.games[0]
     policy, kw, _ = load_bench_agent(cfg.agents[0] if cfg.agents else best_zoo_entry(game, cfg.algo), cfg.device)
     o, e = game_stream(policy, game, cfg, kw, RunDir(sec.dir / "run"))   # the stream run_benchmark recorded, reloaded
-    hl = highlights_div(policy, o, budget=10 if scale == "paper" else 3, episode=e, seed=cfg.seed)
+    hl = highlights_div(policy, o, budget={"demo": 3, "reference": 5}.get(scale, 10), episode=e, seed=cfg.seed)
     tabs = [tune(policy, o[hl.indices], k, grid=(paper_grid(k) if scale == "paper" else None), game=game).table
             for k in (["occlusion", "noise_sensitivity", "sarfa"] if scale != "paper" else list(DEMO_GRIDS))]
     sec.table("saliency_bench_tuning", pd.concat(tabs, ignore_index=True),
@@ -752,10 +752,11 @@ def build_parser() -> argparse.ArgumentParser:
     def common(q):
         q.add_argument("--workers", type=_at_least(1), default=1, help="parallel worker processes for independent jobs (1 = in-process)")
         q.add_argument("--dask", metavar="ADDRESS", default=None, help="run jobs on a dask.distributed scheduler at ADDRESS (default: none, local processes)")
-        q.add_argument("--scale", choices=["demo", "paper"], default=None, help="experiment scale (default: $RLEXPLAIN_SCALE or demo)")
+        q.add_argument("--scale", choices=list(SCALES), default=None, help="experiment scale (default: $RLEXPLAIN_SCALE or demo)")
 
-    d = sub.add_parser("demo", help="run every method at demo scale; write figures, tables and report.html",
-                       epilog=_examples("demo --out runs/demo --only saliency,xrlbench", "demo --out runs/demo --docs"), **par)
+    d = sub.add_parser("demo", help="run every method (at demo scale unless --scale says otherwise); write figures, tables and report.html",
+                       epilog=_examples("demo --out runs/demo --only saliency,xrlbench", "demo --out runs/demo --docs",
+                                        "demo --scale reference --out results/reference"), **par)
     d.add_argument("--out", default="runs/demo", help="run directory (reruns resume and skip finished methods)")
     d.add_argument("--only", type=_csv, default=None, help=f"comma-separated subset of: {', '.join(DEMOS)} (default: every job)")
     d.add_argument("--force", action="store_true", help="redo the selected methods from scratch: every unit, even those an earlier or another configuration's run saved")

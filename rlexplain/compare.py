@@ -39,12 +39,12 @@ DEMO_METRICS = {
 }
 
 def settings(kind: str,            # "image" or "tabular"
-             scale: str = "demo",  # "demo": DEMO_EXPLAINERS / DEMO_METRICS; "paper": each explainer's first preset, metrics' defaults
+             scale: str = "demo",  # "demo" and "reference": DEMO_EXPLAINERS / DEMO_METRICS (reference only explains more states); "paper": each explainer's first preset, metrics' defaults
              ) -> tuple[dict, dict]: # ({explainer: params}, {metric: params})
     "Explainers and metrics of a comparison. Raises `ValueError` for an unknown kind or scale."
     if kind not in DEMO_EXPLAINERS: raise ValueError(f"kind must be 'image' or 'tabular'; got {kind!r}.")
-    if scale == "demo": return dict(DEMO_EXPLAINERS[kind]), dict(DEMO_METRICS[kind])
-    if scale != "paper": raise ValueError(f"scale must be 'demo' or 'paper'; got {scale!r}.")
+    if scale in ("demo", "reference"): return dict(DEMO_EXPLAINERS[kind]), dict(DEMO_METRICS[kind])
+    if scale != "paper": raise ValueError(f"scale must be 'demo', 'reference' or 'paper'; got {scale!r}.")
     ex = {k: dict(next(iter(EXPLAINERS[k].presets.values()), {})) for k in DEMO_EXPLAINERS[kind]}
     return ex, {k: {} for k in DEMO_METRICS[kind]}
 

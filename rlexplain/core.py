@@ -37,10 +37,10 @@ from torch import Tensor, nn
 from tqdm.std import tqdm   # text bars only (see `progress`)
 
 # %% ../nbs/00_core.ipynb #21ca7e1f
-SCALES = ("demo", "paper")
+SCALES = ("demo", "reference", "paper")   # smallest first
 
 def get_scale(default: str = "demo", # used when RLEXPLAIN_SCALE is unset
-             ) -> str:                # "demo" or "paper"
+             ) -> str:                # "demo", "reference" or "paper"
     "The experiment scale chosen by the environment variable `RLEXPLAIN_SCALE`. Raises `ValueError` on other values."
     scale = os.environ.get("RLEXPLAIN_SCALE", default).strip().lower()
     if scale not in SCALES:
@@ -48,13 +48,16 @@ def get_scale(default: str = "demo", # used when RLEXPLAIN_SCALE is unset
     return scale
 
 class ScaledConfig:
-    """Base of every experiment config (a frozen dataclass with `demo()` and `paper()` classmethods):
-    `from_scale(scale, **overrides)` picks one by `scale` or `RLEXPLAIN_SCALE`. Raises `ValueError` on other scales."""
+    """Base of every experiment config (a frozen dataclass with `demo()`, `reference()` and `paper()` classmethods):
+    `from_scale(scale, **overrides)` picks one by `scale` or `RLEXPLAIN_SCALE`. Raises `ValueError` on other scales and
+    `NotImplementedError` when the config has no classmethod for the scale."""
     @classmethod
     def from_scale(cls, scale: str | None = None, **kw):
         scale = scale or get_scale()
         if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}; got {scale!r}.")
-        return (cls.paper if scale == "paper" else cls.demo)(**kw)
+        make = getattr(cls, scale, None)
+        if make is None: raise NotImplementedError(f"{cls.__name__} has no {scale!r} scale; it has {[s for s in SCALES if hasattr(cls, s)]}.")
+        return make(**kw)
 
 def get_device(device: str | torch.device = "auto", # "auto", "cpu", "cuda", "cuda:1", or a torch.device
               ) -> torch.device:

@@ -92,14 +92,20 @@ def random_map_calibration(n_pairs: int = 100,        # pairs of random maps (pa
                            seed: int = 0,
                            ssim_flat: bool = False,
                            ) -> pd.DataFrame:         # rows uniform/gaussian; columns mean similarity per metric + the paper's
-    "Mean similarity of independent random maps (uniform and Gaussian), beside the paper's values (Huber et al. 2023, App. B.1)."
+    """Mean similarity of independent random maps (uniform and Gaussian), beside the paper's values (Huber et al. 2023, App. B.1):
+    per metric the mean over pairs, its standard deviation over pairs (`<metric>_std`, ddof 1) and `n_pairs`, so that the
+    difference from the paper's value carries a t interval. Raises `ValueError` for `n_pairs < 1`."""
     if n_pairs < 1: raise ValueError(f"n_pairs must be >= 1; got {n_pairs}.")
     rng = np.random.default_rng(seed); rows = {}
     for dist in ("uniform", "gaussian"):
         draw = (lambda: rng.random((n_pairs, *shape))) if dist == "uniform" else (lambda: rng.normal(size=(n_pairs, *shape)))
         a, b = draw(), draw()
-        rows[dist] = {k: float(np.nanmean(v)) for k, v in map_similarity(a, b, ssim_flat=ssim_flat).items()}
+        sims = map_similarity(a, b, ssim_flat=ssim_flat)
+        rows[dist] = {**{k: float(np.nanmean(v)) for k, v in sims.items()},
+                      **{f"{k}_std": float(np.nanstd(v, ddof=1)) if np.isfinite(v).sum() > 1 else float("nan") for k, v in sims.items()},
+                      "n_pairs": int(n_pairs)}
     ours = pd.DataFrame(rows).T.rename_axis("distribution")
+    ours["n_pairs"] = ours["n_pairs"].astype(int)
     return ours.join(PAPER_CALIBRATION.add_prefix("paper_"))
 
 # %% ../nbs/31_saliency_bench.ipynb #c3e3d26b
@@ -379,7 +385,7 @@ PAPER_GAMES = ("ALE/MsPacman-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5", "AL
 
 @dataclasses.dataclass(frozen=True)
 class BenchConfig(ScaledConfig):
-    "A saliency benchmark run (Huber et al. 2023). `demo()`, `paper()`, `from_scale()`."
+    "A saliency benchmark run (Huber et al. 2023). `demo()`, `reference()`, `paper()`, `from_scale()`."
     games: tuple = ("ALE/Breakout-v5", "ALE/MsPacman-v5") # env ids (demo: two of the paper's four games)
     agents: tuple | None = None          # per game: zoo folder or SB3 zip path; None: the zoo's best last-checkpoint `algo` agent
     algo: str = "dqn"                    # zoo algorithm when agents is None (the paper: DQN)
@@ -416,6 +422,15 @@ class BenchConfig(ScaledConfig):
     def demo(cls, **kw) -> "BenchConfig":
         "ALE Breakout and Ms. Pac-Man (the zoo's DQN agents), 50 states each, 5 methods + random baseline, sanity checks on 8 states."
         return cls(**kw)
+
+    @classmethod
+    def reference(cls, **kw) -> "BenchConfig":
+        """The zoo's two games of the paper's four (ALE Breakout and Ms. Pac-Man: Space Invaders and Frostbite have no zoo agent),
+        the paper code's 1001-state stream of which 200 states per game are scored, the demo's 5 methods + random baseline,
+        sanity checks on 32 states. With 200 states the standard error of a mean insertion AUC is 1/14 of its spread across
+        states, so the paper's Table 1 gaps of 1 std or more separate; about 15 minutes on 2 cores."""
+        d = dict(stream_steps=1004, skip=4, n_states=200, n_sanity=32)
+        d.update(kw); return cls(**d)
 
     @classmethod
     def paper(cls, **kw) -> "BenchConfig":

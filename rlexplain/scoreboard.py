@@ -735,7 +735,8 @@ def _m_xrl(run, env: str, metric: str) -> list[Estimate]:
     if metric not in t: raise NotRun(f"the XRL-Bench table for {env} lacks {metric}")
     v = pd.to_numeric(t[metric], errors="coerce")
     sd = pd.to_numeric(t[f"{metric}_std"], errors="coerce") if f"{metric}_std" in t else pd.Series(np.nan, index=t.index)
-    if "n_states" in t: n = pd.to_numeric(t["n_states"], errors="coerce")
+    if metric == "RIS" and "RIS_n" in t: n = pd.to_numeric(t["RIS_n"], errors="coerce")   # RIS is scored on the first RIS_n states
+    elif "n_states" in t: n = pd.to_numeric(t["n_states"], errors="coerce")
     else:
         from rlexplain.xrlbench import XRLBenchConfig
         c = run.config(XRLBenchConfig); k = None if c is None else (c.n_image_explain if env in ("Breakout", "Pong") else c.n_explain)

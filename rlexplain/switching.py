@@ -97,6 +97,11 @@ class SwitchingConfig(ScaledConfig):
         return cls(**kw)
 
     @classmethod
+    def reference(cls, **kw) -> "SwitchingConfig":
+        "The paper's sizes (10 seeds x 100 episodes, T = 50, window 25, horizon 50): a few minutes, so the reference run affords them."
+        return cls.paper(**kw)
+
+    @classmethod
     def paper(cls, **kw) -> "SwitchingConfig":
         "10 seeds x 100 episodes, switch at T = 50, rolling window 25, forecast 50 episodes ahead."
         return cls(**{**dict(seeds=tuple(range(10)), n_episodes=100, T=50, window=25, horizon=50), **kw})

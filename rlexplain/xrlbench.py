@@ -176,8 +176,12 @@ class XRLBenchResult(Result):
     def summary(self) -> pd.DataFrame:
         """The paper's columns: AIM (lower better), AUM, PGI (higher better), PGU (|importance| ranking), RIS (lower better, Eq. 3),
         ms per explained state, and TabularSHAP's student agreement with the policy (held-out share of equal actions; NaN for other methods).
-        Image results add `PGI_code` and `PGU_code`: the same metrics with XRL-Bench's code perturbation of images (blurred pixels)."""
-        cols = [c for c in ("AIM", "AUM", "PGI", "PGU", "PGI_code", "PGU_code", "RIS", "ms_per_sample", "student_agreement") if c in self.table.columns]
+        Image results add `PGI_code` and `PGU_code`: the same metrics with XRL-Bench's code perturbation of images (blurred pixels).
+        Then each metric's standard deviation over the explained states (`AIM_std`, ..., `RIS_std`, ddof 1), the number of
+        explained states `n_states` and of RIS states `RIS_n`, so that an ordering of two methods can carry an interval."""
+        main = [c for c in ("AIM", "AUM", "PGI", "PGU", "PGI_code", "PGU_code", "RIS", "ms_per_sample", "student_agreement") if c in self.table.columns]
+        spread = [c for c in (*(f"{m}_std" for m in main), "n_states", "RIS_n") if c in self.table.columns]
+        cols = main + spread
         return self.table.set_index("method")[cols]
 
     def to_frame(self) -> pd.DataFrame: return self.table.assign(env_id=self.env_id)
@@ -201,6 +205,11 @@ class XRLBenchResult(Result):
         ax.set_title(f"{self.env_id}: {metric}" + (f" ({better} is better)" if better else ""), fontsize=8); ax.legend(fontsize=6)
         if order != "abs": ax.set_xlabel(f"k ({order} ranking)", fontsize=8)
         return ax
+
+def _state_std(r) -> float:
+    "Standard deviation (ddof 1) of a MetricResult's per-state values; NaN for fewer than 2 states."
+    v = np.asarray(r.per_state, np.float64)
+    return float(v.std(ddof=1)) if v.size > 1 else float("nan")
 
 def run_benchmark(policy: Policy,               # the agent
                   background: Any,              # its dataset states (M, D) or DataFrame: students, LIME statistics, references, stds
@@ -249,16 +258,18 @@ def run_benchmark(policy: Policy,               # the agent
             for order in ("abs", "raw"):
                 r = score(m, policy, x, e, feature_std=std, seed=seed, order=order, pixel_step=pixel_step)
                 row[m if order == "abs" else f"{m}_raw"] = r.value
+                if order == "abs": row[f"{m}_std"] = _state_std(r)
                 curves.append(pd.DataFrame({"metric": m, "method": label, "order": order, "k": r.curve_x.astype(int), "score": r.curve}))
             if x.ndim == 4 and FIDELITY_METRICS[m].perturbation == "noise":   # the code's image perturbation, side by side
-                row[f"{m}_code"] = score(m, policy, x, e, seed=seed, order="abs", pixel_step=pixel_step, image_perturbation="blur").value
+                rc = score(m, policy, x, e, seed=seed, order="abs", pixel_step=pixel_step, image_perturbation="blur")
+                row[f"{m}_code"], row[f"{m}_code_std"] = rc.value, _state_std(rc)
         if n_ris:
             n = min(int(n_ris), len(x))
             ris = score("RIS", policy, x[:n], e[:n], n_neighbors=ris_neighbors, noise_std=ris_noise, feature_std=std, seed=seed,
                         also=("code",))                        # the neighbours explained once for both formulas
-            row["RIS"], row["RIS_code"] = ris.value, ris.params["also"]["code"]
+            row["RIS"], row["RIS_code"], row["RIS_std"], row["RIS_n"] = ris.value, ris.params["also"]["code"], _state_std(ris), n
             row["RIS_original"] = score("RIS", policy, x[:n], e[:n], variant="original", feature_std=std, seed=seed).value
-        rows.append(row)
+        rows.append({**row, "n_states": int(len(x))})
     params = {"n_states": int(len(x)), "n_background": int(len(bg)), "n_ris": int(n_ris), "ris_neighbors": int(ris_neighbors),
               **({"pixel_step": int(pixel_step or x.shape[-1])} if x.ndim == 4 else {}),
               "ris_noise": float(ris_noise), "seed": int(seed), "policy": getattr(policy, "name", "policy"),
@@ -289,6 +300,14 @@ class XRLBenchConfig(ScaledConfig):
         """CartPole, LunarLander and FlappyBird, 5,000 dataset states, 300 explained, RIS on 30 states x 5 neighbours; ALE Breakout
         and Pong, 100 background states, 16 explained, RIS on 4 x 3."""
         return cls(**kw)
+
+    @classmethod
+    def reference(cls, **kw) -> "XRLBenchConfig":
+        """20,000 dataset states, 1,000 explained, RIS on 100 states x 10 neighbours (the paper's neighbours); image games on 64
+        states (RIS on 16 x 5), k every 84 pixels as at demo scale. The tables' `<metric>_std` and `n_states` give every
+        ordering an interval: at 64 image states a standard error is 1/8 of the spread across states."""
+        d = dict(n_dataset=20_000, n_explain=1000, n_ris=100, ris_neighbors=10, n_image_explain=64, n_image_ris=16, image_ris_neighbors=5)
+        d.update(kw); return cls(**d)
 
     @classmethod
     def paper(cls, **kw) -> "XRLBenchConfig":
