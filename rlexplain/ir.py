@@ -165,6 +165,7 @@ class IRMatrix(Result):
     mode: str
     t: int
     R_jackknife: np.ndarray | None = None   # (n, m+1, p): R with measured agent i left out (None in results saved before it)
+    modal_actions: np.ndarray | None = None # (n, p) int: each measured agent's most probable action on each unintervened state
 
     @property
     def normalized(self) -> np.ndarray:
@@ -189,13 +190,20 @@ class IRMatrix(Result):
 
     def to_dict(self) -> dict:
         """Table 5-7 columns: mean R of unintervened states (Original), of intervened cells (Intervened), of the normalised
-        cells (Normalized); with the 95% jackknife interval of Original over the n measured agents (`interval`)."""
+        cells (Normalized); with the 95% jackknife interval of Original over the n measured agents (`interval`), and how
+        state-dependent the agents are: `distinct_actions`, the mean over agents of the number of different most-probable
+        actions on the unintervened states, and `constant_agents`, how many agents take one action in every state (NaN
+        without `modal_actions`). An agent that plays one constant action makes R a count of which action each seed froze on."""
         lo, hi, se = self.interval()
+        ma = None if self.modal_actions is None else np.asarray(self.modal_actions)
+        distinct = [len(np.unique(r)) for r in ma] if ma is not None and ma.size else []
         return {"pipeline": self.pipeline, "frames": int(self.frames), "original": float(np.nanmean(self.R[0])),
                 "intervened": float(np.nanmean(self.R[1:])) if self.R.shape[0] > 1 else float("nan"),
                 "normalized": float(np.nanmean(self.normalized[1:])) if self.R.shape[0] > 1 else float("nan"),
                 "original_low": lo, "original_high": hi, "original_se": se, "n_agents": len(self.agents),
-                "interval": "95% jackknife-t over agents"}
+                "interval": "95% jackknife-t over agents",
+                "distinct_actions": float(np.mean(distinct)) if distinct else float("nan"),
+                "constant_agents": float(sum(d == 1 for d in distinct)) if distinct else float("nan")}
 
     def to_frame(self) -> pd.DataFrame:
         "Long table: intervention, state (trajectory step), R, normalized R."
@@ -285,8 +293,10 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
                 keep = np.arange(n) != i
                 Rj[i, rows] = ir_from_agents(pv[:, keep], sto[keep], t=t, mode=mode, seed=seed)
     names = tuple(interventions) or tuple(f"I{j}" for j in range(J))
+    modal = probs.reshape(J, P, n, -1)[0].argmax(-1).T                 # (n, p): most probable action on each unintervened state
+    modal = modal[:, v[0]] if v[0].any() else modal[:, :0]
     return IRMatrix(R.reshape(J, P), names, tuple(int(s) for s in state_steps) or tuple(range(P)), pipeline, int(frames),
-                    tuple(a.name for a in agents), mode, int(t), Rj.reshape(n, J, P) if n >= 3 else None)
+                    tuple(a.name for a in agents), mode, int(t), Rj.reshape(n, J, P) if n >= 3 else None, modal.astype(np.int64))
 
 # %% ../nbs/10_ir.ipynb #8e051844
 @dataclasses.dataclass(frozen=True)

@@ -546,8 +546,16 @@ def _diff(a: Estimate, b: Estimate, label: str) -> Estimate:
 
 @measure("ir.R_drop")
 def _m_ir_drop(run, pipeline: str) -> list[Estimate]:
-    "Original R at 5e4 frames minus at the run's last checkpoint of `pipeline` (Breakout): how much the agents diverge with training."
+    """Original R at 5e4 frames minus at the run's last checkpoint of `pipeline` (Breakout): how much the agents diverge with
+    training. Not comparable when every measured agent at the last checkpoint takes one constant action in all states
+    (ir_table.csv `constant_agents` = `n_agents`): R then counts which action each seed froze on, not how trained
+    state-dependent policies differ, which is what the paper's agents (3e6 and 1e7 frames, returns far above random) show."""
     a, b = _ir_original(run, pipeline, 50_000), _ir_original(run, pipeline, "last")
+    t = _ir_breakout(run); f = _ir_frames(t, pipeline, "last"); r = t[(t.pipeline == pipeline) & (t.frames == f)].iloc[0]
+    if "constant_agents" in r and np.isfinite(float(r.constant_agents)) and float(r.constant_agents) >= float(r.n_agents):
+        raise NotComparable(f"agents: at {_fr(f)} frames each of the {int(r.n_agents)} measured {pipeline} agents takes one constant action in "
+                            f"every state (R {float(r.original):.3f} counts which action each seed froze on); the paper's agents "
+                            f"at 3e6-1e7 frames play state-dependent policies")
     return [_diff(a, b, f"{pipeline} R(5e4) - R({b.label.split(' at ')[1]})")]
 
 @measure("ir.normalized")
