@@ -29,7 +29,8 @@ from _common import TORCH_DEFAULT, busy, machine, rotated, use
 from rlexplain.agents import load_best_agent
 from rlexplain.core import compute_settings, map_batches
 from rlexplain.envs import collect_rollout, make_env
-from rlexplain.saliency import paper_saliency
+from rlexplain.attribution import explain
+from rlexplain.saliency import PAPER_PARAMS
 from rlexplain.saliency_bench import PAPER_RUNTIMES as PAPER_SECONDS   # Huber et al. (2023), GTX Titan X
 
 INPUTS = {"occlusion": 42 * 42, "noise_sensitivity": 28 * 28, "sarfa": 42 * 42, "rise": 1000,
@@ -95,9 +96,9 @@ def run(args):
                 use(policy, t, w, l, b)
                 # the naive loop explains a different slice of the states each round, so over the rounds it sees them all
                 xs = states[[(r * args.naive_states + i) % len(states) for i in range(args.naive_states)]] if c == "naive" else states
-                t0 = time.perf_counter(); out = paper_saliency(m, policy, xs); dt = time.perf_counter() - t0
+                t0 = time.perf_counter(); out = explain(m, policy, xs, **PAPER_PARAMS[m][1]); dt = time.perf_counter() - t0
                 times[(c, m)].append(dt / len(xs))
-                if r == 0: maps[(c, m)] = out.values if hasattr(out, "values") else np.asarray(out)
+                if r == 0: maps[(c, m)] = out.pixels()
     print(f"load after: {os.getloadavg()[0]:.2f}; plain forward at the default settings: {statistics.median(fwd):,.0f} img/s (median of rounds)\n")
     ref = dict(np.load(args.reference)) if args.reference else {}
     if args.save_maps: np.savez(args.save_maps, **{m: np.asarray(maps[("default", m)]) for m in methods})

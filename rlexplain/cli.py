@@ -128,8 +128,7 @@ def _timeseries_outputs(study) -> tuple[list, dict, str]:
     for agent in imp.agent.unique():
         row = imp[imp.agent == agent].iloc[-1]
         ci = study.impact(agent, f"{row['shift']} from t={c.T}")
-        axes = ci.plot(plt.subplots(1, 3, figsize=(8, 2.4))[1])
-        figs.append((f"ts_{g}_impact_{agent}", axes[0].figure, f"Fig. 3 analogue ({G}, {agent}, {row['shift']}): original, pointwise and cumulative "
+        figs.append((f"ts_{g}_impact_{agent}", ci.plot(plt.subplots(1, 3, figsize=(8, 2.4))[1]), f"Fig. 3 analogue ({G}, {agent}, {row['shift']}): original, pointwise and cumulative "
                      f"impact; DiD {ci.did:+.2f} [{ci.ci_low:+.2f}, {ci.ci_high:+.2f}] ({ci.level:.0%} {ci.interval} interval over {ci.n_seeds} seeds)"))
     fig, ax = plt.subplots(figsize=(6, 2.4))
     for k, agent in enumerate(imp.agent.unique()):
@@ -145,7 +144,7 @@ def _timeseries_outputs(study) -> tuple[list, dict, str]:
     tabs[f"ts_{g}_impacts"] = (imp.round(4), f"{G}: DiD per agent and shift: Eq. 4 (did), Eq. 5-6 (did_post), {c.ci_level:.0%} {c.interval} "
                                f"interval (ci_low, ci_high; n_seeds seeds) with the percentile bootstrap beside it (boot_low, boot_high), "
                                "pre-period gap, placebo")
-    tabs[f"ts_{g}_forecast"] = (fc.summary.round(4), f"{G}: damped-trend forecasts at horizon {c.horizon} ({c.level:.0%} prediction intervals)")
+    tabs[f"ts_{g}_forecast"] = (fc.summary().round(4), f"{G}: damped-trend forecasts at horizon {c.horizon} ({c.level:.0%} prediction intervals)")
     tabs[f"ts_{g}_overlap"] = (fc.overlap(), f"{G}: pairwise overlap of the prediction intervals at the horizon (no overlap = significant difference)")
     means = study.series.groupby(["agent", "condition"], sort=False).agg(mean_return=("return", "mean"), mean_steps=("steps", "mean"),
                                                                           attacked=("attacked", "mean")).reset_index()
@@ -155,7 +154,7 @@ def _timeseries_outputs(study) -> tuple[list, dict, str]:
     for _, r in imp.iterrows():
         lines.append(f"- {r.agent}, {r['shift']}: DiD {r.did:+.2f} ({c.ci_level:.0%} {r.interval} interval over {r.n_seeds} seeds "
                      f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]; percentile bootstrap [{r.boot_low:+.2f}, {r.boot_high:+.2f}]); placebo {r.placebo:+.2f}.")
-    for _, r in fc.summary.iterrows():
+    for _, r in fc.at_horizon.iterrows():
         lines.append(f"- forecast {r.label} at +{c.horizon}: {r.forecast:.2f} ({c.level:.0%} PI [{r.lower:.2f}, {r.upper:.2f}]).")
     return figs, tabs, "\n".join(lines)
 
@@ -187,7 +186,7 @@ def _demo_switching(sec: Section, scale: str, executor=None, max_workers: int = 
     sec.table("switching_did", study.impacts[[c for c in cols if c in study.impacts.columns]],
               f"DiD (Eq. 4) of each switch on the team return, {cfg.ci_level:.0%} {cfg.interval} interval over n_seeds seeds (the "
               "percentile bootstrap beside it: boot_low, boot_high), pre-period gap and placebo")
-    sec.figure("switching_fig4", study.plot()[0][0].figure, f"Figure 4 analogue: original (rolling {cfg.window}), pointwise and cumulative effect per switch")
+    sec.figure("switching_fig4", study.plot(), f"Figure 4 analogue: original (rolling {cfg.window}), pointwise and cumulative effect per switch")
     sec.figure("switching_effects", study.plot_effects().figure,
                f"effect of each switch and its placebo ({cfg.ci_level:.0%} {cfg.interval} intervals over {len(cfg.seeds)} seeds)")
     sec.table("switching_forecast", study.forecast_summary,
@@ -210,7 +209,8 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
     import matplotlib.pyplot as plt
     import numpy as np
     from rlexplain.envs import collect_rollout, make_env
-    from rlexplain.saliency import PAPER_PARAMS, paper_saliency
+    from rlexplain.attribution import explain
+    from rlexplain.saliency import PAPER_PARAMS
     agent, card = load_best_agent("ALE/Breakout-v5", "dqn")
     sec.note(f"Agent: {card['id']} (return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} over "
              f"{card['evaluation']['n_episodes']} episodes; random policy {card['evaluation']['random_mean']:.1f}).")
@@ -222,7 +222,7 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
     keys = ["occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic"]
     rows, maps = [], {}
     for k in keys:
-        t0 = time.perf_counter(); m = paper_saliency(k, agent, states); dt = time.perf_counter() - t0
+        t0 = time.perf_counter(); m = explain(k, agent, states, **PAPER_PARAMS[k][1]); dt = time.perf_counter() - t0
         maps[k] = m; rows.append({"method": k, "parameters": str(PAPER_PARAMS[k][1]), "states": n, "s_per_map": dt / n})
     sec.table("saliency_runtime", pd.DataFrame(rows), f"seconds per saliency map (batched over {n} states, this machine; paper: 1.5-3 s on a GTX Titan X)")
     fig, axs = plt.subplots(1, len(keys), figsize=(9, 2.2))
@@ -316,12 +316,12 @@ def _demo_saliency_bench(sec: Section, scale: str, executor=None, max_workers: i
     n = res.insertion.groupby("game").state.nunique().to_dict()
     sec.table("saliency_bench_insertion", res.table(),
               f"Table 1 analogue: insertion AUC ({cfg.auc}) mean ± std over {n} states per game, beside the paper's (1000 ALE states)")
-    sec.figure("saliency_bench_sanity", res.plot_sanity()[0].figure,
+    sec.figure("saliency_bench_sanity", res.plot_sanity(),
                f"Figure 3 analogue: similarity to the original maps after cascading re-initialisation (output layer first), {cfg.n_sanity} states, 99% CI")
     sec.table("saliency_bench_sanity_summary", res.sanity_summary(), "sanity-check similarities per method, metric and randomised layer")
-    sec.figure("saliency_bench_examples", res.plot_examples()[0][0].figure,
+    sec.figure("saliency_bench_examples", res.plot_examples(),
                "Figure 2 analogue: normalised maps of each game's HIGHLIGHTS-DIV state")
-    sec.figure("saliency_bench_curves", res.plot_curves()[0].figure, "mean insertion curves per sub-metric")
+    sec.figure("saliency_bench_curves", res.plot_curves(), "mean insertion curves per sub-metric")
     sec.table("saliency_bench_runtime", res.runtime_table(), "Appendix D analogue: seconds per map on this machine (paper: GTX Titan X)")
     sec.table("saliency_bench_calibration", random_map_calibration().reset_index(), "Appendix B.1: mean similarity of 100 random map pairs")
     game = cfg.games[0]

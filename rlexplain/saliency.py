@@ -15,3 +15,4 @@ from .attribution import gaussian_blur, sarfa_score   # the shared blur and SARF
 from .attribution import (
     lime, LIME_SEGMENTATIONS, noise_sensitivity, occlusion, PAPER_PARAMS, paper_saliency, RISE, rise, SALIENCY_METHODS,
     SaliencyMap, sarfa, segment)
+from .attribution import Attribution

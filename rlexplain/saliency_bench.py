@@ -35,9 +35,9 @@ from .attribution import (
     cascading_randomization, check_int, forward_batches, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
     INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
     model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
-from .attribution import explain as attribute   # the one road to an explanation
+from .attribution import Attribution, explain as attribute   # the one result type, and the one road to an explanation
 from .core import Policy, Result, RunDir, get_scale, load_json, map_batches, run_jobs, ScaledConfig, progress as progress_bar
-from .saliency import PAPER_PARAMS, SALIENCY_METHODS, SaliencyMap
+from .saliency import PAPER_PARAMS, SALIENCY_METHODS
 
 # %% ../nbs/31_saliency_bench.ipynb #0e1ef6fc
 BENCH_METHODS = {   # key -> (rlexplain.saliency method, parameters)
@@ -56,24 +56,25 @@ def random_saliency(policy: Policy,   # any Policy with image observations
                     obs: Any,         # (B, C, H, W) float32 in [0, 1] or uint8
                     action: Any = None, # None: greedy action; an int or (B,) ints
                     seed: int = 0,    # seed of the maps
-                    ) -> SaliencyMap: # values (B, H, W) uniform in [0, 1)
+                    ) -> Attribution: # pixels() (B, H, W) uniform in [0, 1)
     "The benchmark's baseline: uniformly random saliency maps (Huber et al. 2023, Table 1, 'Baseline')."
     x = image_obs(policy, obs)
     acts = resolve_actions(action, policy.outputs(x))
     B, C, H, W = x.shape
-    return SaliencyMap(np.random.default_rng(seed).random((B, H, W), dtype=np.float32), acts, "random", dict(seed=int(seed)))
+    return Attribution.from_pixels(np.random.default_rng(seed).random((B, H, W), dtype=np.float32), acts, "random", dict(seed=int(seed)), C, x)
 
-def explain(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(policy, obs, action) -> SaliencyMap
-            policy: Policy,          # any Policy with image observations
-            obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-            action: Any = None,      # None: greedy action; an int or (B,) ints
-            **overrides,             # parameters replacing the method's defaults (e.g. patch=4)
-            ) -> SaliencyMap:        # values (B, H, W); `method` is the key
-    """Saliency maps of `method` with the benchmark's parameters, through `rlexplain.attribution.explain` (the one road; the maps are the
-    attribution's `pixels()`, bit for bit the method's own). Raises `KeyError` for an unknown key, `TypeError` for a bad callable result."""
+def _maps(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(policy, obs, action) -> image Attribution
+          policy: Policy,          # any Policy with image observations
+          obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+          action: Any = None,      # None: greedy action; an int or (B,) ints
+          **overrides,             # parameters replacing the method's defaults (e.g. patch=4)
+          ) -> Attribution:        # pixels() (B, H, W); `method` is the key
+    """The maps of `method` with the benchmark's parameters, through `rlexplain.attribution.explain` (the one road; `pixels()` is bit for
+    bit the method's own map). Raises `KeyError` for an unknown key, `TypeError` for a callable that returns no image Attribution."""
     if callable(method):
         m = method(policy, obs, action, **overrides)
-        if not isinstance(m, SaliencyMap): raise TypeError(f"a custom saliency method must return a SaliencyMap; got {type(m).__name__}.")
+        if not (isinstance(m, Attribution) and m.is_image):
+            raise TypeError(f"a custom saliency method must return an image Attribution (Attribution.from_pixels(maps, actions, name)); got {type(m).__name__}.")
         return m
     if method == "random": key, params = "random", {}
     elif method in BENCH_METHODS:
@@ -81,7 +82,14 @@ def explain(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(po
         key = f"lime_{params['segmentation']}" if name == "lime" else name     # the explainer registry's name of the method
     else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(BENCH_METHODS)}.")
     att = attribute(key, policy, obs, action, **{**params, **overrides})    # rlexplain.attribution.explain: the one road
-    return SaliencyMap(att.pixels(), att.actions, method, att.params)
+    return Attribution.from_pixels(att.pixels(), att.actions, method, att.params, att.values.shape[1], att.states, att.timing, att.source)
+
+def explain(method: str | Callable, policy: Policy, obs: Any, action: Any = None, **overrides) -> Attribution:
+    """Deprecated: `rlexplain.attribution.explain(name, policy, obs, action, **params)` is the one road (a `BENCH_METHODS` key's name
+    and parameters are `BENCH_METHODS[key]`). The maps of `method` with the benchmark's parameters, `pixels()` `(B, H, W)`."""
+    warnings.warn("rlexplain.saliency_bench.explain is deprecated and will be removed in the next release; use "
+                  "rlexplain.attribution.explain(name, policy, obs, action, **params).", DeprecationWarning, stacklevel=2)
+    return _maps(method, policy, obs, action, **overrides)
 
 # %% ../nbs/31_saliency_bench.ipynb #9585a60d
 PAPER_CALIBRATION = pd.DataFrame({"spearman": [0.0087, 0.0093], "ssim": [0.0136, 0.0374], "hog": [0.0096, 0.0087]},
@@ -134,7 +142,7 @@ def _plot_sanity(df: pd.DataFrame, axes=None, metrics: Sequence[str] | None = No
     axes[0].set_ylabel("similarity to original", fontsize=8)
     axes[-1].legend(fontsize=6, loc="upper right")
     axes[0].figure.tight_layout()
-    return axes
+    return axes[0].figure
 
 @dataclasses.dataclass(frozen=True)
 class SanityCheck(Result):
@@ -142,7 +150,7 @@ class SanityCheck(Result):
 
     `table`: one row per (game, method, n_randomized, layer, state, metric) with `value` in [0, 1] for Spearman (|rho|) and [-1, 1] for SSIM and HOG (NaN for
     constant maps); `layers`: the randomised layer names, output layer first; `params`: settings.
-    `summary()` mean/std/99% CI per method, metric and step; `plot(axes)` Fig. 3 curves; `concat(results)`."""
+    `summary()` mean/std/99% CI per method, metric and step; `plot(axes)` Fig. 3 curves (returns the Figure); `concat(results)`."""
     table: pd.DataFrame
     layers: tuple = ()
     params: dict = dataclasses.field(default_factory=dict)
@@ -152,7 +160,7 @@ class SanityCheck(Result):
         "Mean, std, 99% CI half-width and counts per method, metric and number of randomised layers."
         return _sanity_summary(self.table)
     def plot(self, axes=None, metrics: Sequence[str] | None = None):
-        "Figure 3: one panel per similarity metric, mean similarity vs. randomised layers per method. Returns the axes."
+        "Figure 3: one panel per similarity metric, mean similarity vs. randomised layers per method. Multi-panel: returns the Figure."
         return _plot_sanity(self.table, axes, metrics)
     @classmethod
     def concat(cls, results: Sequence["SanityCheck"]) -> "SanityCheck":
@@ -163,9 +171,9 @@ class SanityCheck(Result):
 
 def sanity_check(policy: Policy,           # the trained agent
                  obs: Any,                 # (B, C, H, W) float32 in [0, 1] or uint8: the states to explain
-                 method: str | Callable = "occlusion", # a key of BENCH_METHODS or f(policy, obs, action) -> SaliencyMap
+                 method: str | Callable = "occlusion", # a key of BENCH_METHODS or f(policy, obs, action) -> image Attribution
                  action: Any = None,       # None: the original agent's greedy actions; an int or (B,) ints
-                 reference: SaliencyMap | None = None, # the original agent's maps, if already computed
+                 reference: Attribution | None = None, # the original agent's maps (or (B, H, W) values), if already computed
                  metrics: Sequence[str] = SIMILARITY_METRICS,
                  layers: Sequence[str] | None = None, # layers to randomise (input first); None: all parametrised layers
                  seed: int = 0,            # seed of the re-initialisation
@@ -181,15 +189,15 @@ def sanity_check(policy: Policy,           # the trained agent
     x = image_obs(policy, obs)
     bad = [m for m in metrics if m not in SIMILARITY_METRICS]
     if bad: raise ValueError(f"unknown similarity metrics {bad}; expected some of {SIMILARITY_METRICS}.")
-    ref = reference if reference is not None else explain(method, policy, x, action, **overrides)
+    ref = reference if reference is not None else _maps(method, policy, x, action, **overrides)
     vals = map_values(ref, x)
-    acts = ref.actions if isinstance(ref, SaliencyMap) else resolve_actions(action, policy.outputs(x))
+    acts = ref.actions if isinstance(ref, Attribution) else resolve_actions(action, policy.outputs(x))
     name = method if isinstance(method, str) else getattr(method, "__name__", "custom")
     orig = minmax(vals); hog_orig = hog_features(orig) if "hog" in metrics else None
     steps = cascading_randomization(policy, seed, layers)
     rows = []
     for k, (lname, pk) in enumerate(progress_bar(steps, desc=f"sanity {name}", disable=not progress, leave=False), 1):
-        mk = explain(method, pk, x, acts, **overrides).values
+        mk = _maps(method, pk, x, acts, **overrides).pixels()
         sims = {}
         for metric in metrics:
             if metric == "hog": sims[metric] = hog_similarity(orig, mk, hog_a=hog_orig)
@@ -366,7 +374,7 @@ def tune(policy: Policy,                 # the agent
     x = image_obs(policy, obs)
     rows = []
     for params in progress_bar(grid, desc=f"tune {method}", disable=not progress, leave=False):
-        t0 = time.perf_counter(); maps = explain(method, policy, x, **params); dt = (time.perf_counter() - t0) / len(x)
+        t0 = time.perf_counter(); maps = _maps(method, policy, x, **params); dt = (time.perf_counter() - t0) / len(x)
         ins = insertion_curves(policy, x, maps, starts=starts, seed=seed)
         qa = np.nanmean([np.nanmean(ins.auc("q", s, auc)) for s in ins.starts])
         aa = np.nanmean([np.nanmean(ins.auc("advantage", s, auc)) for s in ins.starts])
@@ -511,16 +519,16 @@ def _run_bench_job(job: _BenchJob) -> MethodRun:
     if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
     policy, _, _ = load_bench_agent(job.agent, job.cfg.device)
     cfg = job.cfg
-    t0 = time.perf_counter(); maps = explain(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
+    t0 = time.perf_counter(); maps = _maps(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
     ins = insertion_curves(policy, job.obs, maps, starts=cfg.starts, pixels_per_step=cfg.pixels_per_step, seed=cfg.seed,
                            batch_size=cfg.batch_size, game=job.game)
     n = min(cfg.n_sanity, len(job.obs))
     if job.method != "random" and n > 0:
-        sub = SaliencyMap(maps.values[:n], maps.actions[:n], maps.method, maps.params)
+        sub = maps[:n]
         sanity = sanity_check(policy, job.obs[:n], job.method, reference=sub, metrics=cfg.sanity_metrics, seed=cfg.seed,
                               ssim_flat=cfg.ssim_flat, game=job.game).table
     else: sanity = pd.DataFrame(columns=["game", "method", "n_randomized", "layer", "state", "metric", "value"])
-    example = explain(job.method, policy, job.example).values[0]
+    example = _maps(job.method, policy, job.example).pixels()[0]
     params = {k: v for k, v in maps.params.items() if isinstance(v, (int, float, str, bool))}
     return MethodRun(job.game, job.method, ins.q, ins.advantage, ins.q_orig, ins.actions, ins.fractions, ins.starts,
                      sanity, example, float(sec), params)
@@ -655,13 +663,13 @@ class SaliencyBenchmark(Result):
         return _sanity_summary(self.sanity) if len(self.sanity) else pd.DataFrame()
 
     def plot_sanity(self, axes=None):
-        "Figure 3: similarity to the original maps vs. randomised layers, one panel per metric. Returns the axes."
+        "Figure 3: similarity to the original maps vs. randomised layers, one panel per metric. Multi-panel: returns the Figure."
         return _plot_sanity(self.sanity, axes)
 
     plot = plot_sanity
 
     def plot_examples(self, axes=None, baseline: bool = False):
-        "Figure 2 / 5: every method's normalised map of each game's HIGHLIGHTS-DIV state over its newest frame. Returns the axes."
+        "Figure 2 / 5: every method's normalised map of each game's HIGHLIGHTS-DIV state over its newest frame. Multi-panel: returns the Figure."
         ks = [k for k, m in enumerate(self.methods) if baseline or m != "random"]
         G, M = self.examples.shape[0], len(ks)
         if axes is None: axes = plt.subplots(G, M + 1, figsize=(min(8, 1.45 * (M + 1)), 1.6 * G), squeeze=False)[1]
@@ -674,10 +682,10 @@ class SaliencyBenchmark(Result):
                 ax.set_title(METHOD_LABELS.get(self.methods[k], self.methods[k]), fontsize=7)
             for ax in axes[g]: ax.set_axis_off()
         axes[0][0].figure.tight_layout()
-        return axes
+        return axes[0][0].figure
 
     def plot_curves(self, axes=None, game: str | None = None):
-        "Mean insertion curves per method for the four sub-metrics of one game. Returns the axes."
+        "Mean insertion curves per method for the four sub-metrics of one game. Multi-panel: returns the Figure."
         game = game or self.games[0]
         c = self.curves[self.curves.game == game]
         if axes is None: axes = plt.subplots(1, 4, figsize=(8, 2.2), sharex=True)[1]
@@ -688,7 +696,7 @@ class SaliencyBenchmark(Result):
             ax.set_ylabel("Q(s', a) / Q(s, a)" if sub.startswith("Q-val") else "advantage Q(s', a) - mean Q(s', .)", fontsize=7)
         axes[-1].legend(fontsize=5)
         axes[0].figure.tight_layout()
-        return axes
+        return axes[0].figure
 
     def runtime_table(self, paper: bool = True) -> pd.DataFrame:
         "Seconds per map for each game and method (App. D), with the paper's for the final parameters."

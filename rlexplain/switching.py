@@ -137,7 +137,7 @@ class SwitchingStudy(Result):
                              control_condition="control", label=condition, interval=c.interval)
 
     def plot(self, axes=None):
-        "Figure 4 analogue: one row of Brodersen panels (original, pointwise, cumulative) per treatment, y-axes in team return; returns the (K, 3) Axes."
+        "Figure 4 analogue: one row of Brodersen panels (original, pointwise, cumulative) per treatment, y-axes in team return. Multi-panel: returns the Figure."
         tr = self.treatments
         if axes is None: _, axes = plt.subplots(len(tr), 3, figsize=(8, 1.9 * len(tr)), squeeze=False)
         for row, cond in zip(axes, tr):
@@ -146,7 +146,7 @@ class SwitchingStudy(Result):
             row[0].figure.suptitle("")
             for ax in row: ax.set_ylabel(ax.get_ylabel().replace("return", "team return"), fontsize=7)
         axes[0][0].figure.set_size_inches(8, 2.3 * len(tr)); axes[0][0].figure.tight_layout()
-        return axes
+        return axes[0][0].figure
 
     def plot_effects(self, ax=None):
         "DiD per treatment with its interval (the study's `interval`, over its seeds), and the placebo's; returns the Axes."
@@ -185,5 +185,5 @@ def run_switching_study(cfg: SwitchingConfig | None = None, # None: SwitchingCon
                              control_condition="control", label=cond, interval=cfg.interval).to_dict(), "control_post_mean": post}
             for cond in perf.conditions[1:]]
     fc = forecast(perf, cfg.horizon, cfg.level, cfg.window, cfg.agg)
-    return SwitchingStudy(perf.table, pd.DataFrame(rows), fc.summary, dataclasses.asdict(cfg),
+    return SwitchingStudy(perf.table, pd.DataFrame(rows), fc.summary(), dataclasses.asdict(cfg),
                           {k: v.name for k, v in teams.items()})

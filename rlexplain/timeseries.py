@@ -359,20 +359,24 @@ class Forecast(Result):
     """Damped-trend forecasts of one or more series (Fujimoto et al., Figures 2 and 5).
 
     `table`: one row per (label, episode) with `kind` "observed" (raw X(t)), `smoothed` (the rolling mean), and for
-    `kind == "forecast"` the `mean`, `lower`, `upper` of the `level` prediction interval. `summary`: one row per label
-    with the last smoothed value, the forecast and interval at the horizon, its width and the fitted alpha, beta, phi."""
+    `kind == "forecast"` the `mean`, `lower`, `upper` of the `level` prediction interval. `at_horizon`: one row per label
+    with the last smoothed value, the forecast and interval at the horizon, its width and the fitted alpha, beta, phi;
+    `summary()` returns it as a DataFrame."""
     table: pd.DataFrame
-    summary: pd.DataFrame
+    at_horizon: pd.DataFrame
     level: float = 0.99
     window: int = 25
     horizon: int = 100
 
-    def to_frame(self) -> pd.DataFrame: return self.summary.copy()
+    def to_frame(self) -> pd.DataFrame: return self.at_horizon.copy()
+    def summary(self) -> pd.DataFrame:
+        "One row per label: last smoothed value, forecast and prediction interval at the horizon, its width, the fitted alpha, beta, phi."
+        return self.at_horizon.copy()
 
     def overlap(self) -> pd.DataFrame:
         """Pairwise comparison at the horizon: `overlap` True when the two prediction intervals intersect (no
         significant difference, as in Fig. 2 right); `better` names the higher forecast when they do not."""
-        s = self.summary.set_index("label"); rows = []
+        s = self.at_horizon.set_index("label"); rows = []
         labels = list(s.index)
         for i, a in enumerate(labels):
             for b in labels[i + 1:]:
@@ -519,7 +523,7 @@ class CausalImpact(Result):
     def plot(self, axes=None, window: int | None = None):
         """Brodersen et al. (2015) three panels: original (optionally rolling mean), pointwise, cumulative; T dotted.
         Every y-axis is in units of return; the bands are the `level` intervals of `interval` over `n_seeds` seeds.
-        Returns the array of 3 Axes."""
+        Multi-panel: returns the Figure (`axes`: 3 Axes to draw on, default a new figure)."""
         if axes is None: _, axes = plt.subplots(1, 3, figsize=(8, 2.4))
         t, d = self.table.episode.to_numpy(), self.table
         if window is not None: _check_window(window, len(t))
@@ -539,7 +543,7 @@ class CausalImpact(Result):
         for ax in (a1, a2): ax.axhline(0, color="gray", lw=0.5)
         if self.label: a0.figure.suptitle(self.label, fontsize=8)
         a0.figure.tight_layout()
-        return axes
+        return a0.figure
 
 # %% ../nbs/50_shift_timeseries.ipynb #86fa84fd
 def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes DataFrame, or a PerformanceSeries
@@ -859,7 +863,7 @@ def run_study(cfg: TimeSeriesConfig | None = None,
     allp = PerformanceSeries.concat(parts)
     obs = PerformanceSeries(allp.table[allp.table.condition == obs_label], cfg.env_id)
     fc = forecast(obs, cfg.horizon, cfg.level, cfg.window, cfg.agg)
-    return TimeSeriesStudy(allp.table, pd.DataFrame(impacts), fc.summary, fc.overlap(), dataclasses.asdict(cfg), cfg.env_id)
+    return TimeSeriesStudy(allp.table, pd.DataFrame(impacts), fc.summary(), fc.overlap(), dataclasses.asdict(cfg), cfg.env_id)
 
 # %% ../nbs/50_shift_timeseries.ipynb #e2edd364
 PAPER_FINDINGS = {
@@ -882,7 +886,7 @@ def _forecast_finding(key: str, fc: Forecast, ov: pd.DataFrame | None = None) ->
     if key == "breakout_overlap":
         return (bool(ov.overlap.all()) if len(ov) else None,
                 "; ".join(f"{r.a} vs {r.b}: {'overlap' if r.overlap else 'separate'}" for _, r in ov.iterrows()))
-    s = fc.summary.set_index("label")
+    s = fc.at_horizon.set_index("label")
     if not {"ppo", "a2c"} <= set(s.index): return None, "needs agents labelled ppo and a2c"
     return (bool(s.loc["ppo", "lower"] > s.loc["a2c", "upper"]),
             f"ppo {s.loc['ppo', 'forecast']:.2f} [{s.loc['ppo', 'lower']:.2f}, {s.loc['ppo', 'upper']:.2f}] vs "

@@ -138,15 +138,15 @@ def dataset_arrays(df: pd.DataFrame) -> tuple:
 
 # %% ../nbs/40_xrlbench.ipynb #20a3484d
 from .attribution import (
-    AIM, AUM, DeepSHAP, Explanation, FIDELITY_METRICS, FidelityMetric, FidelityResult, FITTED_EXPLAINERS as EXPLAINERS,
+    AIM, Attribution, AUM, DeepSHAP, Explanation, FIDELITY_METRICS, FidelityMetric, FidelityResult, FITTED_EXPLAINERS as EXPLAINERS,
     FittedExplainer, GradientSHAP, IMAGE_METHODS, IntegratedGradients, make_explainer, PerturbationSaliency, PGI, PGU, RIS,
     RIS_VARIANTS, RISResult, SARFA, TABULAR_METHODS, TabularLIME, TabularSHAP)
 from .attribution import EXPLAINERS as ATTRIBUTION_EXPLAINERS, explain, registry_name, score   # the one road
 
 # %% ../nbs/40_xrlbench.ipynb #7cda532f
-def waterfall_plot(ex: Explanation,          # a tabular Explanation (SHAP methods give per_action and base_values)
+def waterfall_plot(ex: Attribution,          # a tabular Attribution (SHAP methods give base values; all_actions=True every action's values)
                    i: int = 0,               # which state (row of ex.states)
-                   action: int | None = None, # None: the explained action; another action needs ex.per_action
+                   action: int | None = None, # None: the explained action; another action needs ex.per_action (all_actions=True)
                    max_display: int = 8,     # features shown; the rest are summed into one bar
                    size: tuple = (6, 3),     # figure size, inches
                    ):                        # -> matplotlib Figure
@@ -155,7 +155,7 @@ def waterfall_plot(ex: Explanation,          # a tabular Explanation (SHAP metho
     Works under `nbdev_test`, whose shells may not own pyplot's IPython hook (shap calls `plt.ioff()`)."""
     import matplotlib.pyplot as plt
     import shap
-    if not 0 <= int(i) < ex.n: raise IndexError(f"state index i must be in [0, {ex.n}); got {i}.")
+    if not 0 <= int(i) < len(ex): raise IndexError(f"state index i must be in [0, {len(ex)}); got {i}.")
     sx = ex.to_shap(action=action)[int(i)]
     try: plt.ioff()
     except ValueError: plt._REPL_DISPLAYHOOK = plt._ReplDisplayHook.NONE  # the hook belongs to a shell that is gone

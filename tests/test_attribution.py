@@ -57,9 +57,9 @@ def test_pixel_methods_keep_their_maps(cnn):
     "A pixel-map method's attribution sums over frames to the saliency lesson's map, bit for bit."
     pol, x = cnn
     m = saliency.occlusion(pol, x, patch=4)
-    np.testing.assert_array_equal(explain("occlusion", pol, x, patch=4).pixels(), m.values)
+    np.testing.assert_array_equal(explain("occlusion", pol, x, patch=4).pixels(), m.pixels())
     m = saliency.sarfa(pol, x, radius=4)
-    np.testing.assert_array_equal(explain("sarfa", pol, x, radius=4).pixels(), m.values)
+    np.testing.assert_array_equal(explain("sarfa", pol, x, radius=4).pixels(), m.pixels())
 
 
 def test_tabular_only_refuses_images(cnn):
@@ -136,14 +136,15 @@ def test_xrlbench_defaults_are_the_papers_protocol():
     X = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
     assert xrlbench.AIM(pol).order == "abs"                                    # rank by |importance|
     assert xrlbench.RIS().variant == "paper" and xrlbench.RIS().noise_std == 0.05
-    ps = xrlbench.make_explainer("PS", pol, X); sa = xrlbench.make_explainer("SARFA", pol, X)
+    from rlexplain.attribution.explainers.xrlbench import _fitted      # the private fitted machinery behind explain
+    ps = _fitted("PS", pol, X); sa = _fitted("SARFA", pol, X)
     assert (ps.noise, ps.n_draws, sa.n_draws, sa.kl) == (0.05, 1, 1, "code")   # one N(0, 0.05 std) draw; the code's KL
-    ts = xrlbench.make_explainer("TabularSHAP", pol, X)
+    ts = _fitted("TabularSHAP", pol, X)
     assert ts.hparams == dict(num_leaves=31, learning_rate=0.05, n_estimators=1000, test_size=0.1, early_stopping_rounds=10)
-    ig = xrlbench.make_explainer("IG", pol, X)
+    ig = _fitted("IG", pol, X)
     assert (ig.n_steps, ig.n_background, ig.background_seed) == (50, 100, 42)
     r = xrlbench.run_benchmark(pol, X, X[:10], methods=("PS",), n_ris=2, ris_neighbors=2)
-    assert r.table.AIM.iloc[0] == xrlbench.AIM(pol, feature_std=X.std(0))(X[:10], xrlbench.make_explainer("PS", pol, X).explain(X[:10])).value
+    assert r.table.AIM.iloc[0] == xrlbench.AIM(pol, feature_std=X.std(0))(X[:10], explain("PS", pol, X[:10], background=X)).value
     with pytest.raises(ValueError, match="n_ris must be an int >= 0"): xrlbench.run_benchmark(pol, X, X[:10], n_ris=-5)
     with pytest.raises(ValueError, match="states is empty"): xrlbench.run_benchmark(pol, X, X[:0])
 
@@ -193,7 +194,8 @@ def test_image_perturbation_saliency_is_noise_sensitivity(cnn):
                                              align_corners=False)[0, 0].numpy()
         want.append(np.repeat(up[None] / C, C, 0))
     want = np.stack(want)
-    ps = xrlbench.make_explainer("PS", pol).explain(x).importance
+    from rlexplain.attribution.explainers.xrlbench import _fitted
+    ps = _fitted("PS", pol).explain(x).values
     np.testing.assert_allclose(ps, want, atol=1e-5)
     preset = explain(EXPLAINERS["noise_sensitivity"].preset("xrlbench"), pol, x)
     np.testing.assert_array_equal(preset.values, explain("perturbation_saliency", pol, x).values)
@@ -294,7 +296,8 @@ def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
     """The insertion metric, XRL-Bench's fidelity metrics and fitted explainers send images through the network at the
     policy's calibrated batch size (they used fixed 1024 / 8192 / 128, bypassing the compute settings), and an explicit
     `batch_size` still overrides it."""
-    from rlexplain.attribution import PGI, insertion_curves, make_explainer
+    from rlexplain.attribution import PGI, insertion_curves
+    from rlexplain.attribution.explainers.xrlbench import _fitted
     from rlexplain.core import ComputeSettings
     pol, x = cnn
     sizes, before, forward = [], pol.settings, pol.forward
@@ -308,12 +311,12 @@ def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
         assert sizes and max(sizes) == 5, sizes
         sizes.clear(); insertion_curves(pol, x, maps, pixels_per_step=16, batch_size=9)
         assert max(sizes) == 9, sizes
-        ex = make_explainer("PS", pol, stride=4)
+        ex = _fitted("PS", pol, stride=4)
         assert ex.batch_size == 5
         att = ex.explain(x)
         pgi = PGI(pol, n_draws=3)    # 3 states x 3 draws: 9 images per k, more than the batch of 5
         assert pgi.batch_size == 5
-        sizes.clear(); pgi(x, att.importance, att.actions)
+        sizes.clear(); pgi(x, att.values, att.actions)
         assert sizes and max(sizes) == 5, sizes
         with pytest.raises(ValueError, match="batch_size"): insertion_curves(pol, x, maps, batch_size=0)
     finally:
@@ -444,14 +447,86 @@ def test_benchmarks_use_only_explain_and_score():
             assert old not in src, (fn.__name__, old)
 
 
-def test_one_alias_map():
-    "'lime' means one thing: LIME on SLIC superpixels (an image method), in explain and make_explainer alike."
-    from rlexplain.attribution import make_explainer, registry_name
-    assert registry_name("lime") == "lime_slic" and registry_name("IG") == "integrated_gradients" and registry_name("PS") == "perturbation_saliency"
-    pol = linear_policy(np.eye(2, 3))
+def test_one_alias_map(cnn):
+    """'lime' means one thing: LIME on SLIC superpixels, an image method (EXPLAINER_ALIASES), in explain, paper_saliency and the
+    lime function alike; LIME on tabular states is 'tabular_lime' (XRL-Bench's 'TabularLIME'), never 'lime'."""
+    from rlexplain.attribution import EXPLAINER_ALIASES, registry_name
+    from rlexplain.attribution.explainers.xrlbench import _fitted
+    assert registry_name("lime") == "lime_slic" == EXPLAINER_ALIASES["lime"]
+    assert registry_name("IG") == "integrated_gradients" and registry_name("PS") == "perturbation_saliency"
+    assert registry_name("TabularLIME") == registry_name("tabular_lime") == "tabular_lime"
+    pol, x = cnn
+    kw = dict(num_samples=30, n_segments=10)
+    np.testing.assert_array_equal(explain("lime", pol, x, **kw).pixels(), explain("lime_slic", pol, x, **kw).pixels())
+    np.testing.assert_array_equal(explain("lime", pol, x, **kw).pixels(), saliency.lime(pol, x, **kw).pixels())   # the function's default: slic
+    assert explain("lime", pol, x[:1], **kw).method == "lime_slic"
+    tab = linear_policy(np.eye(2, 3))
     B = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
-    with pytest.raises(ValueError, match="unknown explainer 'lime'"): make_explainer("lime", pol, B)
-    assert type(make_explainer("integrated_gradients", pol, B)).__name__ == "IntegratedGradients"
+    with pytest.raises(ValueError, match="tabular_lime"): explain("lime", tab, B[:2])        # names the tabular method
+    with pytest.raises(ValueError, match="unknown explainer 'lime'"): _fitted("lime", tab, B)
+    assert type(_fitted("integrated_gradients", tab, B)).__name__ == "IntegratedGradients"
+
+
+def test_old_names_warn_and_give_the_same_attribution():
+    "Each deprecated name warns, names its replacement, and its explanation is the Attribution `explain` gives, value for value."
+    import rlexplain.attribution as A
+    pol = linear_policy([[1, 0.5, 0], [-1, 0, 0.3]])
+    B = np.random.default_rng(2).normal(size=(120, 3)).astype(np.float32); X = B[:6]
+    cases = {"TabularSHAP": ("tabular_shap", {}), "TabularLIME": ("tabular_lime", dict(num_samples=200)), "PerturbationSaliency": ("perturbation_saliency", {}),
+             "SARFA": ("sarfa", {}), "DeepSHAP": ("deep_shap", dict(n_background=20)), "GradientSHAP": ("gradient_shap", dict(n_background=20, nsamples=20)),
+             "IntegratedGradients": ("integrated_gradients", dict(n_background=5))}
+    for old, (new, kw) in cases.items():
+        with pytest.warns(DeprecationWarning, match=rf"{old} is deprecated.*explain\('{new}'"):
+            e = getattr(A, old)(pol, B, **kw).explain(X)
+        att = explain(new, pol, X, background=B, **kw)
+        assert type(e) is Attribution and isinstance(e, A.Explanation) and isinstance(e, getattr(A, old)) is False
+        np.testing.assert_array_equal(e.values, att.values); np.testing.assert_array_equal(e.actions, att.actions)
+        with pytest.warns(DeprecationWarning, match="make_explainer is deprecated"):
+            np.testing.assert_array_equal(A.make_explainer(old if old != "PerturbationSaliency" else "PS", pol, B, **kw).explain(X).values, att.values)
+    with pytest.warns(DeprecationWarning, match="Explanation is deprecated"):
+        e = A.Explanation(att.values, att.actions, X, None, [0.5, 0.25], "IG", ("a", "b", "c"), 1.5, {"seed": 0})
+    assert type(e) is Attribution and e.params["base_values"] == [0.5, 0.25] and e.params["feature_names"] == ["a", "b", "c"]
+    assert e.timing["total_s"] == 1.5
+    with pytest.warns(DeprecationWarning, match="Attribution.values"): np.testing.assert_array_equal(e.importance, e.values)
+    with pytest.warns(DeprecationWarning, match="FittedExplainer is deprecated"), pytest.raises(TypeError): A.FittedExplainer(object())
+    assert isinstance(A.explainers.xrlbench._fitted("PS", pol, B), A.FittedExplainer)
+
+
+def test_every_action_kept_for_to_shap():
+    "all_actions=True keeps every action's values: to_shap(action=b) is the attribution explain gives for action b."
+    from rlexplain.attribution.explainers.xrlbench import _fitted
+    pol = linear_policy([[1.0, -2.0, 0.5], [0.0, 1.0, 0.0]])
+    B = np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32)
+    e = _fitted("IG", pol, B, n_background=5, all_actions=True).explain(B[:4])
+    for b in range(2):
+        np.testing.assert_allclose(e.to_shap(action=b).values, explain("integrated_gradients", pol, B[:4], b, background=B, n_background=5).values, atol=1e-6)
+    np.testing.assert_allclose(e[1:3].to_shap(action=1).values, e.to_shap(action=1).values[1:3])
+    with pytest.raises(ValueError, match="actions=1"): explain("integrated_gradients", pol, B[:4], background=B, n_background=5).to_shap(action=1)
+
+
+def test_results_plot_on_axes_and_summarise_as_frames():
+    """Every result type: `summary` is a method (never a field) returning a DataFrame, and `plot(ax=None)` draws on the Axes it is
+    given and returns it; multi-panel `plot_*` methods return the Figure."""
+    import dataclasses, importlib, inspect, pkgutil
+    import matplotlib.axes, matplotlib.figure, matplotlib.pyplot as plt
+    import pandas as pd
+    import rlexplain
+    from rlexplain.core import Result
+    for m in pkgutil.walk_packages(rlexplain.__path__, "rlexplain."):
+        if m.name.split(".")[-1] not in ("cli", "lessons"): importlib.import_module(m.name)
+    def subclasses(c): return set(c.__subclasses__()).union(*(subclasses(s) for s in c.__subclasses__()))
+    for cls in subclasses(Result):
+        fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        assert "summary" not in fields, f"{cls.__name__}.summary is a field; summary() must be a method returning a DataFrame"
+        if hasattr(cls, "summary"): assert inspect.isfunction(cls.summary), cls.__name__
+    pol = linear_policy([[1.0, -2.0, 0.5], [0.0, 1.0, 0.0]])
+    X = np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32)
+    att = explain("integrated_gradients", pol, X, background=X, n_background=3)
+    r = score("AIM", pol, X, att)
+    for res in (att, r):
+        assert isinstance(res.summary(), pd.DataFrame)
+        fig, ax = plt.subplots(); assert res.plot(ax=ax) is ax; plt.close(fig)
+        assert isinstance(res.plot(), matplotlib.axes.Axes); plt.close("all")
 
 
 def test_results_read_in_a_few_lines(cnn):
@@ -487,7 +562,9 @@ def test_pixel_maps_survive_the_contract_bit_for_bit():
     x = np.random.default_rng(1).random((4, 3, 16, 16)).astype(np.float32)
     m = saliency.noise_sensitivity(pol, x, radius=3)
     att = explain("noise_sensitivity", pol, x, radius=3)
-    np.testing.assert_array_equal(att.pixels(), m.values)
-    np.testing.assert_array_equal(att[1:3].pixels(), m.values[1:3])
-    np.testing.assert_array_equal(saliency_bench.explain("noise_sensitivity", pol, x).values, m.values)
-    np.testing.assert_array_equal(saliency_bench.explain("random", pol, x).values, saliency_bench.random_saliency(pol, x).values)
+    np.testing.assert_array_equal(att.pixels(), m.pixels())
+    np.testing.assert_array_equal(att[1:3].pixels(), m.pixels()[1:3])
+    with pytest.warns(DeprecationWarning, match="saliency_bench.explain is deprecated"):
+        np.testing.assert_array_equal(saliency_bench.explain("noise_sensitivity", pol, x).pixels(), m.pixels())
+    np.testing.assert_array_equal(saliency_bench._maps("noise_sensitivity", pol, x).pixels(), m.pixels())
+    np.testing.assert_array_equal(saliency_bench._maps("random", pol, x).pixels(), saliency_bench.random_saliency(pol, x).pixels())

@@ -3,6 +3,7 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.ndimage
 import torch
@@ -10,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from torch import nn
 
 from rlexplain.core import Policy, load_result
+from rlexplain.attribution import Attribution, explain
 from rlexplain.saliency import (LIME_SEGMENTATIONS, PAPER_PARAMS, RISE, SaliencyMap, gaussian_blur, lime,
                                 noise_sensitivity, occlusion, paper_saliency, rise, sarfa, sarfa_score, segment)
 
@@ -47,13 +49,13 @@ def reg(): return Policy.from_module(Region(), SHAPE, device="cpu")
 
 def test_occlusion_lights_exactly_the_patch(px):
     one = np.zeros((1, 32, 32), np.float32); one[0, 10, 21] = 1
-    np.testing.assert_array_equal(occlusion(px, ONES, patch=1).values, one)
+    np.testing.assert_array_equal(occlusion(px, ONES, patch=1).pixels(), one)
     patch = np.zeros((1, 32, 32), np.float32); patch[0, 10:12, 20:22] = 1
-    np.testing.assert_array_equal(occlusion(px, ONES, patch=2, upsample="nearest").values, patch)
-    m = occlusion(px, ONES, patch=2).values[0]                     # bilinear: the patch is the set of maxima
+    np.testing.assert_array_equal(occlusion(px, ONES, patch=2, upsample="nearest").pixels(), patch)
+    m = occlusion(px, ONES, patch=2).pixels()[0]                     # bilinear: the patch is the set of maxima
     assert np.argwhere(m == m.max()).tolist() == [[10, 20], [10, 21], [11, 20], [11, 21]]
     assert m.max() == pytest.approx(0.5625)
-    np.testing.assert_allclose(occlusion(px, ONES, patch=3, score="diff", softmax=True, upsample="nearest").values[0, 9:12, 21:24],
+    np.testing.assert_allclose(occlusion(px, ONES, patch=3, score="diff", softmax=True, upsample="nearest").pixels()[0, 9:12, 21:24],
                                1 / (1 + np.exp(-0.5)) - 1 / (1 + np.exp(0.5)), rtol=1e-5)
 
 
@@ -61,20 +63,20 @@ def test_uint8_batches_and_actions(px):
     u8 = np.full((2, *SHAPE), 255, np.uint8)
     a = occlusion(px, u8, patch=4)
     b = occlusion(px, torch.ones(2, *SHAPE), patch=4)
-    np.testing.assert_array_equal(a.values, b.values)
+    np.testing.assert_array_equal(a.pixels(), b.pixels())
     assert a.actions.tolist() == [0, 0]
     c = occlusion(px, u8, action=np.array([0, 1]), patch=4)
     assert c.actions.tolist() == [0, 1]
-    np.testing.assert_allclose(c.values[1], 0.5)                    # action 1 is the constant 0.5
+    np.testing.assert_allclose(c.pixels()[1], 0.5)                    # action 1 is the constant 0.5
 
 
 def test_noise_sensitivity(px):
     const = Policy.from_module(Constant(), SHAPE, device="cpu")
     rnd = np.random.default_rng(0).random((2, *SHAPE), dtype=np.float32)
-    np.testing.assert_array_equal(noise_sensitivity(const, rnd).values, 0)
+    np.testing.assert_array_equal(noise_sensitivity(const, rnd).pixels(), 0)
     plus = np.zeros((32, 32), np.float32); plus[10, 20:23] = plus[9:12, 21] = 0.5
-    np.testing.assert_allclose(noise_sensitivity(px, ONES, radius=1, perturbation="black").values[0], plus)
-    m = noise_sensitivity(px, rnd, radius=2, blur_frames=True).values
+    np.testing.assert_allclose(noise_sensitivity(px, ONES, radius=1, perturbation="black").pixels()[0], plus)
+    m = noise_sensitivity(px, rnd, radius=2, blur_frames=True).pixels()
     assert m.shape == (2, 32, 32) and (m >= 0).all() and np.isfinite(m).all()
 
 
@@ -90,10 +92,10 @@ def test_sarfa_one_region(reg):
     m = sarfa(reg, ONES, radius=2)
     soft0 = lambda v: np.exp(v) / (np.exp(v) + np.e + 1)
     dp = soft0(4.0) - soft0(4 * (1 - 13 / 144))                    # a 13-pixel black disk inside the region, K = 1
-    assert m.values.max() == pytest.approx(2 * dp / (1 + dp), rel=1e-5)
-    assert (m.values[0, 15:, :] == 0).all() and (m.values[0, :, 15:] == 0).all()
+    assert m.pixels().max() == pytest.approx(2 * dp / (1 + dp), rel=1e-5)
+    assert (m.pixels()[0, 15:, :] == 0).all() and (m.pixels()[0, :, 15:] == 0).all()
     rnd = np.random.default_rng(3).random((1, *SHAPE), dtype=np.float32)   # blurring a constant image changes nothing
-    mb = sarfa(reg, rnd, radius=3, perturbation="blur").values[0]          # masks end 4 sigma = 12 px from the disk
+    mb = sarfa(reg, rnd, radius=3, perturbation="blur").pixels()[0]          # masks end 4 sigma = 12 px from the disk
     assert mb.max() > 0 and (mb[28:, :] == 0).all() and (mb[:, 28:] == 0).all()
     # K < 1 and the KL direction: hand-computed
     p_rem, h = np.exp([1, 0]) / np.exp([1, 0]).sum(), np.array([0.5, 0.5])
@@ -105,21 +107,21 @@ def test_sarfa_one_region(reg):
 
 
 def test_rise(reg, px):
-    np.testing.assert_allclose(rise(reg, ONES, n_masks=16, s=4, p=1.0).values, 4.0, rtol=1e-6)
+    np.testing.assert_allclose(rise(reg, ONES, n_masks=16, s=4, p=1.0).pixels(), 4.0, rtol=1e-6)
     ex = RISE(200, 4, 0.5, seed=2)
     m = ex.masks(32, 32)
     assert ex.masks(32, 32) is m and torch.equal(RISE(200, 4, 0.5, seed=2).masks(32, 32), m)
     assert not torch.equal(RISE(200, 4, 0.5, seed=3).masks(32, 32), m)
     r1, r2 = ex(px, ONES), ex(px, ONES)
-    np.testing.assert_array_equal(r1.values, r2.values)
-    assert r1.values[0, 10, 21] == pytest.approx((m[:, 10, 21] ** 2).sum().item() / 100, rel=1e-4)
+    np.testing.assert_array_equal(r1.pixels(), r2.pixels())
+    assert r1.pixels()[0, 10, 21] == pytest.approx((m[:, 10, 21] ** 2).sum().item() / 100, rel=1e-4)
 
 
 def test_lime_recovers_the_superpixel_and_matches_lime_image(px, reg):
     m = lime(px, ONES, segmentation=squares, num_samples=1000)
     sq = squares(np.zeros((32, 32, 1)))
-    np.testing.assert_allclose(m.values[0][sq == 6], 1.0, atol=0.05)
-    np.testing.assert_allclose(m.values[0][sq != 6], 0.0, atol=0.05)
+    np.testing.assert_allclose(m.pixels()[0][sq == 6], 1.0, atol=0.05)
+    np.testing.assert_allclose(m.pixels()[0][sq != 6], 0.0, atol=0.05)
     from lime.lime_image import LimeImageExplainer
     img = np.random.default_rng(4).random((1, *SHAPE), dtype=np.float32)
     ours = lime(reg, img, segmentation=squares, num_samples=200, seed=5)
@@ -129,7 +131,7 @@ def test_lime_recovers_the_superpixel_and_matches_lime_image(px, reg):
         labels=(a,), top_labels=None, hide_color=0, num_samples=200, batch_size=200, segmentation_fn=squares, random_seed=0)
     w = np.zeros(16)
     for f, v in ref.local_exp[a]: w[f] = v
-    np.testing.assert_allclose(ours.values[0], w[sq], atol=1e-6)
+    np.testing.assert_allclose(ours.pixels()[0], w[sq], atol=1e-6)
 
 
 @pytest.mark.parametrize("name", list(LIME_SEGMENTATIONS))
@@ -170,17 +172,30 @@ def test_bad_parameters_raise(px):
 
 
 def test_saliency_map_result(tmp_path, px):
+    "A pixel-map function returns an Attribution: values (B, C, H, W), pixels() the method's map; save/load, normalized, plot."
     m = noise_sensitivity(px, np.ones((2, *SHAPE), np.float32), radius=1, perturbation="black")
+    assert type(m) is Attribution and m.values.shape == (2, *SHAPE) and m.pixels().shape == (2, 32, 32)
+    np.testing.assert_array_equal(m.states, np.ones((2, *SHAPE), np.float32))
     back = load_result(m.save(tmp_path / "m"))
-    assert isinstance(back, SaliencyMap) and back.method == m.method and back.params == m.params
+    assert isinstance(back, Attribution) and back.method == m.method and back.params == m.params
     np.testing.assert_array_equal(back.values, m.values); np.testing.assert_array_equal(back.actions, m.actions)
     n = m.normalized()
-    assert n.values.min() == 0 and n.values.max() == pytest.approx(1) and n.params["normalized"]
-    assert len(m.to_frame()) == 2 * 32 * 32
+    assert n.pixels().min() == 0 and n.pixels().max() == pytest.approx(1) and n.params["normalized"]
+    assert len(m.to_frame()) == 2 * 32 * 32 and isinstance(m.summary(), pd.DataFrame) and len(m.summary()) == 2
     ax = m.plot(index=1, obs=np.full((2, *SHAPE), 128, np.uint8))
-    assert ax.get_title().startswith("noise_sensitivity"); plt.close("all")
+    assert isinstance(ax, plt.Axes) and ax.get_title().startswith("noise_sensitivity"); plt.close("all")
     with pytest.raises(IndexError): m.plot(index=2)
-    with pytest.raises(ValueError, match="actions"): SaliencyMap(np.zeros((2, 3, 3)), [0], "x")
+
+
+def test_saliency_map_alias_warns_and_builds_the_same_attribution(px):
+    "SaliencyMap is deprecated: it warns, names the replacement, and builds the Attribution that from_pixels builds."
+    m = occlusion(px, ONES, patch=4)
+    with pytest.warns(DeprecationWarning, match="Attribution.from_pixels"):
+        old = SaliencyMap(m.pixels(), m.actions, m.method, m.params)
+    new = Attribution.from_pixels(m.pixels(), m.actions, m.method, m.params)
+    assert type(old) is Attribution and isinstance(old, SaliencyMap) and isinstance(m, SaliencyMap)
+    np.testing.assert_array_equal(old.values, new.values); np.testing.assert_array_equal(old.pixels(), m.pixels())
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="actions"): SaliencyMap(np.zeros((2, 3, 3)), [0], "x")
 
 
 @settings(max_examples=15, deadline=None)
@@ -192,12 +207,12 @@ def test_bounds_on_random_linear_agents(seed, radius):
         for p_ in net.parameters(): p_.copy_(torch.randn(p_.shape, generator=g))
     pol = Policy.from_module(net, (4, 12, 12), device="cpu")
     obs = torch.rand(1, 4, 12, 12, generator=g)
-    s = sarfa(pol, obs, radius=radius).values
+    s = sarfa(pol, obs, radius=radius).pixels()
     assert ((s >= 0) & (s < 1)).all()
-    assert (noise_sensitivity(pol, obs, radius=radius).values >= 0).all()
-    o = occlusion(pol, obs, patch=radius, score="diff", softmax=True).values
+    assert (noise_sensitivity(pol, obs, radius=radius).pixels() >= 0).all()
+    o = occlusion(pol, obs, patch=radius, score="diff", softmax=True).pixels()
     assert ((o >= -1) & (o <= 1)).all()
-    n = rise(pol, obs, n_masks=20, s=3).normalized().values
+    n = rise(pol, obs, n_masks=20, s=3).normalized().pixels()
     assert n.min() >= 0 and n.max() <= 1
 
 
@@ -207,9 +222,11 @@ def test_paper_parameters_on_a_small_cnn():
     pol = Policy.from_module(net, (4, 84, 84), device="cpu")
     obs = np.zeros((1, 4, 84, 84), np.uint8); obs[:, :, 60:62, 30:40] = 200; obs[:, :, 20:24, 10:70] = 120
     for key in PAPER_PARAMS:
-        m = paper_saliency(key, pol, obs)
-        assert m.values.shape == (1, 84, 84) and np.isfinite(m.values).all(), key
-    with pytest.raises(KeyError): paper_saliency("gradcam", pol, obs)
+        m = explain(key, pol, obs, **PAPER_PARAMS[key][1])
+        assert m.pixels().shape == (1, 84, 84) and np.isfinite(m.pixels()).all(), key
+    with pytest.warns(DeprecationWarning, match="explain"): old = paper_saliency("occlusion", pol, obs)   # deprecated: the same map
+    np.testing.assert_array_equal(old.pixels(), explain("occlusion", pol, obs, **PAPER_PARAMS["occlusion"][1]).pixels())
+    with pytest.warns(DeprecationWarning), pytest.raises(KeyError): paper_saliency("gradcam", pol, obs)
 
 
 def test_zoo_agent_if_present():
@@ -221,5 +238,5 @@ def test_zoo_agent_if_present():
     agent = load_agent(z.path.iloc[0], device="cpu")
     obs, _ = ToyboxEnv("breakout").reset(seed=0)
     for m in (occlusion(agent, obs, patch=4), sarfa(agent, obs, radius=4), RISE(100, 8)(agent, obs)):
-        assert m.values.shape == (1, 84, 84) and np.isfinite(m.values).all()
+        assert m.pixels().shape == (1, 84, 84) and np.isfinite(m.pixels()).all()
         assert m.actions[0] == int(agent.act(obs[None], deterministic=True)[0])

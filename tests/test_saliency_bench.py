@@ -115,7 +115,7 @@ def test_sanity_check_result(cnn, tmp_path):
     assert set(s.columns) >= {"method", "metric", "n_randomized", "mean", "ci99"}
     back = SanityCheck.load(sc.save(tmp_path / "sc"))
     pd.testing.assert_frame_equal(back.table, sc.table)
-    plt.close(sc.plot()[0].figure)
+    fig = sc.plot(); assert isinstance(fig, plt.Figure); plt.close(fig)          # multi-panel: the Figure
 
 
 def test_sb3_model_via_from_sb3():
@@ -219,7 +219,7 @@ def test_run_benchmark_end_to_end_resumes(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(again.insertion, res.insertion)
     back = load_result(res.save(tmp_path / "res"))
     assert isinstance(back, SaliencyBenchmark) and back.games == res.games
-    for ax in (res.plot_sanity()[0], res.plot_examples()[0][0], res.plot_curves()[0]): plt.close(ax.figure)
+    for fig in (res.plot_sanity(), res.plot_examples(), res.plot_curves()): assert isinstance(fig, plt.Figure); plt.close(fig)
 
 
 def test_demo_runs_on_the_zoo_ale_agents(tmp_path):

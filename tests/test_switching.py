@@ -72,8 +72,8 @@ def test_plots_label_units_and_seeds():
     cfg = SwitchingConfig(seeds=(0, 1, 2), n_episodes=6, T=3, window=2, horizon=2, ks=(1,), untrained_ks=())
     study = run_switching_study(cfg, teams={"team": a, "donor": b, "untrained": b})
     assert (study.impacts.n_seeds == 3).all() and (study.impacts.interval == "t").all()
-    axes = study.plot()
-    assert all("team return" in ax.get_ylabel() for ax in axes.ravel())
+    fig = study.plot(); assert isinstance(fig, plt.Figure)                     # multi-panel: the Figure
+    assert all("team return" in ax.get_ylabel() for ax in fig.axes)
     ax = study.plot_effects()
     assert "95% t interval, 3 seeds" in ax.get_xlabel()
     plt.close("all")

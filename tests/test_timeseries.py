@@ -66,10 +66,10 @@ def test_damped_trend_recovered_and_coverage():
 def test_forecast_result_roundtrip(tmp_path):
     rng = np.random.default_rng(0)
     fc = forecast({"flat": 5 + rng.normal(0, 0.2, 40), "down": 8 - 0.2 * np.arange(40) + rng.normal(0, 0.2, 40)}, horizon=20, window=None)
-    assert isinstance(fc, Forecast) and set(fc.summary.label) == {"flat", "down"}
+    assert isinstance(fc, Forecast) and set(fc.summary().label) == {"flat", "down"}
     assert not fc.overlap().overlap.iloc[0]
     back = load_result(fc.save(tmp_path / "fc"))
-    pd.testing.assert_frame_equal(back.summary, fc.summary)
+    pd.testing.assert_frame_equal(back.summary(), fc.summary())
 
 
 def test_did_known_effect_and_zero():
@@ -197,7 +197,7 @@ def test_damped_trend_forecast_refuses_a_matrix():
     x = np.random.default_rng(0).normal(size=(3, 60))
     with pytest.raises(ValueError, match=r"one series of shape \(N,\); got shape \(3, 60\)"): damped_trend_forecast(x)
     f = forecast({"a": x}, horizon=5, window=None)                 # forecast aggregates a (M, N) matrix over seeds
-    assert f.summary.shape[0] == 1 and np.isfinite(f.summary.forecast).all()
+    assert f.summary().shape[0] == 1 and np.isfinite(f.summary().forecast).all()
 
 
 def test_placebo_T_outside_pre_period_and_n_boot_zero():

@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch import nn
 
+from rlexplain.attribution import explain
 from rlexplain.core import Policy
 from rlexplain.xrlbench import (AIM, AUM, EXPLAINERS, IMAGE_METHODS, PGI, PGU, RIS, Explanation, FidelityResult,
                                 XRLBenchResult, dataset_arrays, generate_dataset, load_dataset, load_xrlbench_policy,
@@ -181,10 +182,10 @@ def test_real_agents_dataset_and_deepshap(shared_agents, tmp_path):
     pd.testing.assert_frame_equal(back, df)
     X, a = dataset_arrays(back)
     assert (a == back[[f"q_{i}" for i in range(4)]].to_numpy().argmax(1)).all()
-    e = make_explainer("DeepSHAP", pol, background=back).explain(X[:20])      # additivity checked by shap
+    e = explain("DeepSHAP", pol, X[:20], background=back)      # additivity checked by shap
     q = pol.outputs(X[:20]).numpy()[np.arange(20), e.actions]
-    np.testing.assert_allclose(e.importance.sum(1), q - e.base_values[e.actions], atol=1e-2)
-    assert e.feature_names[:2] == ("x", "y")
+    np.testing.assert_allclose(e.values.sum(1), q - np.asarray(e.params["base_values"])[e.actions], atol=1e-2)
+    assert e.params["feature_names"][:2] == ["x", "y"]
 
 
 @pytest.mark.parametrize("env_id", ["ALE/Breakout-v5", "ALE/Pong-v5"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -18,8 +19,8 @@ from ..core import Policy, Result
 from ._utils import as_states, resolve_actions
 
 # %% auto #0
-__all__ = ['EXPLAINERS', 'METRICS', 'EXPLAINER_ALIASES', 'Attribution', 'Explainer', 'SaliencyMap', 'map_values', 'MetricResult',
-           'Metric', 'registry_name', 'explainer', 'explain', 'score']
+__all__ = ['SaliencyMap', 'EXPLAINERS', 'METRICS', 'EXPLAINER_ALIASES', 'Attribution', 'Explainer', 'deprecated_alias',
+           'map_values', 'MetricResult', 'Metric', 'registry_name', 'explainer', 'explain', 'score']
 
 # %% ../../nbs/attribution/01_base.ipynb #a92c14ed
 @dataclasses.dataclass(frozen=True)
@@ -29,8 +30,10 @@ class Attribution(Result):
     `states (N, *obs_shape)` float32 or None, `timing` seconds (`total_s`, and `setup_s` for explainers that fit something
     first; a number is read as `total_s`), `source` the method's paper.
 
-    `pixels()` `(N, H, W)` maps of image attributions; `to_frame()` long table; `summary()` one row per state; `plot(ax=None, index=0)`
-    (returns the Axes); `to_shap()` a `shap.Explanation`; `att[i]` / `att[idx]` a subset of the states.
+    `pixels()` `(N, H, W)` maps of image attributions; `normalized()` each state min-max scaled to [0, 1]; `to_frame()` long table;
+    `summary()` one row per state; `plot(ax=None, index=0)` (returns the Axes); `to_shap(action=None)` a `shap.Explanation`;
+    `att[i]` / `att[idx]` a subset of the states. The one result type of every explainer: the saliency lesson's `SaliencyMap` and
+    XRL-Bench's `Explanation` are this type (their names stay one release as deprecated aliases).
     Raises `ValueError` for inconsistent shapes or non-finite values."""
     values: np.ndarray
     actions: np.ndarray
@@ -77,8 +80,33 @@ class Attribution(Result):
         i = np.atleast_1d(i)
         out = dataclasses.replace(self, values=self.values[i], actions=self.actions[i], states=None if self.states is None else self.states[i])
         if getattr(self, "_explainer", None) is not None: object.__setattr__(out, "_explainer", self._explainer)
-        if getattr(self, "_pixels", None) is not None: object.__setattr__(out, "_pixels", self._pixels[i])
+        for extra in ("_pixels", "_per_action"):       # a pixel-map method's own map; every action's values (XRL-Bench's all_actions)
+            if getattr(self, extra, None) is not None: object.__setattr__(out, extra, getattr(self, extra)[i])
         return out
+
+    @property
+    def per_action(self) -> np.ndarray | None:
+        "`(N, A, *obs_shape)` float32: every action's values, when the method computed them (`all_actions=True`); else None."
+        return getattr(self, "_per_action", None)
+
+    @property
+    def importance(self) -> np.ndarray:
+        "Deprecated (XRL-Bench's `Explanation.importance`): the `values`."
+        warnings.warn("Attribution.importance is deprecated and will be removed in the next release; use Attribution.values.",
+                      DeprecationWarning, stacklevel=2)
+        return self.values
+
+    def normalized(self) -> "Attribution":
+        """Each state's attribution min-max scaled to `[0, 1]` (a constant one becomes zeros); images scale their `pixels()` map and
+        spread it over the frames again. `params['normalized']` is True."""
+        v = self.pixels() if self.is_image else self.values
+        ax = tuple(range(1, v.ndim))
+        lo, hi = v.min(axis=ax, keepdims=True), v.max(axis=ax, keepdims=True); rng = hi - lo
+        n = np.where(rng > 0, (v - lo) / np.where(rng > 0, rng, 1), 0.0).astype(np.float32)
+        params = {**self.params, "normalized": True}
+        if self.is_image:
+            return Attribution.from_pixels(n, self.actions, self.method, params, self.values.shape[1], self.states, self.timing, self.source)
+        return dataclasses.replace(self, values=n, params=params)
 
     def summary(self) -> pd.DataFrame:
         "One row per state: state, action, method, sum, mean |value| and max |value| of its attribution."
@@ -86,15 +114,23 @@ class Attribution(Result):
         return pd.DataFrame({"state": np.arange(len(self)), "action": self.actions, "method": self.method, "sum": flat.sum(1),
                              "mean_abs": np.abs(flat).mean(1), "max_abs": np.abs(flat).max(1) if flat.size else np.zeros(len(self))})
 
-    def to_shap(self):
+    def to_shap(self, action: int | None = None):   # None: each state's explained action; an int: that action (needs every action's values)
         """A `shap.Explanation` of tabular attributions (values `(N, D)`, base values from `params['base_values']` (per action) when the
-        method gives them, else 0; data = states; feature names) for shap's beeswarm, bar and waterfall plots. Raises `ValueError` for images."""
+        method gives them, else 0; data = states; feature names) for shap's beeswarm, bar and waterfall plots. `action`: another
+        action's values, kept when the method explained every action (`all_actions=True`). Raises `ValueError` for images, or for an
+        action whose values the attribution does not hold."""
         import shap
         if self.is_image: raise ValueError("to_shap is for tabular attributions (N, D); plot image attributions with .plot().")
+        vals, acts = self.values, self.actions
+        if action is not None:
+            per = self.per_action
+            if per is None: raise ValueError(f"{self.method} holds the explained actions' values only; explain with actions={int(action)} "
+                                             f"(or all_actions=True) for action {int(action)}.")
+            vals, acts = per[:, int(action)], np.full(len(self), int(action))
         base = self.params.get("base_values")
-        b = np.asarray(base, np.float64)[self.actions] if base is not None else np.zeros(len(self))
+        b = np.asarray(base, np.float64)[acts] if base is not None else np.zeros(len(self))
         names = self.params.get("feature_names") or [f"f{i}" for i in range(self.values.shape[1])]
-        return shap.Explanation(values=self.values.astype(np.float64), base_values=b, data=self.states, feature_names=list(names))
+        return shap.Explanation(values=np.asarray(vals, np.float64), base_values=b, data=self.states, feature_names=list(names))
 
     @property
     def is_image(self) -> bool: return self.values.ndim == 4
@@ -111,10 +147,14 @@ class Attribution(Result):
                     actions: Any, method: str, params: dict | None = None,
                     channels: int = 1,     # C: each location's score is spread evenly over the C frames
                     states: Any = None, timing: Any = None, source: str = "") -> "Attribution":
-        "An image attribution whose `pixels()` equals `maps`."
-        m = np.asarray(maps, np.float32)
+        """An image attribution `(N, C, H, W)` whose `pixels()` returns `maps` bit for bit (kept beside the spread values).
+        Raises `ValueError` for maps that are not `(N, H, W)`."""
+        m = np.asarray(maps.detach().cpu() if isinstance(maps, Tensor) else maps, np.float32)
         if m.ndim != 3: raise ValueError(f"maps must have shape (N, H, W); got {m.shape}.")
-        return cls(np.repeat(m[:, None] / np.float32(channels), int(channels), 1), actions, method, params or {}, states, timing or {}, source)
+        if states is not None: states = np.asarray(states.detach().cpu() if isinstance(states, Tensor) else states, np.float32)
+        att = cls(np.repeat(m[:, None] / np.float32(channels), int(channels), 1), actions, method, params or {}, states, timing or {}, source)
+        object.__setattr__(att, "_pixels", m)
+        return att
 
     def to_frame(self) -> pd.DataFrame:
         "Tabular: one row per (state, feature). Images: one row per (state, row, col) of `pixels()`."
@@ -158,7 +198,7 @@ class Attribution(Result):
         else: im = ax.imshow(m, cmap=cm, **lim)
         if colorbar:
             cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03); cb.ax.tick_params(labelsize=6)
-            cb.set_label("attribution (sum over frames)", fontsize=6)
+            cb.set_label("attribution (sum over frames)" + (", min-max scaled" if self.params.get("normalized") else ""), fontsize=6)
         ax.set_title(label, fontsize=8); ax.set_axis_off()
         return ax
 
@@ -211,88 +251,51 @@ class Explainer:
         t0 = time.perf_counter()
         values, extra = self._explain(policy, x, a)
         dt = time.perf_counter() - t0
-        extra = dict(extra or {}); setup = extra.pop("setup_s", None); pix = extra.pop("_pixels", None)
+        extra = dict(extra or {}); setup = extra.pop("setup_s", None); pix = extra.pop("_pixels", None); per = extra.pop("_per_action", None)
         timing = {"total_s": dt} if setup is None else {"total_s": dt, "setup_s": float(setup), "explain_s": dt - float(setup)}
         params = {k: v for k, v in self.params.items() if not isinstance(v, (np.ndarray, Tensor, pd.DataFrame))}
         att = Attribution(np.asarray(values, np.float32).reshape(x.shape), a, self.name, {**params, **extra}, x, timing, self.source)
         object.__setattr__(att, "_explainer", self)      # kept for metrics that re-explain (RIS, sanity checks); not saved
         if pix is not None: object.__setattr__(att, "_pixels", np.asarray(pix, np.float32))   # a pixel-map method's exact map
+        if per is not None: object.__setattr__(att, "_per_action", np.asarray(per, np.float32))  # every action's values (all_actions=True)
         return att
 
     def _explain(self, policy: Policy, x: np.ndarray, a: np.ndarray) -> tuple:
         raise NotImplementedError
 
 # %% ../../nbs/attribution/01_base.ipynb #97592b57
-@dataclasses.dataclass(frozen=True)
-class SaliencyMap(Result):
-    """Saliency maps of `B` states: `values (B, H, W) float32` (larger = more relevant), `actions (B,) int64` the
-    explained action of each state, `method` its name, `params` the parameters that made it (JSON-able).
+class _DeprecatedName(type):
+    "Metaclass of a deprecated name: calling it warns and builds the replacement; `isinstance`/`issubclass` check the replacement."
+    def __call__(cls, *args, **kw):
+        warnings.warn(f"{cls.__name__} is deprecated and will be removed in the next release; use {cls._use}.", DeprecationWarning, stacklevel=2)
+        return cls._build(*args, **kw)
+    def __instancecheck__(cls, obj): return isinstance(obj, cls._target)
+    def __subclasscheck__(cls, sub): return issubclass(sub, cls._target)
+    def __getattr__(cls, name):
+        if name.startswith("__"): raise AttributeError(name)
+        return getattr(cls._target, name)
+    def __repr__(cls): return f"<deprecated {cls.__name__}: use {cls._use}>"
 
-    `plot(ax, index, obs)` overlays map `index` on the newest frame of `obs`; `normalized()` min-max scales each
-    map; `to_frame()` is a long table (index, action, row, col, value). Raises `ValueError` for inconsistent shapes."""
-    values: np.ndarray
-    actions: np.ndarray
-    method: str
-    params: dict = dataclasses.field(default_factory=dict)
+def deprecated_alias(name: str,     # the old public name
+                     target: type,  # what it is now (isinstance checks against it)
+                     use: str,      # the replacement, as the warning names it, e.g. "rlexplain.attribution.explain('occlusion', ...)"
+                     build: Any = None, # f(*args, **kw) -> the new object; default `target`
+                     ) -> type:
+    "A deprecated name kept one release: calling it emits a `DeprecationWarning` naming `use` and returns `build(*args, **kw)`."
+    return _DeprecatedName(name, (), {"_target": target, "_use": use, "_build": staticmethod(build or target),
+                                      "__doc__": f"Deprecated: {name} is {target.__name__} now; use {use}."})
 
-    def __post_init__(self):
-        v = np.asarray(self.values.detach().cpu() if isinstance(self.values, Tensor) else self.values, dtype=np.float32)
-        a = np.asarray(self.actions.detach().cpu() if isinstance(self.actions, Tensor) else self.actions).astype(np.int64).reshape(-1)
-        if v.ndim != 3: raise ValueError(f"values must have shape (B, H, W); got {v.shape}.")
-        if len(a) != len(v): raise ValueError(f"got {len(a)} actions for {len(v)} maps.")
-        object.__setattr__(self, "values", v); object.__setattr__(self, "actions", a)
-        object.__setattr__(self, "params", dict(self.params))
+def _saliency_map(values: Any,      # (B, H, W) pixel-location scores
+                  actions: Any, method: str, params: dict | None = None) -> Attribution:
+    return Attribution.from_pixels(values, actions, method, params)
 
-    def __len__(self): return len(self.values)
+SaliencyMap = deprecated_alias("SaliencyMap", Attribution, "Attribution.from_pixels(maps, actions, method, params, channels)", _saliency_map)
 
-    def __repr__(self):
-        return f"SaliencyMap({self.method!r}, values={self.values.shape}, actions={self.actions.tolist()[:8]})"
-
-    def normalized(self) -> "SaliencyMap":
-        "Each map min-max scaled to `[0, 1]` (a constant map becomes zeros)."
-        lo = self.values.min(axis=(1, 2), keepdims=True); hi = self.values.max(axis=(1, 2), keepdims=True)
-        rng = hi - lo
-        v = np.where(rng > 0, (self.values - lo) / np.where(rng > 0, rng, 1), 0.0).astype(np.float32)
-        return dataclasses.replace(self, values=v, params={**self.params, "normalized": True})
-
-    def to_frame(self) -> pd.DataFrame:
-        "Long table with one row per pixel: index, action, row, col, value."
-        B, H, W = self.values.shape
-        idx, row, col = np.meshgrid(np.arange(B), np.arange(H), np.arange(W), indexing="ij")
-        return pd.DataFrame({"index": idx.ravel(), "action": self.actions[idx.ravel()], "row": row.ravel(),
-                             "col": col.ravel(), "value": self.values.ravel(), "method": self.method})
-
-    def plot(self, ax=None,            # matplotlib Axes (a new small figure when None)
-             index: int = 0,           # which map
-             obs: Any = None,          # (B, C, H, W) or (C, H, W) observations (uint8 or [0, 1]); newest frame shown below
-             alpha: float = 0.6,       # opacity of the map over the frame
-             cmap: str = "jet",
-             title: str | None = None, # default: the method and the explained action
-             colorbar: bool = True,    # draw the map's scale beside it
-             ):
-        "Show map `index`, over the newest frame of `obs` when given, with a colour bar of its scale. Returns the Axes. Raises `IndexError`."
-        if not -len(self) <= index < len(self): raise IndexError(f"index {index} out of range for {len(self)} maps.")
-        ax = ax or plt.subplots(figsize=(2.9, 2.5))[1]
-        if obs is not None:
-            o = np.asarray(obs.detach().cpu() if isinstance(obs, Tensor) else obs)
-            if o.ndim == 4: o = o[index]
-            frame = o[-1].astype(np.float32) / (255.0 if o.dtype == np.uint8 else 1.0)
-            ax.imshow(frame, cmap="gray", vmin=0, vmax=1)
-            im = ax.imshow(self.values[index], cmap=cmap, alpha=alpha)
-        else:
-            im = ax.imshow(self.values[index], cmap=cmap)
-        if colorbar:
-            cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03); cb.ax.tick_params(labelsize=6)
-            cb.set_label("saliency" + (" (min-max scaled)" if self.params.get("normalized") else ""), fontsize=6)
-        ax.set_title(title if title is not None else f"{self.method}: action {self.actions[index]}", fontsize=8)
-        ax.set_axis_off()
-        return ax
-
-def map_values(maps: Any,   # SaliencyMap, or (B, H, W) / (H, W) array or tensor
+def map_values(maps: Any,   # an image Attribution (its `pixels()`), or (B, H, W) / (H, W) array or tensor
                x: Tensor,   # (B, C, H, W) the observations the maps explain
                ) -> np.ndarray:  # (B, H, W) float32
     "Pixel-map values matching observations `x`. Raises `ValueError` for a shape mismatch or NaN."
-    v = maps.values if isinstance(maps, SaliencyMap) else maps
+    v = maps.pixels() if isinstance(maps, Attribution) else maps
     v = np.asarray(v.detach().cpu() if isinstance(v, Tensor) else v, dtype=np.float32)
     B, C, H, W = x.shape
     if v.shape == (H, W) and B == 1: v = v[None]

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ...core import Policy
 from .._utils import _for_states, _prepare, check_int, forward_batches
-from .._base import SaliencyMap
+from .._base import Attribution
 
 # %% auto #0
 __all__ = ['LIME_SEGMENTATIONS', 'segment', 'lime']
@@ -69,7 +69,7 @@ def lime(policy: Policy,               # any Policy with image observations; raw
          seed: int = 0,                # random state of the samples (and of lime's Ridge)
          batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
          **seg_params,                 # segmentation parameters overriding LIME_SEGMENTATIONS
-         ) -> SaliencyMap:             # values (B, H, W): each superpixel filled with its weight
+         ) -> Attribution:             # pixels() (B, H, W): each superpixel filled with its weight; values (B, C, H, W)
     """LIME (Ribeiro et al. 2016) on raw outputs, as benchmarked by Huber et al. (2023), Appendix A, with the `lime`
     package's `LimeBase` (Ridge, kernel width 0.25, cosine distance) and scikit-image superpixels.
 
@@ -113,6 +113,6 @@ def lime(policy: Policy,               # any Policy with image observations; raw
         warnings.filterwarnings("ignore", message=".*third dimension")      # felzenszwalb on 4 stacked frames: intended (see segment)
         _for_states(policy, B, "lime", one)
     name = segmentation if isinstance(segmentation, str) else getattr(segmentation, "__name__", "custom")
-    return SaliencyMap(maps, acts, "lime", dict(segmentation=name, seg_params={**(LIME_SEGMENTATIONS.get(name, ({}, 0))[0]), **seg_params},
-                                                num_samples=num_samples, hide_color=float(hide_color), kernel_width=float(kernel_width),
-                                                seed=seed, n_segments=n_segments, surrogate_r2=r2))
+    return Attribution.from_pixels(maps, acts, "lime", dict(segmentation=name, seg_params={**(LIME_SEGMENTATIONS.get(name, ({}, 0))[0]), **seg_params},
+                                                            num_samples=num_samples, hide_color=float(hide_color), kernel_width=float(kernel_width),
+                                                            seed=seed, n_segments=n_segments, surrogate_r2=r2), C, x)

@@ -5,12 +5,13 @@
 # %% ../../../nbs/attribution/13_maps.ipynb #5c2813f3
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ...core import Policy
-from .._base import Explainer, SaliencyMap
+from .._base import Attribution, explain, Explainer
 from .perturbation import noise_sensitivity, occlusion, sarfa
 from .rise import rise
 from .lime import lime
@@ -33,18 +34,20 @@ PAPER_PARAMS = {   # key -> (method name, parameters): Huber et al. (2023), Appe
 }
 
 def paper_saliency(key: str,      # a key of PAPER_PARAMS, e.g. "occlusion" or "lime_slic"
-                   policy: Policy, obs: Any, action: Any = None, **overrides) -> SaliencyMap:
-    "Saliency map `key` with the benchmark's final parameters (overridable). Raises `KeyError` for an unknown key."
+                   policy: Policy, obs: Any, action: Any = None, **overrides) -> Attribution:
+    """Deprecated: `explain(key, policy, obs, action, **PAPER_PARAMS[key][1])`. The map of `key` with the benchmark's final parameters
+    (overridable), `pixels()` `(B, H, W)`. Raises `KeyError` for an unknown key."""
+    warnings.warn("paper_saliency is deprecated and will be removed in the next release; use "
+                  "rlexplain.attribution.explain(key, policy, obs, action, **PAPER_PARAMS[key][1]).", DeprecationWarning, stacklevel=2)
     if key not in PAPER_PARAMS: raise KeyError(f"unknown saliency {key!r}; expected one of {list(PAPER_PARAMS)}.")
-    name, params = PAPER_PARAMS[key]
-    return SALIENCY_METHODS[name](policy, obs, action, **{**params, **overrides})
+    return explain(key, policy, obs, action, **{**PAPER_PARAMS[key][1], **overrides})
 
 # %% ../../../nbs/attribution/13_maps.ipynb #307b8bc0
-def _spread(m, x: np.ndarray) -> tuple:
-    """`(values (N, C, H, W), params)` of a `SaliencyMap` m: each location's score spread evenly over the C frames of `x`; the map
-    itself rides along (`_pixels`), so that `Attribution.pixels()` returns it bit for bit."""
-    C = x.shape[1]
-    return np.repeat(m.values[:, None] / np.float32(C), C, 1), {**m.params, "_pixels": m.values}
+def _spread(m: Attribution, x: np.ndarray) -> tuple:
+    """`(values (N, C, H, W), params)` of a pixel-map function's attribution `m` for `_explain`: the map spread evenly over the C frames
+    of `x`, and the map itself riding along (`_pixels`), so that `Attribution.pixels()` returns it bit for bit."""
+    if m.values.shape != x.shape: raise ValueError(f"the map's attribution has shape {m.values.shape}; the states {x.shape}.")
+    return m.values, {**m.params, "_pixels": m.pixels()}
 
 class _PixelMapExplainer(Explainer):
     "A pixel-map method (function `fn` of `SALIENCY_METHODS`) behind the explainer contract."

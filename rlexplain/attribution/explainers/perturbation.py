@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ...core import Policy
 from .._utils import _check_disk_args, _for_states, _grid_outputs, _grid_to_map, _prepare, check_int, forward_batches, patch_masks, perturb, resize_bilinear
-from .._base import SaliencyMap
+from .._base import Attribution
 
 # %% auto #0
 __all__ = ['SARFA_KL', 'NS_SCORES', 'sarfa_score', 'occlusion', 'noise_sensitivity', 'sarfa']
@@ -57,7 +57,7 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
               score: str = "one_minus",   # "one_minus": 1 - pi(I')_a (Eq. A1); "diff": pi(I)_a - pi(I')_a
               upsample: str = "bilinear", # "bilinear" (original code) or "nearest" (each patch its own score)
               batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
-              ) -> SaliencyMap:           # values (B, H, W)
+              ) -> Attribution:           # values (B, C, H, W); pixels() the (B, H, W) map
     """Occlusion Sensitivity (Zeiler & Fergus 2014) as benchmarked by Huber et al. (2023), Appendix A, Eq. A1.
 
     Raises `ValueError` for channel-last or NaN observations, an action out of range, a patch larger than the
@@ -83,8 +83,8 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
         grid = s.reshape(ny, nx).cpu()
         maps[b] = grid[cell_y.cpu()][:, cell_x.cpu()] if upsample == "nearest" else resize_bilinear(grid, H, W)
     _for_states(policy, B, "occlusion", one)
-    return SaliencyMap(maps.numpy(), acts, "occlusion",
-                       dict(patch=patch, color=float(color), softmax=bool(softmax), score=score, upsample=upsample))
+    return Attribution.from_pixels(maps.numpy(), acts, "occlusion",
+                                   dict(patch=patch, color=float(color), softmax=bool(softmax), score=score, upsample=upsample), C, x)
 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #8616a832
 NS_SCORES = ("all_actions", "l2", "chosen_action")
@@ -102,7 +102,7 @@ def noise_sensitivity(policy: Policy,           # any Policy with image observat
                       blur_mode: str = "reflect", # border of the blur: "reflect" (scipy, Huber et al.) or "nearest" (XRL-Bench's code)
                       keep_max: bool = True,    # rescale the resized map to the grid's maximum (Greydanus et al.); False: XRL-Bench
                       batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
-                      ) -> SaliencyMap:         # values (B, H, W), >= 0
+                      ) -> Attribution:         # values (B, C, H, W); pixels() the (B, H, W) map, >= 0
     """Noise Sensitivity (Greydanus et al. 2018) as benchmarked by Huber et al. (2023), Appendix A, Eq. A2; with
     `mask="gaussian", radius=5, blur_mode="nearest", score="l2", keep_max=False` it is XRL-Bench's image Perturbation Saliency
     (Xiong et al. 2024, Sec. 3.2).
@@ -126,7 +126,7 @@ def noise_sensitivity(policy: Policy,           # any Policy with image observat
     params = dict(radius=radius, perturbation=perturbation, score=score, blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames))
     if (mask, mask_sigma, blur_mode, keep_max) != ("disk", None, "reflect", True):
         params.update(mask=mask, mask_sigma=None if mask_sigma is None else float(mask_sigma), blur_mode=blur_mode, keep_max=bool(keep_max))
-    return SaliencyMap(maps.numpy(), acts, "noise_sensitivity", params)
+    return Attribution.from_pixels(maps.numpy(), acts, "noise_sensitivity", params, C, x)
 
 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #777923c3
@@ -143,7 +143,7 @@ def sarfa(policy: Policy,             # any Policy with image observations and >
           blur_mode: str = "reflect", # border of the blur: "reflect" or "nearest" (XRL-Bench's code)
           keep_max: bool = True,      # rescale the resized map to the grid's maximum; False: XRL-Bench
           batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
-          ) -> SaliencyMap:           # values (B, H, W) in [0, 1)
+          ) -> Attribution:           # values (B, C, H, W); pixels() the (B, H, W) map in [0, 1)
     """SARFA, specific and relevant feature attribution (Puri et al. 2020), as benchmarked by Huber et al. (2023),
     Appendix A, Eq. A4, with disks on a stride-`radius` grid resized bilinearly keeping the grid maximum.
 
@@ -162,4 +162,4 @@ def sarfa(policy: Policy,             # any Policy with image observations and >
     params = dict(radius=radius, perturbation=perturbation, kl=kl, blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames))
     if (mask, mask_sigma, blur_mode, keep_max) != ("disk", None, "reflect", True):
         params.update(mask=mask, mask_sigma=None if mask_sigma is None else float(mask_sigma), blur_mode=blur_mode, keep_max=bool(keep_max))
-    return SaliencyMap(maps.numpy(), acts, "sarfa", params)
+    return Attribution.from_pixels(maps.numpy(), acts, "sarfa", params, C, x)

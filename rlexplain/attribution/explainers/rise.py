@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ...core import Policy
 from .._utils import _for_states, _prepare, check_int, forward_batches
-from .._base import SaliencyMap
+from .._base import Attribution
 
 # %% auto #0
 __all__ = ['rise_masks', 'RISE', 'rise']
@@ -43,7 +43,7 @@ class RISE:
 
     `RISE(n_masks, s, p, seed)` draws its masks on first use for each image size; every call with the same parameters and seed,
     from this object or another (`rise`, `paper_saliency("rise")`), reuses them (`rise_masks`);
-    `explainer(policy, obs, action=None) -> SaliencyMap`. Raises `ValueError` for bad parameters."""
+    `explainer(policy, obs, action=None) -> Attribution` (its `pixels()` the `(B, H, W)` map). Raises `ValueError` for bad parameters."""
     def __init__(self, n_masks: int = 1000,   # N, number of random masks
                  s: int = 8,                  # side of the coarse binary grid
                  p: float = 0.5,              # probability that a grid cell keeps the image (is 1)
@@ -68,7 +68,7 @@ class RISE:
     def __call__(self, policy: Policy,   # any Policy with image observations
                  obs: Any,               # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
                  action: Any = None,     # None: greedy action; an int or (B,) ints
-                 ) -> SaliencyMap:       # values (B, H, W)
+                 ) -> Attribution:       # values (B, C, H, W); pixels() the (B, H, W) map
         x, q, acts = _prepare(policy, obs, action)
         B, C, H, W = x.shape
         masks = self.masks(H, W, x.device)
@@ -80,7 +80,7 @@ class RISE:
             if self.softmax: out = out.softmax(-1)
             maps[b] = (out[:, int(acts[b])] @ flat).reshape(H, W).cpu() / (self.n_masks * self.p)
         _for_states(policy, B, "rise", one)
-        return SaliencyMap(maps.numpy(), acts, "rise", self.params)
+        return Attribution.from_pixels(maps.numpy(), acts, "rise", self.params, C, x)
 
 def rise(policy: Policy,           # any Policy with image observations
          obs: Any,                 # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
@@ -91,6 +91,6 @@ def rise(policy: Policy,           # any Policy with image observations
          seed: int = 0,            # seed of the masks and their shifts
          softmax: bool = False,    # weight masks by softmax probabilities instead of raw outputs
          batch_size: int | None = None, # masked images per forward pass; None: the policy's compute settings
-         ) -> SaliencyMap:         # values (B, H, W)
+         ) -> Attribution:         # values (B, C, H, W); pixels() the (B, H, W) map
     "One-off `RISE(n_masks, s, p, seed, softmax)(policy, obs, action)`; keep a `RISE` object to reuse masks across calls."
     return RISE(n_masks, s, p, seed, softmax, batch_size)(policy, obs, action)

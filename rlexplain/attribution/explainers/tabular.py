@@ -14,13 +14,13 @@ import numpy as np
 
 from ...core import Policy, progress as progress_bar
 from .._utils import resolve_actions
-from .fitted import FittedExplainer
+from .fitted import _FittedExplainer
 
 # %% auto #0
-__all__ = ['TabularSHAP', 'TabularLIME']
+__all__ = []
 
 # %% ../../../nbs/attribution/15_tabular.ipynb #4ce69fe2
-class TabularSHAP(FittedExplainer):
+class _TabularSHAP(_FittedExplainer):
     "TabularSHAP (Xiong et al. 2024, Sec. 3.2): a LightGBM student of the policy's actions explained with shap.TreeExplainer."
     name, modalities, needs_background = "TabularSHAP", ("tabular",), True
     reference = "Xiong et al. (2024), XRL-Bench Sec. 3.2; TreeSHAP: Lundberg et al. (2020)"
@@ -83,7 +83,7 @@ class TabularSHAP(FittedExplainer):
         return per[np.arange(N), a], per, base
 
 # %% ../../../nbs/attribution/15_tabular.ipynb #a74063f3
-class TabularLIME(FittedExplainer):
+class _TabularLIME(_FittedExplainer):
     "LIME on tabular states with raw policy outputs (Ribeiro et al. 2016; XRL-Bench's TabularLIME)."
     name, modalities, needs_background = "TabularLIME", ("tabular",), True
     reference = "Ribeiro et al. (2016); Xiong et al. (2024) Sec. 3.2"

@@ -16,8 +16,7 @@ from torch import Tensor
 
 from ...core import Policy, Result
 from .._utils import _batch_for, as_states, check_int, gaussian_blur, noise_scale, resolve_actions
-from .._base import _metric_std, Metric
-from ..explainers.fitted import Explanation
+from .._base import _metric_std, Attribution, Metric
 
 # %% auto #0
 __all__ = ['FIDELITY_METRICS', 'AIMMetric', 'AUMMetric', 'PGIMetric', 'PGUMetric', 'FidelityResult', 'FidelityMetric', 'AIM',
@@ -62,7 +61,7 @@ class FidelityResult(Result):
         return ax
 
 def _importance_array(importance) -> tuple:
-    if isinstance(importance, Explanation): return importance.importance, importance.actions, importance.method
+    if isinstance(importance, Attribution): return importance.values, importance.actions, importance.method
     arr = np.asarray(importance.detach().cpu() if isinstance(importance, Tensor) else importance, np.float64)
     return arr, None, ""
 
@@ -173,7 +172,7 @@ class FidelityMetric:
         return np.asarray(out)
 
     def at_k(self, states: Any,         # (N, *obs_shape)
-             importance: Any,           # (N, *obs_shape) or an Explanation
+             importance: Any,           # (N, *obs_shape) or an Attribution
              k: int,                    # number of features (pixels) to change
              order: str = "abs",        # "abs" or "raw" ranking
              actions: Any = None,       # explained actions (PGI/PGU); default: the explanation's, else greedy

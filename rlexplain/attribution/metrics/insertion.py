@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ...core import Policy, Result
 from .._utils import forward_batches, image_obs, resolve_actions
-from .._base import map_values, Metric, SaliencyMap
+from .._base import Attribution, map_values, Metric
 
 # %% auto #0
 __all__ = ['INSERTION_STARTS', 'INSERTION_METRICS', 'SUB_METRIC_LABELS', 'INSERTION_METRIC_CLASSES', 'insertion_ranks',
@@ -117,13 +117,13 @@ def _start_images(start: str, x: Tensor, seed: int, offset: int) -> Tensor:
 
 def insertion_curves(policy: Policy,          # any Policy with image observations; q-values (or logits) (B, A)
                      obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-                     saliency: Any,           # SaliencyMap or (B, H, W) array: larger = more relevant
+                     saliency: Any,           # an image Attribution (its pixels()) or (B, H, W) array: larger = more relevant
                      action: Any = None,      # None: the greedy action on the original state; an int or (B,) ints
                      starts: Sequence[str] = INSERTION_STARTS, # start images: "black" (zeros), "random" (uniform)
                      pixels_per_step: int = 84, # pixel locations inserted per step (paper: 84)
                      seed: int = 0,           # seeds the random start images and the order of tied pixels
                      batch_size: int | None = None, # images per forward pass; None: the policy's compute settings
-                     method: str | None = None, # label; default: the SaliencyMap's method
+                     method: str | None = None, # label; default: the Attribution's method
                      game: str = "",          # label
                      ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixels_per_step) + 1
     """Insertion metric (Huber et al. 2023, Section 3; after Petsiuk et al. 2018): insert pixel locations (all frames)
@@ -159,7 +159,7 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
             out = forward_batches(policy, len(imgs), lambda u, v: imgs[u:v], batch_size).reshape(n, S, K, -1)
             qa = out.gather(-1, a_t[i:j].view(n, 1, 1, 1).expand(n, S, K, 1)).squeeze(-1)
             q[i:j] = qa.cpu(); adv[i:j] = (qa - out.mean(-1)).cpu()
-    name = method if method is not None else (saliency.method if isinstance(saliency, SaliencyMap) else "")
+    name = method if method is not None else (saliency.method if isinstance(saliency, Attribution) else "")
     return InsertionResult(q.numpy(), adv.numpy(), out0.gather(1, a_t[:, None]).squeeze(1).cpu().numpy(), acts,
                            (thr.float() / HW).cpu().numpy(), starts, name, game,
                            dict(pixels_per_step=int(pixels_per_step), seed=int(seed)))

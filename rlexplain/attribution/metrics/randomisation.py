@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from ...core import Policy
-from .._base import _reexplainer, Attribution, Metric, SaliencyMap
+from .._base import _reexplainer, Attribution, Metric
 
 # %% auto #0
 __all__ = ['SIMILARITY_METRICS', 'minmax', 'spearman_similarity', 'ssim_similarity', 'hog_features', 'hog_similarity',
@@ -23,10 +23,10 @@ __all__ = ['SIMILARITY_METRICS', 'minmax', 'spearman_similarity', 'ssim_similari
            'SanitySpearman', 'SanitySSIM', 'SanityHOG']
 
 # %% ../../../nbs/attribution/22_randomisation.ipynb #cd6e03c9
-def minmax(maps: Any,   # (..., H, W) saliency values
+def minmax(maps: Any,   # (..., H, W) saliency values, or an image Attribution (its pixels())
            ) -> np.ndarray:   # same shape, float64, each map scaled to [0, 1]; constant maps become 0
     "Min-max normalise each `(H, W)` map. Raises `ValueError` for NaN or fewer than 2 dimensions."
-    m = np.asarray(maps.values if isinstance(maps, SaliencyMap) else maps, dtype=np.float64)
+    m = np.asarray(maps.pixels() if isinstance(maps, Attribution) and maps.is_image else getattr(maps, 'values', maps), dtype=np.float64)
     if m.ndim < 2: raise ValueError(f"maps must have shape (..., H, W); got {m.shape}.")
     if not np.isfinite(m).all(): raise ValueError("maps contain NaN or infinite values.")
     lo, hi = m.min(axis=(-2, -1), keepdims=True), m.max(axis=(-2, -1), keepdims=True)
