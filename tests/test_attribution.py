@@ -518,12 +518,17 @@ def test_results_plot_on_axes_and_summarise_as_frames():
     for cls in subclasses(Result):
         fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
         assert "summary" not in fields, f"{cls.__name__}.summary is a field; summary() must be a method returning a DataFrame"
-        if hasattr(cls, "summary"): assert inspect.isfunction(cls.summary), cls.__name__
+        if hasattr(cls, "summary"):
+            assert inspect.isfunction(cls.summary), cls.__name__
+            assert "DataFrame" in str(inspect.signature(cls.summary).return_annotation), f"{cls.__name__}.summary() must return a DataFrame"
     pol = linear_policy([[1.0, -2.0, 0.5], [0.0, 1.0, 0.0]])
     X = np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32)
     att = explain("integrated_gradients", pol, X, background=X, n_background=3)
     r = score("AIM", pol, X, att)
-    for res in (att, r):
+    fid = xrlbench.AIM(pol, order="both")(X, att.values, att.actions)           # XRL-Bench's fidelity result: one row per ranking
+    fs = fid.summary().set_index("order")
+    assert list(fs.index) == ["abs", "raw"] and fs.auc["abs"] == fid.value and fs.is_value["abs"] and not fs.is_value["raw"]
+    for res in (att, r, fid):
         assert isinstance(res.summary(), pd.DataFrame)
         fig, ax = plt.subplots(); assert res.plot(ax=ax) is ax; plt.close(fig)
         assert isinstance(res.plot(), matplotlib.axes.Axes); plt.close("all")

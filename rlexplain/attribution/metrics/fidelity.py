@@ -51,6 +51,11 @@ class FidelityResult(Result):
         return pd.DataFrame([{"metric": self.metric, "method": self.method, "order": o, "k": int(k), "score": float(v)}
                              for o, s in zip(self.orders, self.scores) for k, v in zip(self.ks, s)])
 
+    def summary(self) -> pd.DataFrame:
+        "One row per ranking: metric, method, order, auc (the mean over the ks), higher_is_better, and whether `value` reports it."
+        return pd.DataFrame([{"metric": self.metric, "method": self.method, "order": o, "auc": a, "higher_is_better": self.higher_is_better,
+                              "is_value": o == self.order} for o, a in self.auc.items()])
+
     def plot(self, ax=None):
         "The score against k for each ranking. Returns the Axes."
         ax = ax or plt.subplots(figsize=(3.5, 2.5))[1]
