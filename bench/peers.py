@@ -18,13 +18,16 @@ references' forward), as a user's single call would.
 | ris                 | score("RIS", 10 neighbours) of rlexplain's IG  | Quantus RelativeInputStability (10 samples) of captum IG |
 | ris_same_explainer  | RIS of one shared explain function             | Quantus RIS of that same function: the metric's own cost |
 
+Threads: rlexplain runs at its own policy (one torch thread, chunks on `workers` Python threads, `core.torch_threads`); each
+peer runs at every torch thread count of `--peer-threads` (default 1 and torch's default, the cores: what a user of the peer
+gets), as separate conditions, and the ratio of a row is also given against the peer's fastest setting (`best`).
 Conditions run in interleaved rounds (the order rotated each round); medians are reported with the ratio
 peer / rlexplain (> 1: rlexplain is faster). `max|d|/max|v|` compares the last round's values where the two libraries
 compute the same quantity (IG; DeepLIFT-SHAP; occlusion up to its score sign and upsampling is not compared).
 Quantus 0.6 is not a dependency of rlexplain: `pip install --no-deps --target DIR quantus==0.6.0 cachetools` and pass
 `--peer-path DIR` (rows of a missing peer are skipped and say so).
 
-    python bench/peers.py [--states 4] [--rounds 5] [--busy] [--threads N] [--methods occlusion,deep_shap] [--peer-path DIR]
+    python bench/peers.py [--states 4] [--rounds 5] [--busy] [--threads N] [--peer-threads 1,2] [--methods occlusion,deep_shap] [--peer-path DIR]
 """
 import argparse
 import copy
@@ -41,7 +44,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")   # lime 0.2 draws a progress bar per
 import numpy as np
 import torch
 
-from _common import busy, machine, rotated
+from _common import TORCH_DEFAULT, busy, machine, rotated
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -210,6 +213,15 @@ def have(mod: str) -> bool:
     except Exception: return False
 
 
+def at_threads(n: int, f):
+    "`f` run at `n` torch intra-op threads, the process's count restored after (a peer's setting, not rlexplain's)."
+    def run():
+        old = torch.get_num_threads(); torch.set_num_threads(n)
+        try: return f()
+        finally: torch.set_num_threads(old)
+    return run
+
+
 def build(args):
     "{row: {condition: zero-argument callable returning values (or a float)}} and the rows' descriptions."
     from rlexplain.agents import load_best_agent
@@ -263,6 +275,11 @@ def build(args):
     }
     # the rlexplain references of the 100-reference rows are drawn from `bg` with seed 42; with exactly 100 states in bg,
     # both libraries average over the same 100 references
+    pt = [int(t) for t in str(args.peer_threads).split(",") if t.strip()]
+    for m in rows:   # each peer at each thread count: separate conditions "peer@Nt"
+        rows[m] = {c: f for c0, f0 in rows[m].items()
+                   for c, f in ([(c0, f0)] if c0 == "rlexplain" else [(f"{c0}@{n}t", at_threads(n, f0)) for n in pt])}
+    print(f"threads: rlexplain {torch.get_num_threads()} torch thread(s) x {s.workers} worker(s) (its policy); peers at {pt} torch thread(s) each")
     if not q: print("quantus: not importable, the RIS rows have no peer (pip install --no-deps --target DIR quantus==0.6.0 cachetools; --peer-path DIR)")
     want = [m for m in args.methods.split(",") if m]
     bad = [m for m in want if m not in rows]
@@ -285,7 +302,8 @@ def main():
     ap.add_argument("--ris-neighbors", type=int, default=10)
     ap.add_argument("--tabular-states", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads of the process, so of rlexplain (default: rlexplain's policy, 1)")
+    ap.add_argument("--peer-threads", default=f"1,{TORCH_DEFAULT}" if TORCH_DEFAULT > 1 else "1", help="torch threads of the peers, comma-separated: each is a condition")
     ap.add_argument("--busy", action="store_true", help="one busy process beside the run")
     ap.add_argument("--methods", default="occlusion,lime_slic,tabular_ig,ig_image,ig_image_100,gradient_shap,deep_shap,ris,ris_same_explainer")
     ap.add_argument("--peer-path", default=None, help="a folder to import missing peers (Quantus) from")
@@ -299,7 +317,8 @@ def main():
 def run(args):
     la0 = os.getloadavg()
     print("machine:", machine(), "| busy process:", "yes" if args.busy else "no")
-    print(f"load average before: {la0[0]:.2f} {la0[1]:.2f} {la0[2]:.2f} | torch threads {torch.get_num_threads()}, interop {torch.get_num_interop_threads()}")
+    print(f"load average before: {la0[0]:.2f} {la0[1]:.2f} {la0[2]:.2f} | torch's default threads {TORCH_DEFAULT}, interop {torch.get_num_interop_threads()}")
+    print("settings: " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()))
     print("versions:", versions())
     print("rlexplain API:", "explain()" if RX_EXPLAIN else "explainer().explain()", "+", getattr(RX_SCORE, "__module__", "?") + ".score")
     rows, sizes = build(args)
@@ -316,7 +335,7 @@ def run(args):
         print(f"round {r + 1}/{args.rounds} done (load {os.getloadavg()[0]:.2f})", flush=True)
     la1 = os.getloadavg()
     print(f"\nmedian seconds per call over {args.rounds} interleaved rounds (each call: setup + all its states); ratio = peer / rlexplain")
-    print(f"{'method':<20}{'states':>7}{'rlexplain':>11}  {'peer':<8}{'peer s':>9}{'ratio':>8}  {'max|d|/max|v|':>13}")
+    print(f"{'method':<20}{'states':>7}{'rlexplain':>11}  {'peer':<12}{'peer s':>9}{'ratio':>8}  {'max|d|/max|v|':>13}")
     for m, conds in rows.items():
         rx = statistics.median(times[m]["rlexplain"])
         peers = [c for c in conds if c != "rlexplain"] or ["-"]
@@ -325,10 +344,14 @@ def run(args):
             if c == "-": print(head + "  (no peer installed)"); continue
             ps = statistics.median(times[m][c])
             d = ""
-            if (m, c) in COMPARABLE:
+            if (m, c.split("@")[0]) in COMPARABLE:
                 v, w = np.asarray(last[(m, "rlexplain")], np.float64), np.asarray(last[(m, c)], np.float64)
                 if v.shape == w.shape: d = f"{np.abs(v - w).max() / max(np.abs(w).max(), 1e-12):.1e}"
-            print(f"{head}  {c:<8}{ps:>9.3f}{ps / rx:>8.2f}  {d:>13}")
+            print(f"{head}  {c:<12}{ps:>9.3f}{ps / rx:>8.2f}  {d:>13}")
+        named = [c for c in peers if c != "-"]
+        if len(named) > 1:
+            best = min(named, key=lambda c: statistics.median(times[m][c]))
+            print(" " * 38 + f"  {'best':<12}{statistics.median(times[m][best]):>9.3f}{statistics.median(times[m][best]) / rx:>8.2f}  ({best})")
     print("\nmedian process CPU seconds per call (all threads; less sensitive than wall time to other processes on a busy machine, "
           "but it counts a second thread's work, so it favours single-threaded code)")
     for m, conds in rows.items():

@@ -6,9 +6,23 @@ Per call it counts, with a forward hook on the network and wrappers around `torc
 - backward passes (autograd roots) and
 - wall seconds, then the `--top` functions by own time (cProfile), so that setup (explainer construction, deep copies of the
   module, the references' forward), per-state Python loops and small batches show up by name.
-`--torch-profiler` adds torch.profiler's operator table (self CPU time) for each call.
+`--torch-profiler` adds torch.profiler's operator table (self CPU time) for each call. cProfile sees the calling thread only: with
+the policy's workers, rlexplain's passes show as `acquire` (waiting on the pool); `--workers 1` runs them in the calling thread.
 
-    python bench/profile_gradients.py [--states 4] [--methods ig_image,ig_image_100,gradient_shap,deep_shap,ris] [--top 12]
+What it found (issue 28.1, Breakout DQN, 4 states, 100 references; before -> after the batched explainers of
+nbs/attribution/16_gradient.ipynb, whose values equal the old ones to float rounding, tests/test_gradient_speedups.py):
+- DeepSHAP ran shap's DeepExplainer: per state a forward and a backward pass over 2M = 200 rows (the references' forward again
+  for every state), one explainer (a deep copy and a 100-row forward) per worker and action, and the references' forward once
+  more for the base values: 13 forwards, 1212 rows. Now the references' and the states' ReLU values are recorded once and the
+  frozen-multiplier network is differentiated on M rows per state: 104 + 400 rows, one forward of the references in all.
+- GradientSHAP ran shap's per-sample Python loop (3,200 tensor clones for 4 states x 200 samples, a variance never used) and a
+  100-row forward of the references in shap's constructor, with one action group per call. Now every state's draws (shap's, in
+  its order) build one batch; the passes run on the workers.
+- IG ran captum once per action group with a step-batched split (3 passes for 200 rows, 50 for 5,000) and captum's per-step
+  Python concatenations. Now all states and actions share passes of whole paths, on the workers; RIS re-explains through it.
+- Two intra-op threads made a backward pass 2-8x slower than one on this busy 2-core machine; rlexplain runs 1 thread x workers.
+
+    python bench/profile_gradients.py [--states 4] [--methods ig_image,ig_image_100,gradient_shap,deep_shap,ris] [--top 12] [--workers 1]
 """
 import argparse
 import collections
@@ -77,6 +91,7 @@ def main():
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--torch-profiler", action="store_true")
     ap.add_argument("--peer-path", default=None)
+    ap.add_argument("--workers", type=int, default=None, help="rlexplain's worker threads (1: its passes run where cProfile sees them)")
     args = ap.parse_args()
     if args.peer_path: sys.path.append(args.peer_path)
     warnings.filterwarnings("ignore")
@@ -85,8 +100,11 @@ def main():
     print("machine:", machine())
     la = os.getloadavg(); print(f"load average before: {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}; versions: {P.versions()}")
     pol, card = load_best_agent("ALE/Breakout-v5", "dqn", device="cpu")
+    if args.workers:
+        import dataclasses
+        pol.apply_settings(dataclasses.replace(compute_settings(pol), workers=args.workers, source="override"))
     x, bg = P.rollout_states(pol, card, args.states, 100, seed=3); a = P.greedy(pol, x)
-    print(f"agent {card['id']}, {len(x)} states, {len(bg)} references, rlexplain settings {compute_settings(pol)}")
+    print(f"agent {card['id']}, {len(x)} states, {len(bg)} references, rlexplain settings {pol.settings}")
     M = pol.module; import copy; Ms = copy.deepcopy(M)
     n = args.ris_neighbors; x1, a1 = x[:args.ig100_states], a[:args.ig100_states]
     ig0_np = lambda model, inputs, targets, **kw: P.captum_ig(M, inputs, targets)

@@ -6,22 +6,30 @@
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ...core import Policy, map_batches, progress as progress_bar
 from .._utils import as_states, state_seed
-from .fitted import _groups, _pick, FittedExplainer
+from .fitted import _pick, FittedExplainer
 
 # %% auto #0
 __all__ = ['DeepSHAP', 'GradientSHAP', 'IntegratedGradients']
 
-# %% ../../../nbs/attribution/16_gradient.ipynb #340342fa
+# %% ../../../nbs/attribution/16_gradient.ipynb #5e78c27f
+def _rows(n_rows: int, per_pass: int, workers: int) -> int:
+    "Rows (or pairs) per chunk: at most `per_pass`, and small enough that `n_rows` makes at least `workers` chunks."
+    return max(1, min(int(per_pass), math.ceil(n_rows / max(1, workers))))
+
 class _GradientExplainer(FittedExplainer):
+    """Shared machinery of the gradient explainers: the `n_background` reference states, the explained actions (each state's own
+    in one call, or every action with `all_actions`), and the compute settings of their gradient passes (`grad_workers`,
+    `grad_rows`)."""
     needs_background = True
     def __init__(self, policy: Policy, background: Any = None,
                  n_background: int = 100,    # reference states drawn from the background
@@ -39,25 +47,139 @@ class _GradientExplainer(FittedExplainer):
         "The reference states `(M, *obs_shape)`: `n_background` background states drawn with `background_seed`."
         return self.background_subset(self.n_background, self.background_seed)
 
-    def _attribute(self, act: int, x: Tensor, refs: Tensor) -> np.ndarray:
+    @property
+    def grad_workers(self) -> int:
+        "Python threads that run gradient passes side by side: the policy's workers for images, 1 for tabular networks (too small to gain)."
+        s = getattr(self.policy, "settings", None)
+        return max(1, int(s.workers)) if s is not None and self.is_image else 1
+
+    @property
+    def grad_rows(self) -> int:
+        """Network rows per forward + backward pass: images, the policy's calibrated gradient batch (`ComputeSettings.grad_batch_size`,
+        else its forward batch, else 128); tabular networks 16384."""
+        if not self.is_image: return 16384
+        s = getattr(self.policy, "settings", None)
+        return int(getattr(s, "grad_batch_size", None) or getattr(s, "batch_size", None) or 128)
+
+    def _input_grad(self, f, z: Tensor, acts: Tensor) -> Tensor:
+        """`d/dz sum_b f(z)[b, acts[b]]` `(B, *obs_shape)`: row b's gradient of its own action's output. Rows of an eval-mode
+        network are independent, so one backward pass gives every row's gradient, whatever action each row explains."""
+        with torch.enable_grad():
+            z = z.detach().requires_grad_(True)
+            return torch.autograd.grad(f(z).gather(1, acts.view(-1, 1)).sum(), z)[0].detach()
+
+    def _attribute(self, acts: Tensor, x: Tensor, refs: Tensor) -> np.ndarray:
+        "Values `(n, *obs_shape)` float64 of states `x (n, *obs_shape)`, each for its action `acts (n,)` int64."
         raise NotImplementedError
+
+    def _base_values(self, refs: Tensor) -> np.ndarray | None:
+        "`(A,)` float64: the mean output over the references, E[f(x0)] (the SHAP base values)."
+        return self.policy.outputs(refs, batch_size=self.batch_size).double().mean(0).numpy()
 
     def _explain(self, x, a):
         refs = torch.as_tensor(self.references(), device=self.device)
         X = torch.as_tensor(x, device=self.device)
         N, A = len(x), self.policy.n_actions
-        imp = np.zeros(x.shape, np.float64)
-        per = np.zeros((N, A, *x.shape[1:])) if self.all_actions else None
-        for act, idx in progress_bar(_groups(a, self.all_actions, A), desc=self.name, disable=not self._progress):
-            if not len(idx): continue
-            sv = np.asarray(self._attribute(act, X[torch.as_tensor(idx, device=self.device)], refs)).reshape(len(idx), *x.shape[1:])
-            if per is not None: per[idx, act] = sv
-            else: imp[idx] = sv
-        if per is not None: imp = per[np.arange(N), a]
-        return imp, per, self.policy.outputs(refs, batch_size=self.batch_size).double().mean(0).numpy()
+        self._start(X, refs)
+        try:   # every state's own action in the same passes; all_actions: one call per action over every state
+            if self.all_actions:
+                per = np.stack([np.asarray(self._attribute(torch.full((N,), act, device=self.device), X, refs), np.float64)
+                                for act in progress_bar(range(A), desc=self.name, disable=not self._progress)], 1)
+                imp = per[np.arange(N), a]
+            else: imp, per = np.asarray(self._attribute(torch.as_tensor(a, device=self.device), X, refs), np.float64), None
+            base = self._base_values(refs)
+        finally: self._stop()
+        return imp, per, base
 
+    def _start(self, x: Tensor, refs: Tensor) -> None:
+        "Work shared by every action of one `explain` call (DeepSHAP: the references' recorded forward pass)."
+    def _stop(self) -> None:
+        "Drop what `_start` kept: nothing outlives the call (the network's weights may change between calls)."
+
+# %% ../../../nbs/attribution/16_gradient.ipynb #0d99befb
+_LIFT = threading.local()   # the DeepLIFT pass this thread runs, if any: hooks stay inert in every other thread
+
+def _relu_hook(module, inputs, output):
+    "Forward hook on each `nn.ReLU` of an explained network: hands the call to this thread's DeepLIFT pass, else does nothing."
+    run = getattr(_LIFT, "run", None)
+    return None if run is None else run(inputs[0], output)
+
+_LINEAR_LEAVES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.Flatten, nn.Identity)
+
+def _rescale_ok(module: nn.Module) -> bool:
+    """True when every leaf module of `module` is linear for shap's DeepExplainer (`_LINEAR_LEAVES`, eval-mode `nn.Dropout`) or an
+    out-of-place `nn.ReLU`: DeepLIFT's rescale rule is then exact with `_DeepLift`. Other networks go through shap itself."""
+    for m in module.modules():
+        if next(m.children(), None) is not None: continue
+        if type(m) is nn.ReLU:
+            if m.inplace: return False
+        elif isinstance(m, nn.Dropout):
+            if m.training: return False
+        elif not isinstance(m, _LINEAR_LEAVES): return False
+    return True
+
+class _DeepLift:
+    """DeepLIFT's rescale rule (Shrikumar et al. 2017) as shap 0.51's `DeepExplainer` computes it for networks of linear layers and
+    `nn.ReLU` modules (`_rescale_ok`), without its repeated work. shap explains each state with one pass over `2M` rows (the state
+    tiled `M` times, then the references), so it runs the references' forward once per state, and differentiates both halves.
+    Here each ReLU's input and output are recorded once for the references (`refs (M, *obs_shape)`) and once for the states;
+    a pair's multiplier is shap's, `dy/dx = (y - y_r) / (x - x_r)`, or the ReLU's own gradient at the reference where
+    `|x - x_r| < 1e-6`; the backward pass runs on the network with each ReLU replaced by its multipliers (a linear map), `M`
+    rows per state. Thread-safe: the hooks act only in the thread that runs a pass."""
+    def __init__(self, module: nn.Module, refs: Tensor):
+        self.module, self.refs = module, refs
+        self.handles = [m.register_forward_hook(_relu_hook) for m in module.modules() if type(m) is nn.ReLU]
+        try: self.refs_acts, self.refs_out = self.record(refs)
+        except BaseException: self.close(); raise
+
+    def close(self):
+        for h in self.handles: h.remove()
+        self.handles = []
+
+    def record(self, z: Tensor) -> tuple:
+        "`([(relu input, relu output)] in call order, network output (B, A))` for `z`, without gradients."
+        acts = []
+        def rec(i, o): acts.append((i.detach(), o.detach())); return None
+        _LIFT.run = rec
+        try:
+            with torch.no_grad(): out = self.module(z)
+        finally: _LIFT.run = None
+        return acts, out
+
+    def gradients(self, x_acts: list, idx: Tensor, delta: Tensor, acts: Tensor) -> Tensor:
+        """The DeepLIFT gradients `(n * M, *obs_shape)` for states `idx` of `x_acts` (their recorded ReLU values) against every
+        reference, pair `(i, j)` at row `i * M + j`, of the output `acts[i]`; `delta (n * M, *obs_shape)` is `x_i - r_j` (the
+        pass's input).
+        Raises `ValueError` when the network calls its ReLUs differently than when recorded (data-dependent control flow)."""
+        M = len(self.refs_out)
+        mults = []
+        for (zx, yx), (zr, yr) in zip(x_acts, self.refs_acts):
+            din = zx[idx].unsqueeze(1) - zr.unsqueeze(0)
+            dout = yx[idx].unsqueeze(1) - yr.unsqueeze(0)
+            m = torch.where(din.abs() < 1e-6, (yr > 0).to(din.dtype).unsqueeze(0).expand_as(din), dout / din)
+            mults.append(m.reshape(len(idx) * M, *zr.shape[1:]))
+        calls = iter(mults)
+        def linear(i, o):
+            m = next(calls, None)
+            if m is None or m.shape != i.shape: raise ValueError("the network called its ReLU modules differently than in the recorded pass; DeepSHAP needs a fixed graph.")
+            return i * m
+        _LIFT.run = linear
+        try:
+            with torch.enable_grad():
+                z = delta.detach().requires_grad_(True)
+                rows = acts[idx].repeat_interleave(M).view(-1, 1)
+                g = torch.autograd.grad(self.module(z).gather(1, rows).sum(), z)[0]
+        finally: _LIFT.run = None
+        if next(calls, None) is not None: raise ValueError("the network called fewer ReLU modules than in the recorded pass; DeepSHAP needs a fixed graph.")
+        return g.detach()
+
+# %% ../../../nbs/attribution/16_gradient.ipynb #29dc6915
 class DeepSHAP(_GradientExplainer):
-    "DeepSHAP (Lundberg & Lee 2017) with shap.DeepExplainer; the network must use `nn.ReLU` modules (additivity is checked)."
+    """DeepSHAP (Lundberg & Lee 2017): DeepLIFT's rescale rule averaged over the references, shap.DeepExplainer's values. Networks of
+    linear layers and `nn.ReLU` modules run `_DeepLift` (shap's formula, the references' forward once per call, one backward
+    row per (state, reference) pair, chunks of states on the policy's workers); any other network runs shap.DeepExplainer
+    itself. Values `(N, *obs_shape)`, in the units of the network's output; they sum to `f_a(x) - E[f_a(x0)]` (checked:
+    `ValueError` beyond shap's tolerance 0.01, e.g. for functional activations `F.relu` that neither path can see)."""
     name = "DeepSHAP"
     reference = "Lundberg & Lee (2017); Shrikumar et al. (2017); Xiong et al. (2024) Sec. 3.2"
 
@@ -68,63 +190,137 @@ class DeepSHAP(_GradientExplainer):
 
     def params(self) -> dict: return {**super().params(), "check_additivity": self.check_additivity}
 
-    def _attribute(self, act, x, refs):
+    _ADDITIVITY = ("DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({}). The network probably applies functional activations "
+                   "(F.relu / torch.relu) that shap's DeepExplainer cannot see: build it from nn.ReLU modules (see xrlbench_mlp).")
+
+    def _start(self, x, refs):
+        self._lift = _DeepLift(self.policy.module, refs) if _rescale_ok(self.policy.module) else None
+
+    def _stop(self):
+        if getattr(self, "_lift", None) is not None: self._lift.close()
+        self._lift = None
+
+    def _base_values(self, refs):
+        if self._lift is None: return super()._base_values(refs)
+        return self._lift.refs_out.float().cpu().double().mean(0).numpy()   # the references' outputs of the recorded pass
+
+    def _attribute(self, acts, x, refs):
+        if self._lift is None: return self._shap_attribute(acts, x, refs)
+        lift, M = self._lift, len(refs)
+        x_acts, out = lift.record(x)
+        if len(x_acts) != len(lift.refs_acts): raise ValueError("the network called its ReLU modules differently for the states than for the references; DeepSHAP needs a fixed graph.")
+        def chunk(idx: Tensor) -> np.ndarray:   # states idx against every reference, one pass of len(idx) * M rows
+            delta = (x[idx].unsqueeze(1) - refs.unsqueeze(0)).reshape(len(idx) * M, *x.shape[1:])
+            g = lift.gradients(x_acts, idx, delta, acts)
+            return (g * delta).view(len(idx), M, *x.shape[1:]).cpu().numpy().mean(1)   # shap: (g * (x - r)).numpy().mean(0) per state
+        w = self.grad_workers
+        phis = np.concatenate(map_batches(chunk, torch.arange(len(x), device=x.device), _rows(len(x), max(1, self.grad_rows // M), w), w)).astype(np.float64)
+        if self.check_additivity:   # shap's _check_additivity: f_a(x) - E[f_a(x0)] - sum(phi), tolerance 1e-2
+            a = acts.cpu().numpy()
+            ev = lift.refs_out.mean(0).cpu().numpy()[a]
+            diff = np.abs(out.cpu().numpy()[np.arange(len(x)), a] - ev - phis.reshape(len(x), -1).sum(1)).max()
+            if not diff < 1e-2: raise ValueError(self._ADDITIVITY.format(f"max. diff {diff:.4g}, tolerance 0.01"))
+        return phis
+
+    def _shap_attribute(self, acts, x, refs):
+        "shap.DeepExplainer itself (networks `_rescale_ok` rejects): per action, one explainer per chunk of its states, on its own copy of the network."
         import shap
-        def chunk(idx: Tensor) -> np.ndarray:   # each state is explained on its own, so chunks of states can run side by side
+        out = np.zeros(x.shape, np.float64)
+        a = acts.cpu().numpy()
+        for act in np.unique(a):
+            i = np.flatnonzero(a == act)
+            out[i] = self._shap_action(int(act), x[torch.as_tensor(i, device=x.device)], refs)
+        return out
+
+    def _shap_action(self, act, x, refs):
+        import shap
+        def chunk(idx: Tensor) -> np.ndarray:
             # on a copy per chunk: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules
             e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
             try: return np.asarray(e.shap_values(x[idx], check_additivity=self.check_additivity)).reshape(len(idx), *x.shape[1:])
-            except AssertionError as err:
-                raise ValueError(f"DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({str(err).split(' - ')[-2:]}). "
-                                 "The network probably applies functional activations (F.relu / torch.relu) that shap's "
-                                 "DeepExplainer cannot see: build it from nn.ReLU modules (see xrlbench_mlp).") from None
-        s = getattr(self.policy, "settings", None)
-        workers = s.workers if s is not None and self.is_image else 1   # tabular networks: too small to gain from a second worker
+            except AssertionError as err: raise ValueError(self._ADDITIVITY.format(str(err).split(' - ')[-2:])) from None
+        workers = self.grad_workers
         with warnings.catch_warnings():   # entered here, not in the workers: the filter list is process-wide, not thread-safe
             warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
             return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, math.ceil(len(x) / workers)), workers))
 
+# %% ../../../nbs/attribution/16_gradient.ipynb #1b0c7481
+def _shap_draws(seed: int, n_refs: int, nsamples: int) -> tuple:
+    """shap 0.51's `GradientExplainer.shap_values` draws for one state after `np.random.seed(seed)`: per sample a reference index
+    (`np.random.choice(n_refs)`) then an interpolation weight `t` (`np.random.uniform()`), interleaved. Returns `(idx (nsamples,)
+    int64, t (nsamples,) float64)`, from a `RandomState` of its own (numpy's global stream is left alone)."""
+    rs = np.random.RandomState(seed)
+    idx, t = np.empty(nsamples, np.int64), np.empty(nsamples)
+    for k in range(nsamples): idx[k] = rs.choice(n_refs); t[k] = rs.uniform()
+    return idx, t
+
 class GradientSHAP(_GradientExplainer):
-    """GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer. Each state's `nsamples` (reference, alpha)
-    draws come from its own generator, seeded by `seed` and the state's values (`state_seed`): a state gets the same values
-    alone or with any other states in the call."""
+    """GradientSHAP / expected gradients (Erion et al. 2019), shap.GradientExplainer's values: per state, the mean over `nsamples`
+    draws of `grad f_a(t x + (1 - t) x0) * (x - x0)`, with a reference `x0` and `t ~ U(0, 1)` drawn as shap draws them
+    (`_shap_draws`). Each state's draws come from its own seed, from `seed` and the state's values (`state_seed`): a state gets the
+    same values alone or with any other states in the call. The draws of all states run as batched gradient passes (chunks of
+    states on the policy's workers) instead of shap's per-sample Python loop. Values `(N, *obs_shape)`, output units."""
     name = "GradientSHAP"
     reference = "Erion et al. (2019); Lundberg & Lee (2017); Xiong et al. (2024) Sec. 3.2"
 
     def __init__(self, policy: Policy, background: Any = None,
-                 nsamples: int = 200,       # (reference, alpha) samples per state (shap's default)
-                 shap_batch_size: int = 200, # rows per gradient pass inside shap
+                 nsamples: int = 200,                # (reference, alpha) samples per state (shap's default)
+                 shap_batch_size: int | None = None, # rows per gradient pass; None: whole states (nsamples rows each, as shap's 200), at least `grad_rows`
                  **kw):
-        super().__init__(policy, background, **kw); self.nsamples, self.shap_batch_size = int(nsamples), int(shap_batch_size)
+        super().__init__(policy, background, **kw)
+        if int(nsamples) < 1: raise ValueError(f"nsamples must be >= 1; got {nsamples}.")
+        if shap_batch_size is not None and int(shap_batch_size) < 1: raise ValueError(f"shap_batch_size must be >= 1; got {shap_batch_size}.")
+        self.nsamples, self.shap_batch_size = int(nsamples), None if shap_batch_size is None else int(shap_batch_size)
 
     def params(self) -> dict: return {**super().params(), "nsamples": self.nsamples}
 
-    def _attribute(self, act, x, refs):
-        import shap
-        e = shap.GradientExplainer(_pick(self.policy, act), refs, batch_size=self.shap_batch_size)
+    def _attribute(self, acts, x, refs):
+        S, M = self.nsamples, len(refs)
         xs = x.detach().cpu().numpy()
-        # one call per state, each seeded from the state itself: shap draws the (reference, alpha) samples of all states in a
-        # call from one global stream, so a state's values would depend on the states before it in the call
-        return np.concatenate([np.asarray(e.shap_values(x[i:i + 1], nsamples=self.nsamples, rseed=state_seed(self.seed, xs[i])))
-                               .reshape(1, *x.shape[1:]) for i in range(len(x))])
+        draws = [_shap_draws(state_seed(self.seed, xs[i]), M, S) for i in range(len(x))]
+        ridx = torch.as_tensor(np.stack([d[0] for d in draws]), device=x.device)                        # (n, S)
+        t = np.stack([d[1] for d in draws])
+        t32 = torch.as_tensor(t, dtype=torch.float32, device=x.device)                                 # shap: t * x, t cast to float32
+        u32 = torch.as_tensor(1.0 - t, dtype=torch.float32, device=x.device)                           # shap: (1 - t) * x0, 1 - t in float64
+        one = (1,) * (x.ndim - 1)
+        rows = self.shap_batch_size or max(self.grad_rows, min(S, 1024))   # a pass per state at least: per-pass overhead stays small
+        def chunk(idx: Tensor) -> np.ndarray:   # states idx, their S samples each
+            xi = x[idx].unsqueeze(1); r = refs[ridx[idx]]                                               # (n, 1, ...), (n, S, ...)
+            z = (t32[idx].view(len(idx), S, *one) * xi + u32[idx].view(len(idx), S, *one) * r).reshape(len(idx) * S, *x.shape[1:])
+            za = acts[idx].repeat_interleave(S)
+            g = torch.cat([self._input_grad(self.policy.module, z[b:b + rows], za[b:b + rows]) for b in range(0, len(z), rows)])
+            g = g.view(len(idx), S, *x.shape[1:]).cpu().numpy()
+            d = (xi - r).cpu().numpy().astype(np.float64)                                               # shap keeps x - x0 in float64
+            return np.stack([(g[i] * d[i]).mean(0) for i in range(len(idx))])                           # shap: (grad * delta).mean(0)
+        w = self.grad_workers
+        return np.concatenate(map_batches(chunk, torch.arange(len(x), device=x.device), _rows(len(x), max(1, rows // S), w), w))
 
+# %% ../../../nbs/attribution/16_gradient.ipynb #d0edd1de
 class IntegratedGradients(_GradientExplainer):
-    "Integrated Gradients (Sundararajan et al. 2017) with captum, averaged over the background references as in XRL-Bench."
+    """Integrated Gradients (Sundararajan et al. 2017, Eq. 1-3) averaged over the references, as XRL-Bench: per (state, reference)
+    pair `(x - x0) * sum_k w_k grad f_a(x0 + alpha_k (x - x0))` with captum's quadrature (`approximation_parameters(method)`:
+    weights `w_k`, points `alpha_k`) and captum's float32 arithmetic, then the mean over references. Captum's batching is done here:
+    chunks of pairs, all `n_steps` points of a pair in one forward + backward pass of about `rows_per_pass` rows, on the policy's
+    workers. Values `(N, *obs_shape)`, output units. Raises `ValueError` for an unknown `method` or baseline, or too few steps."""
     name = "IG"
     reference = "Sundararajan et al. (2017), Eq. 1-3; Xiong et al. (2024) Sec. 3.2"
 
     def __init__(self, policy: Policy, background: Any = None,
-                 n_steps: int = 50,                   # Riemann steps
+                 n_steps: int = 50,                   # quadrature points per path (>= 2 for Riemann rules)
                  method: str = "riemann_left",        # captum's integration rule; the benchmark's code is left Riemann
                  baseline: Any = "background",        # "background" (average over the references), "zeros", "mean", or an array (M, *obs_shape)
-                 rows_per_pass: int | None = None,    # network rows per pass; default 16384 tabular, 128 images
+                 rows_per_pass: int | None = None,    # network rows per pass; default: tabular 16384, images the policy's gradient batch (`grad_rows`)
                  **kw):
+        from captum.attr._utils.approximation_methods import SUPPORTED_METHODS
         if isinstance(baseline, str) and baseline not in ("background", "zeros", "mean"):
             raise ValueError(f"baseline must be 'background', 'zeros', 'mean' or an array; got {baseline!r}.")
+        if method not in SUPPORTED_METHODS: raise ValueError(f"method must be one of {SUPPORTED_METHODS}; got {method!r}.")
+        if int(n_steps) < (1 if method == "gausslegendre" else 2): raise ValueError(f"n_steps must be >= {1 if method == 'gausslegendre' else 2} for {method!r}; got {n_steps}.")
+        if rows_per_pass is not None and int(rows_per_pass) < 1: raise ValueError(f"rows_per_pass must be >= 1; got {rows_per_pass}.")
         if not (isinstance(baseline, str) and baseline in ("background", "mean")): self.needs_background = False
         super().__init__(policy, background, **kw)
         self.n_steps, self.method, self.baseline = int(n_steps), method, baseline
-        self.rows_per_pass = int(rows_per_pass or (128 if self.is_image else 16384))
+        self.rows_per_pass = None if rows_per_pass is None else int(rows_per_pass)
 
     def params(self) -> dict:
         return {**super().params(), "n_steps": self.n_steps, "method": self.method,
@@ -137,22 +333,28 @@ class IntegratedGradients(_GradientExplainer):
             return refs.mean(0, keepdims=True) if self.baseline == "mean" else refs
         return as_states(self.baseline, self.policy, "baseline")
 
-    def _attribute(self, act, x, refs):
-        from captum.attr import IntegratedGradients as _IG
-        # captum differentiates each output row separately (torch.unbind: one autograd root per row, ~20x slower here);
-        # the rows of an eval-mode network are independent, so the gradient of their sum is the same per-row gradient
-        M = len(refs)
-        def chunk(idx: Tensor) -> np.ndarray:   # states idx against every reference; chunks run side by side on the policy's workers
-            ig = _IG(lambda z: self.policy.forward(z)[:, int(act)].sum().reshape(1))
-            xc = x[idx]
-            xr = xc.repeat_interleave(M, 0)
-            br = refs.repeat(len(xc), *[1] * (refs.ndim - 1))
-            att = ig.attribute(xr, baselines=br, n_steps=self.n_steps, method=self.method,
-                               internal_batch_size=max(len(xr), self.rows_per_pass))
-            return att.detach().reshape(len(xc), M, *x.shape[1:]).mean(1).cpu().numpy()
-        s = getattr(self.policy, "settings", None)
-        return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, self.rows_per_pass // M), s.workers if s is not None else 1))
+    def _attribute(self, acts, x, refs):
+        from captum.attr._utils.approximation_methods import approximation_parameters
+        K, M, D = self.n_steps, len(refs), x.shape[1:]
+        sizes, alphas = approximation_parameters(self.method)
+        w = torch.tensor(sizes(K)).float().view(K, 1).to(x.device)              # captum: torch.tensor(step_sizes).float()
+        al = torch.tensor(alphas(K), dtype=torch.float32, device=x.device).view(K, 1, *(1,) * len(D))
+        def chunk(p: Tensor) -> Tensor:   # pairs p (state p // M, reference p % M), all K points each, step-major rows as captum's
+            b = refs[p % M]; d = x[p // M] - b
+            z = (b.unsqueeze(0) + al * d.unsqueeze(0)).reshape(K * len(p), *D)   # captum: baseline + alpha * (input - baseline)
+            g = self._input_grad(self.policy.forward, z, acts[p // M].repeat(K))
+            total = (g.view(K, -1) * w).reshape(K, len(p), *D).sum(0)          # captum: scaled grads, _reshape_and_sum
+            return total * d
+        wk = self.grad_workers
+        per = max(1, (self.rows_per_pass or self.grad_rows) // K)             # pairs per pass
+        block = max(1, (1 << 25) // (M * int(np.prod(D))))                    # states per block: <= 128 MB of per-pair values
+        out = []
+        for s in range(0, len(x), block):
+            n = min(block, len(x) - s)
+            pairs = torch.arange(s * M, (s + n) * M, device=x.device)
+            att = torch.cat(map_batches(chunk, pairs, _rows(len(pairs), per, wk), wk))
+            out.append(att.view(n, M, *D).mean(1).cpu().numpy())
+        return np.concatenate(out)
 
-    def _explain(self, x, a):
-        imp, per, base = super()._explain(x, a)
-        return imp, per, None if isinstance(self.baseline, str) and self.baseline == "zeros" else base
+    def _base_values(self, refs):
+        return None if isinstance(self.baseline, str) and self.baseline == "zeros" else super()._base_values(refs)
