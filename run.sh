@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's two quick-start commands:
 #   bash run.sh demo   install everything into .venv, run every method at demo scale, write runs/demo/report.html and runs/demo/docs/
-#   bash run.sh test   install everything into .venv, run nbdev_test on every notebook and pytest on tests/ (both always
-#                      run; the exit code is non-zero if either failed)
+#   bash run.sh test   install everything into .venv, run nbdev_test on every notebook and pytest on tests/, each on
+#                      $WORKERS processes (both always run; the exit code is non-zero if either failed)
 # and the lessons in JupyterLab:
 #   bash run.sh lab    install, then start JupyterLab on nbs/ without opening a browser (works headless); it prints the URL
 # Environment: PYTHON (default python3.11), RLEXPLAIN_SCALE (demo|paper), WORKERS (default 2), OUT (default runs/demo),
@@ -35,9 +35,13 @@ case "${1:-}" in
     ;;
   test)
     install
-    # both suites run even when the first fails; the command fails if either did (pytest's exit 5, no tests collected, too)
+    # both suites run even when the first fails; the command fails if either did (pytest's exit 5, no tests collected, too).
+    # pytest runs on $WORKERS pytest-xdist processes (worksteal: an idle worker takes queued tests from a busy one); each
+    # runs one thread (tests/conftest.py), so 2 workers use the 2 cores without oversubscribing them.
+    xdist=(); if .venv/bin/python -c 'import xdist' 2>/dev/null; then xdist=(-n "$WORKERS" --dist worksteal)
+    else echo "[run.sh] pytest-xdist is not installed (dev extras): pytest runs in one process" >&2; fi
     nb=0; .venv/bin/nbdev_test --n_workers "$WORKERS" --timing || nb=$?
-    py=0; .venv/bin/python -m pytest -q tests || py=$?
+    py=0; .venv/bin/python -m pytest -q "${xdist[@]}" tests || py=$?
     if [ "$nb" != 0 ] || [ "$py" != 0 ]; then
       echo "[run.sh] FAILED: nbdev_test exit $nb, pytest exit $py (5 = no tests collected)" >&2
       exit 1

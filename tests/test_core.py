@@ -334,6 +334,7 @@ def test_torch_threads_policy_and_overrides(monkeypatch):
 def test_compute_settings_calibrate_cache_and_override(tmp_path, monkeypatch):
     from rlexplain import core
     monkeypatch.setenv("RLEXPLAIN_CACHE", str(tmp_path))
+    for k in ("RLEXPLAIN_BATCH", "RLEXPLAIN_WORKERS", "RLEXPLAIN_LAYOUT"): monkeypatch.delenv(k, raising=False)   # conftest fixes them
     calls = []
     monkeypatch.setattr(core, "_load_average", lambda: 0.0)   # the same condition throughout: this test is about the cache
     monkeypatch.setattr(core, "_calibrate", lambda *a, **k: calls.append(1) or {"layout": "channels_last", "batch_size": 64, "img_per_s": 1000.0,

@@ -9,12 +9,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _fake_repo(tmp_path: Path, nbdev_rc: int, pytest_rc: int) -> Path:
-    "A copy of run.sh beside a fake .venv whose nbdev_test and pytest only log their call and exit with the given codes."
+def _fake_repo(tmp_path: Path, nbdev_rc: int, pytest_rc: int, xdist: bool = True) -> Path:
+    """A copy of run.sh beside a fake .venv whose nbdev_test and pytest only log their call and exit with the given codes;
+    its `python -c ...` (run.sh's probe for pytest-xdist) succeeds when `xdist` is installed."""
     shutil.copy(ROOT / "run.sh", tmp_path / "run.sh")
     bin_ = tmp_path / ".venv" / "bin"; bin_.mkdir(parents=True)
-    (bin_ / "nbdev_test").write_text(f"#!/bin/sh\necho nbdev_test >> calls.log\nexit {nbdev_rc}\n")
-    (bin_ / "python").write_text(f"#!/bin/sh\necho \"python $*\" >> calls.log\nexit {pytest_rc}\n")
+    (bin_ / "nbdev_test").write_text(f"#!/bin/sh\necho \"nbdev_test $*\" >> calls.log\nexit {nbdev_rc}\n")
+    (bin_ / "python").write_text(f"#!/bin/sh\n[ \"$1\" = -c ] && exit {0 if xdist else 1}\n"
+                                 f"echo \"python $*\" >> calls.log\nexit {pytest_rc}\n")
     for f in bin_.iterdir(): f.chmod(0o755)
     return tmp_path
 
@@ -25,9 +27,37 @@ def test_run_sh_test_runs_both_suites_and_fails_if_either_failed(tmp_path, nbdev
     r = subprocess.run(["bash", "run.sh", "test"], cwd=repo, capture_output=True, text=True,
                        env={**os.environ, "SKIP_INSTALL": "1"}, timeout=60)
     calls = (repo / "calls.log").read_text().splitlines()
-    assert calls[0] == "nbdev_test" and calls[1].startswith("python -m pytest"), calls   # pytest ran after a failed nbdev_test too
+    assert calls[0].startswith("nbdev_test") and calls[1].startswith("python -m pytest"), calls   # pytest ran after a failed nbdev_test too
     assert (r.returncode == 0) == ok, (r.returncode, r.stderr)
     if not ok: assert f"nbdev_test exit {nbdev_rc}, pytest exit {pytest_rc}" in r.stderr
+
+
+@pytest.mark.parametrize("workers", [None, "1"])
+def test_run_sh_test_runs_both_suites_on_workers_processes(tmp_path, workers):
+    "Issue 28.3: the notebooks on $WORKERS processes (default 2), pytest on as many pytest-xdist workers."
+    repo = _fake_repo(tmp_path, 0, 0)
+    env = {**os.environ, "SKIP_INSTALL": "1"}; env.pop("WORKERS", None)
+    if workers: env["WORKERS"] = workers
+    r = subprocess.run(["bash", "run.sh", "test"], cwd=repo, capture_output=True, text=True, env=env, timeout=60)
+    n = workers or "2"
+    assert r.returncode == 0, r.stderr
+    assert (repo / "calls.log").read_text().splitlines() == [f"nbdev_test --n_workers {n} --timing",
+                                                             f"python -m pytest -q -n {n} --dist worksteal tests"]
+
+
+def test_run_sh_test_without_xdist_runs_pytest_in_one_process_and_says_so(tmp_path):
+    "A .venv installed before pytest-xdist joined the dev extras (SKIP_INSTALL=1) still runs every test."
+    repo = _fake_repo(tmp_path, 0, 0, xdist=False)
+    r = subprocess.run(["bash", "run.sh", "test"], cwd=repo, capture_output=True, text=True,
+                       env={**os.environ, "SKIP_INSTALL": "1"}, timeout=60)
+    assert r.returncode == 0 and "pytest-xdist is not installed" in r.stderr, r.stderr
+    assert (repo / "calls.log").read_text().splitlines()[1] == "python -m pytest -q tests"
+
+
+def test_pytest_xdist_is_a_pinned_dev_requirement():
+    import configparser
+    cfg = configparser.ConfigParser(); cfg.read(ROOT / "settings.ini")
+    assert "pytest-xdist==3.8.0" in cfg["DEFAULT"]["dev_requirements"].split()
 
 
 def test_ci_runs_exactly_the_readme_test_command():
