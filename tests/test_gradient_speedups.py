@@ -196,6 +196,19 @@ def test_deep_shap_leaves_no_hooks_and_its_hooks_act_in_its_thread_only(data):
     assert all(not m._forward_hooks for m in relus)
 
 
+def test_deep_shap_in_two_threads_on_one_network(data):
+    "Two explain calls on the same network at once (one hook per ReLU, each thread's pass its own): the values of one call alone."
+    pol, d = data["img"]; x, bg = d["x"], d["bg"]
+    want = explain("deep_shap", pol, x, background=bg, n_background=6).values
+    out = {}
+    def run(k): out[k] = explain("deep_shap", pol, x, background=bg, n_background=6).values
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    assert sorted(out) == [0, 1] and all(close(v, want) for v in out.values())
+    assert not any(m._forward_hooks for m in pol.module.modules() if isinstance(m, nn.ReLU)) and not G._HOOKS
+
+
 def test_deep_shap_raises_on_functional_activations():
     class Functional(nn.Module):
         def __init__(self):

@@ -104,6 +104,23 @@ def _relu_hook(module, inputs, output):
     run = getattr(_LIFT, "run", None)
     return None if run is None else run(inputs[0], output)
 
+_HOOKS: dict = {}                # id(ReLU module) -> [hook handle, explain calls using it]: one hook per module however many calls
+_HOOKS_LOCK = threading.Lock()
+
+def _hook(relus: list) -> None:
+    with _HOOKS_LOCK:
+        for m in relus:
+            if id(m) in _HOOKS: _HOOKS[id(m)][1] += 1
+            else: _HOOKS[id(m)] = [m.register_forward_hook(_relu_hook), 1]
+
+def _unhook(relus: list) -> None:
+    with _HOOKS_LOCK:
+        for m in relus:
+            h = _HOOKS.get(id(m))
+            if h is None: continue
+            h[1] -= 1
+            if h[1] == 0: h[0].remove(); del _HOOKS[id(m)]
+
 _LINEAR_LEAVES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.Flatten, nn.Identity)
 
 def _rescale_ok(module: nn.Module) -> bool:
@@ -125,16 +142,16 @@ class _DeepLift:
     Here each ReLU's input and output are recorded once for the references (`refs (M, *obs_shape)`) and once for the states;
     a pair's multiplier is shap's, `dy/dx = (y - y_r) / (x - x_r)`, or the ReLU's own gradient at the reference where
     `|x - x_r| < 1e-6`; the backward pass runs on the network with each ReLU replaced by its multipliers (a linear map), `M`
-    rows per state. Thread-safe: the hooks act only in the thread that runs a pass."""
+    rows per state. Thread-safe: one hook per ReLU module, acting only in the thread that runs a pass."""
     def __init__(self, module: nn.Module, refs: Tensor):
         self.module, self.refs = module, refs
-        self.handles = [m.register_forward_hook(_relu_hook) for m in module.modules() if type(m) is nn.ReLU]
+        self.relus = [m for m in module.modules() if type(m) is nn.ReLU]
+        _hook(self.relus)   # shared with any other pass on this module (another thread's explain): its hook acts once per call
         try: self.refs_acts, self.refs_out = self.record(refs)
         except BaseException: self.close(); raise
 
     def close(self):
-        for h in self.handles: h.remove()
-        self.handles = []
+        _unhook(self.relus); self.relus = []
 
     def record(self, z: Tensor) -> tuple:
         "`([(relu input, relu output)] in call order, network output (B, A))` for `z`, without gradients."
