@@ -161,7 +161,11 @@ def test_benchmark_and_results_roundtrip(tmp_path, data):
     pol = linear_policy([[1, 0.2, 0, 0], [-1, 0, 0.1, 0]])
     r = run_benchmark(pol, X, X[:20], methods=("TabularSHAP", "PS", "IG"), n_ris=4, ris_neighbors=2)
     assert list(r.table.method) == ["TabularSHAP", "PS", "IG"]
-    assert set(r.summary().columns) == {"AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample", "student_agreement"}
+    main = {"AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample", "student_agreement"}
+    spread = {"AIM_std", "AUM_std", "PGI_std", "PGU_std", "RIS_std", "n_states", "RIS_n"}   # the scoreboard's intervals
+    assert set(r.summary().columns) == main | spread
+    s = r.summary(); assert (s.n_states == len(s.index) * 0 + r.params["n_states"]).all() and (s.RIS_n == r.params["n_ris"]).all()
+    assert (s[[c for c in spread if c.endswith("_std")]] >= 0).all().all()
     assert {"AIM_raw", "RIS_code", "RIS_original"} <= set(r.table.columns) and "AIM_order" not in r.table.columns
     r.save(tmp_path / "bench")
     back = XRLBenchResult.load(tmp_path / "bench")
@@ -201,7 +205,8 @@ def test_image_benchmark_on_the_zoo_agent(env_id):
     r = run_image_benchmark(agent, env_id, cfg)
     s = r.summary()
     assert list(s.index) == list(IMAGE_METHODS)
-    assert np.isfinite(s.to_numpy()).all() and ((s.AIM >= 0) & (s.AIM <= 1) & (s.AUM >= 0) & (s.AUM <= 1)).all()
+    assert np.isfinite(s.drop(columns="RIS_std").to_numpy()).all() and ((s.AIM >= 0) & (s.AIM <= 1) & (s.AUM >= 0) & (s.AUM <= 1)).all()
+    assert s.RIS_std.isna().all() and (s.RIS_n == 1).all()   # one RIS state: its spread over states is undefined, not 0
     assert (s.ms_per_sample > 0).all() and (s.PGI >= 0).all()
     assert {"PGI_code", "PGU_code"} <= set(s.columns) and (s.PGI_code >= 0).all()   # the code's blur, beside the paper's noise
     assert r.params["pixel_step"] == cfg.image_pixel_step == 84 and XRLBenchConfig.paper().image_pixel_step == 10
