@@ -447,3 +447,23 @@ def test_a_claim_the_papers_own_code_misses_is_named_so_and_not_counted_against_
     assert original_code_check(within, t)[0] and not original_code_check({**within, "target": 0.5}, t)[0]
     assert original_code_check({**claim, "measure": "ir.R"}, t) is None                  # no record: no opinion
     assert original_code_check({**claim, "args": {"env": "Pong", "metric": "AIM"}}, t) is None
+
+
+def test_committed_reference_run_rescores_to_its_committed_board(tmp_path):
+    """results/reference (committed) re-scores on a clean clone: the same verdicts as its committed scoreboard.csv, a reason
+    on every row, and the CLI writes the CSV."""
+    import subprocess, sys
+    from pathlib import Path
+    import pandas as pd
+    from rlexplain.scoreboard import score_run
+    ref = Path(__file__).resolve().parents[1] / "results" / "reference"
+    board = score_run(ref)
+    assert board.attrs["scale"] == "reference"
+    committed = pd.read_csv(ref / "scoreboard.csv").set_index("id")
+    assert dict(board.set_index("id").verdict) == dict(committed.verdict)
+    assert board.why.str.len().gt(20).all() and len(board) >= 51
+    out = tmp_path / "out.csv"
+    exe = Path(sys.executable).parent / "rlexplain"   # the console script installed beside this interpreter
+    r = subprocess.run([str(exe), "scoreboard", str(ref), "--csv", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert set(pd.read_csv(out).id) == set(committed.index)
