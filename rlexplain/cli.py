@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 # %% auto #0
-__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'Section', 'write_report', 'run_demo', 'api_html', 'source_links',
-           'math_to_mathml', 'offline_html', 'for_readers', 'page_defects', 'render_docs', 'render_readme',
-           'build_parser', 'subcommand_parsers', 'main']
+__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'REFERENCE_SECONDS', 'Section', 'write_report', 'run_demo', 'api_html',
+           'source_links', 'math_to_mathml', 'offline_html', 'for_readers', 'page_defects', 'render_docs',
+           'render_readme', 'build_parser', 'subcommand_parsers', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
 import matplotlib
@@ -406,14 +406,20 @@ def _resolve(spec: str) -> Callable:
 # beside a training job), and re-executing every notebook (issue 28: 10.2 min).
 DEMO_SECONDS = {"ir": 12, "ranld": 180, "saliency": 10, "xrlbench": 220, "saliency_bench": 120, "timeseries": 150,
                 "switching": 20, "compare": 30, "docs": 90, "docs_execute": 610}
+# The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
+# processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
+REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970, "saliency_bench": 3950, "timeseries": 3270,
+                     "switching": 220, "compare": 230}
 
 def _step_seconds(out: Path, k: str, execute_docs: bool = False) -> float:
-    "The expected seconds of demo step `k` (a job key or 'docs'): this folder's last measured time, else `DEMO_SECONDS`."
+    """The expected seconds of step `k` (a job key or 'docs'): this folder's last measured time, else the first guess for
+    the run's scale (`RLEXPLAIN_SCALE`, which `run_demo` sets): `DEMO_SECONDS`, or `REFERENCE_SECONDS` at reference scale."""
     try:
         d = load_json(out / k / "done.json")
         if k != "docs" or bool(d.get("execute")) == execute_docs: return float(d["seconds"])
     except (FileNotFoundError, KeyError, TypeError, ValueError, AttributeError): pass
-    return float(DEMO_SECONDS.get("docs_execute" if k == "docs" and execute_docs else k, 120))
+    guess = {**DEMO_SECONDS, **(REFERENCE_SECONDS if os.environ.get("RLEXPLAIN_SCALE") == "reference" else {})}
+    return float(guess.get("docs_execute" if k == "docs" and execute_docs else k, 120))
 
 def _eta(keys: list[str], i: int, spent: dict, out: Path, execute_docs: bool = False) -> str:
     """'about N min left' for steps `keys[i:]` (the docs included when they are a step): their expected seconds

@@ -314,3 +314,15 @@ def test_timeseries_report_assembly_lives_in_the_cli():
         _, old, _ = timeseries.demo_outputs(study)
         for k, (df, cap) in tabs.items():
             pd.testing.assert_frame_equal(df, old[k][0]); assert cap == old[k][1]
+
+
+def test_progress_guess_follows_the_scale(tmp_path, monkeypatch):
+    "At reference scale the time-left estimate starts from the reference run's step times, not the demo's."
+    from rlexplain import cli
+    monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 60})
+    monkeypatch.setattr(cli, "REFERENCE_SECONDS", {"a": 600})
+    monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
+    assert cli._step_seconds(tmp_path, "a") == 60.0
+    monkeypatch.setenv("RLEXPLAIN_SCALE", "reference")
+    assert cli._step_seconds(tmp_path, "a") == 600.0
+    assert cli._eta(["a"], 0, {}, tmp_path) == "about 10 min left"
