@@ -114,7 +114,8 @@ class _FittedExplainer:
         (`(A,)` expected outputs, SHAP methods; else None). Raises `ValueError` for a feature-count / shape mismatch, NaN or infinite
         states, channel-last images, or actions outside `[0, A)`."""
         x = as_states(states, self.policy)
-        a = resolve_actions(actions, self.policy.outputs(x, batch_size=self.batch_size)) if len(x) else np.zeros(0, np.int64)
+        q = self.policy.outputs(x, batch_size=self.batch_size) if actions is None else np.zeros((len(x), self.policy.n_actions), np.float32)
+        a = resolve_actions(actions, q) if len(x) else np.zeros(0, np.int64)
         self._progress = progress
         t0 = time.perf_counter()
         imp, per, base = self._explain(x, a) if len(x) else (np.zeros_like(x), None, None)
