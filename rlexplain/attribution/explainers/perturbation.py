@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from torch import Tensor
+import torch.nn.functional as F
+from torch import Tensor, nn
 
-from ...core import Policy
+from ...core import Policy, SB3Head, map_batches
 from .._utils import _check_disk_args, _for_states, _grid_outputs, _grid_to_map, _prepare, check_int, forward_batches, patch_masks, perturb, resize_bilinear
 from .._base import Attribution
 
@@ -47,6 +48,195 @@ def sarfa_score(q: Any,             # (..., A) outputs on the original state (te
     s = torch.where(dp > 0, 2 * k * dp / (k + dp).clamp_min(1e-12), torch.zeros_like(dp))
     return s if is_t else s.numpy()
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #ac51c5f7
+# the feature extractors whose forward is `linear(cnn(x))` ("cnn+linear") or `cnn(x)` ("cnn"), by module and class name
+_CHAINS = {("rlexplain.agents", "CompactCNN"): "cnn+linear", ("stable_baselines3.common.torch_layers", "NatureCNN"): "cnn+linear",
+           ("rlexplain.agents", "NatureConv"): "cnn"}
+
+def _chain(m: Any) -> list:
+    """`m` as the list of modules (or callables) it applies one after another: nested `nn.Sequential`s, rlexplain's `SB3Head`
+    (DQN, QR-DQN and actor heads on [0, 1] images) and the zoo's feature extractors unrolled; `[m]` when `m`'s forward is
+    not known to be such a chain. The unrolled chain computes exactly what `m(x)` computes (the same modules in the same order)."""
+    t = type(m)
+    if t is nn.Sequential: return [l for c in m for l in _chain(c)]
+    kind = _CHAINS.get((t.__module__, t.__qualname__))
+    if kind is not None: return _chain(m.cnn) + (_chain(m.linear) if kind == "cnn+linear" else [])
+    if t is SB3Head and m.scale == 255.0 and getattr(m.policy, "normalize_images", True):   # SB3Head.forward's [0, 1]-image branches
+        if m.mode == "dqn": return _chain(m.policy.q_net.features_extractor) + _chain(m.policy.q_net.q_net)
+        if m.mode == "qrdqn":
+            net = m.policy.quantile_net; nq, A = net.n_quantiles, int(net.action_space.n)
+            return _chain(net.features_extractor) + _chain(net.quantile_net) + [lambda z: z.view(len(z), nq, A).mean(dim=1)]
+        if m.actor_scores:
+            p = m.policy
+            return _chain(p.pi_features_extractor) + [lambda z: p.action_net(p.mlp_extractor.forward_actor(z))]
+    return [m]
+
+class _ConvChain(NamedTuple):
+    "A network `x -> tail(linear(flatten(relu?(conv_L(... relu?(conv_1(x)))))))` split for incremental evaluation (see `_conv_chain`)."
+    convs: list                 # [(nn.Conv2d, relu after it: bool)], no padding, dilation 1, groups 1
+    linear: nn.Linear | None    # the Linear right after Flatten, if any
+    tail: list                  # the modules/callables after it, applied to (k, F) features
+
+    def features(self, x: Tensor) -> tuple[list, Tensor]:
+        "Every conv layer's activations `[(B, C_l, H_l, W_l)]` (after its ReLU) for `x (B, C, H, W)`, and the Linear's output `(B, F)` (without it: the flat features)."
+        acts = []
+        for c, relu in self.convs:
+            x = c(x)
+            if relu: x = F.relu(x)
+            acts.append(x)
+        z = x.flatten(1)
+        return acts, (self.linear(z) if self.linear is not None else z)
+
+    def head(self, z: Tensor) -> Tensor:
+        "The tail applied to the Linear's output (or the flat features) `(k, F)`: `(k, A)`."
+        for l in self.tail: z = l(z)
+        return z
+
+def _hooked(module: nn.Module) -> bool:
+    "Whether a forward hook (on `module`, a submodule, or global) could change what the module computes."
+    g = torch.nn.modules.module
+    if getattr(g, "_global_forward_hooks", None) or getattr(g, "_global_forward_pre_hooks", None): return True
+    return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
+
+def _conv_chain(policy: Policy,        # any Policy
+               ) -> _ConvChain | None: # None: the network is not such a chain (or runs off the CPU, or has forward hooks)
+    """The policy's network as conv layers (each optionally followed by ReLU), Flatten, an optional Linear and any tail, when it
+    starts so (a plain `nn.Sequential` of Conv2d/ReLU/Flatten/Linear, the zoo's Nature and compact CNNs behind `SB3Head`);
+    None otherwise, and for networks on other devices than the CPU or with forward hooks: callers then use the plain
+    batched forward. Conv layers must have no padding, dilation 1 and one group (the zoo's do)."""
+    if torch.device(policy.device).type != "cpu" or _hooked(policy.module): return None
+    layers, convs, i = _chain(policy.module), [], 0
+    while i < len(layers) and type(layers[i]) is nn.Conv2d:
+        c = layers[i]
+        if c.padding != (0, 0) or c.dilation != (1, 1) or c.groups != 1 or c.padding_mode != "zeros": return None
+        relu = i + 1 < len(layers) and type(layers[i + 1]) is nn.ReLU
+        convs.append((c, relu)); i += 1 + relu
+    if not convs or i >= len(layers) or type(layers[i]) is not nn.Flatten or (layers[i].start_dim, layers[i].end_dim) != (1, -1): return None
+    i += 1
+    lin = layers[i] if i < len(layers) and type(layers[i]) is nn.Linear else None
+    return _ConvChain(convs, lin, layers[i + (lin is not None):])
+
+def _affected_range(a: Tensor, b: Tensor,  # (n,) first and last changed input row (or column), inclusive
+                   k: int, s: int,        # kernel size and stride of the conv (no padding)
+                   n_out: int,            # output rows of the conv
+                   ) -> tuple[Tensor, Tensor]:  # (lo, hi) (n,): output rows lo..hi can change; lo > hi: none
+    "Output rows `i` of a conv whose window `[i s, i s + k - 1]` meets input rows `[a, b]`: `ceil((a - k + 1) / s) <= i <= floor(b / s)`, clipped to the output."
+    lo = torch.clamp(torch.div(a - k + s, s, rounding_mode="floor"), min=0)
+    hi = torch.clamp(torch.div(b, s, rounding_mode="floor"), max=n_out - 1)
+    return lo, hi
+
+class _OcclusionPlan(NamedTuple):
+    "Where each of `n` occluded rectangles changes each conv layer, as gather indices (see `_occlusion_plan`)."
+    sizes: list      # per conv layer: (h, w) of the output window recomputed for every rectangle
+    src_idx: list    # per conv layer: (n, ih, iw) int64 rows of its input source that form each rectangle's input crop
+    n_base: list     # per conv layer: rows of the base part of that source (H_{l-1} W_{l-1}); later rows: the occlusion colour (layer 1) or the previous windows
+    out_idx: Tensor  # (n, h, w) flat positions r W_L + c of the last conv layer's window
+    key: Tensor      # (n,) the last window's start r0 W_L + c0: rectangles with the same key share the Linear's columns
+    out_hw: tuple    # (H_L, W_L) the last conv output's size
+
+def _occlusion_plan(net: _ConvChain,  # the network's conv layers (`_conv_chain`)
+                   rects: Tensor,   # (n, 4) int64 occluded rectangles: rows y0..y1, columns x0..x1, inclusive
+                   H: int, W: int,  # image size, pixels
+                   ) -> _OcclusionPlan:
+    """Which outputs of every conv layer an occluded rectangle can change: those whose receptive field meets the changed
+    window of the layer before (`_affected_range`; ReLU is elementwise), each layer's windows padded to one size (the
+    largest) and shifted inside the output, so that all rectangles batch together. Each layer's input crop is a gather from
+    one source: the unperturbed activations, then the colour (layer 1) or every rectangle's recomputed window of the layer
+    before. Geometry only: one plan serves every image of this size. Raises `ValueError` for an image smaller than the first kernel."""
+    n = len(rects)
+    ya, yb, xa, xb = rects.unbind(1)
+    empty = torch.zeros(n, dtype=torch.bool)
+    sizes, src_idx, n_base, prev = [], [], [], None
+    hi_, wi_ = H, W
+    for l, (conv, _) in enumerate(net.convs):
+        (kh, kw), (sh, sw) = conv.kernel_size, conv.stride
+        ho, wo = (hi_ - kh) // sh + 1, (wi_ - kw) // sw + 1
+        if ho < 1 or wo < 1: raise ValueError(f"conv layer {l + 1} (kernel {kh}x{kw}) gets a {hi_}x{wi_} input: the image is too small for the network.")
+        ylo, yhi = _affected_range(ya, yb, kh, sh, ho); xlo, xhi = _affected_range(xa, xb, kw, sw, wo)
+        empty = empty | (ylo > yhi) | (xlo > xhi)      # no output of this layer (so of any later one) changes
+        live = ~empty
+        h = int((yhi - ylo + 1)[live].max()) if live.any() else 1
+        w = int((xhi - xlo + 1)[live].max()) if live.any() else 1
+        r0 = torch.where(live, torch.clamp(torch.clamp(ylo, max=ho - h), min=0), 0)
+        c0 = torch.where(live, torch.clamp(torch.clamp(xlo, max=wo - w), min=0), 0)
+        r = r0[:, None] * sh + torch.arange((h - 1) * sh + kh)   # (n, ih) input rows of the window
+        c = c0[:, None] * sw + torch.arange((w - 1) * sw + kw)   # (n, iw) input columns
+        base = r[:, :, None] * wi_ + c[:, None, :]
+        if l == 0:   # the occluded pixels read the colour row, H W
+            inside = ((r >= rects[:, :1]) & (r <= rects[:, 1:2]))[:, :, None] & ((c >= rects[:, 2:3]) & (c <= rects[:, 3:4]))[:, None, :]
+            idx = torch.where(inside, hi_ * wi_, base)
+        else:        # positions inside the previous window read its recomputed values, stored after the base rows
+            (ph, pw), pr0, pc0 = prev
+            rr, cc = r - pr0[:, None], c - pc0[:, None]
+            inside = ((rr >= 0) & (rr < ph))[:, :, None] & ((cc >= 0) & (cc < pw))[:, None, :]
+            idx = torch.where(inside, hi_ * wi_ + torch.arange(n)[:, None, None] * (ph * pw) + rr[:, :, None] * pw + cc[:, None, :], base)
+        sizes.append((h, w)); src_idx.append(idx); n_base.append(hi_ * wi_); prev = ((h, w), r0, c0)
+        ya, yb, xa, xb = ylo, yhi, xlo, xhi
+        hi_, wi_ = ho, wo
+    (h, w), r0, c0 = prev
+    out_idx = (r0[:, None] + torch.arange(h))[:, :, None] * wi_ + (c0[:, None] + torch.arange(w))[:, None, :]
+    return _OcclusionPlan(sizes, src_idx, n_base, out_idx, r0 * wi_ + c0, (hi_, wi_))
+
+def _patch_rects(H: int, W: int, patch: int) -> Tensor:
+    "`(n, 4)` int64 rows y0..y1 and columns x0..x1 (inclusive) of occlusion's patches, row-major as `patch_masks` (smaller at the bottom and right borders)."
+    ny, nx = math.ceil(H / patch), math.ceil(W / patch)
+    k = torch.arange(ny * nx); py, px = (k // nx) * patch, (k % nx) * patch
+    return torch.stack([py, torch.clamp(py + patch, max=H) - 1, px, torch.clamp(px + patch, max=W) - 1], 1)
+
+def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
+                        plan: _OcclusionPlan, # the rectangles' windows (`_occlusion_plan`)
+                        x: Tensor,           # (C, H, W) float32, one image on the CPU
+                        value: float,        # the colour the rectangles are set to, in every channel
+                        batch_size: int,     # rectangles per pass
+                        workers: int = 1,    # Python threads running passes side by side (`map_batches`)
+                        ) -> Tensor:         # (n, A) float32 outputs, one row per rectangle
+    """The network's outputs on copies of `x` with each rectangle set to `value`, recomputing only what the rectangle can change:
+    each conv layer on its window (`_occlusion_plan`), the first Linear as `base + W[:, window] (new - old)` (one weight
+    slice per window position), the tail on the result. Equal to the plain forward up to float32 rounding (another order of
+    the same sums). Raises `ValueError` for non-finite outputs."""
+    C, H, W = x.shape
+    with torch.no_grad():
+        acts, base_z = net.features(x[None])
+    base = [x.permute(1, 2, 0).reshape(H * W, C)] + [a[0].permute(1, 2, 0).reshape(-1, a.shape[1]) for a in acts]   # (H_l W_l, C_l), channels last
+    src0 = torch.cat([base[0], torch.full((1, C), float(value))])
+    (HL, WL), (h, w) = plan.out_hw, plan.sizes[-1]
+    Wl = net.linear.weight.detach().view(len(net.linear.weight), -1, HL, WL) if net.linear is not None else None
+    cols = {}   # window start -> the Linear's columns there, (C_L h w, F)
+    def run(idx: Tensor) -> Tensor:
+        i, j = int(idx[0]), int(idx[-1]) + 1
+        k = j - i
+        with torch.no_grad():
+            y = None
+            for l, (conv, relu) in enumerate(net.convs):
+                si = plan.src_idx[l][i:j]
+                if l == 0: src = src0
+                else:
+                    ph, pw = plan.sizes[l - 1]
+                    src = torch.cat([base[l], y.permute(0, 2, 3, 1).reshape(-1, y.shape[1])])
+                    si = torch.where(si >= plan.n_base[l], si - i * ph * pw, si)
+                y = conv(src.index_select(0, si.reshape(-1)).view(*si.shape, -1).permute(0, 3, 1, 2))   # channels-last crop
+                if relu: y = F.relu(y)
+            if net.linear is not None:
+                old = base[-1].index_select(0, plan.out_idx[i:j].reshape(-1)).view(k, h, w, -1).permute(0, 3, 1, 2)
+                d = (y - old).flatten(1)                     # (k, C_L h w), the Linear's column order (c, r, col)
+                z = base_z.expand(k, -1).clone()
+                key = plan.key[i:j]
+                for g in key.unique().tolist():
+                    sel = (key == g).nonzero().squeeze(1)
+                    wg = cols.get(g)
+                    if wg is None:
+                        gr, gc = divmod(g, WL)
+                        wg = cols.setdefault(g, Wl[:, :, gr:gr + h, gc:gc + w].reshape(len(Wl), -1).T.contiguous())
+                    z[sel] += d[sel] @ wg
+            else:   # no Linear after Flatten: the full features, the window written into the unperturbed ones
+                a = base[-1].expand(k, *base[-1].shape).clone()
+                a.scatter_(1, plan.out_idx[i:j].reshape(k, -1, 1).expand(-1, -1, a.shape[2]), y.permute(0, 2, 3, 1).reshape(k, -1, a.shape[2]))
+                z = a.view(k, HL, WL, -1).permute(0, 3, 1, 2).flatten(1)
+            out = net.head(z).float()
+        if not torch.isfinite(out).all(): raise ValueError(f"the network returned NaN or infinite outputs on {int((~torch.isfinite(out)).any(1).sum())} occluded images.")
+        return out
+    return torch.cat(map_batches(run, torch.arange(len(plan.key)), int(batch_size), int(workers)))
+
 # %% ../../../nbs/attribution/10_perturbation.ipynb #144b5fa8
 def occlusion(policy: Policy,             # any Policy with image observations; q-values or logits (B, A)
               obs: Any,                   # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
@@ -56,26 +246,40 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
               softmax: bool = False,      # score softmax probabilities instead of raw outputs
               score: str = "one_minus",   # "one_minus": 1 - pi(I')_a (Eq. A1); "diff": pi(I)_a - pi(I')_a
               upsample: str = "bilinear", # "bilinear" (original code) or "nearest" (each patch its own score)
-              batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
+              batch_size: int | None = None, # occluded images per pass; None: 512 incremental, else the policy's compute settings
+              incremental: bool = True,   # recompute only what each patch changes when the network allows it (`_conv_chain`); False: plain batched forward
               ) -> Attribution:           # values (B, C, H, W); pixels() the (B, H, W) map
     """Occlusion Sensitivity (Zeiler & Fergus 2014) as benchmarked by Huber et al. (2023), Appendix A, Eq. A1.
 
-    Raises `ValueError` for channel-last or NaN observations, an action out of range, a patch larger than the
-    image, a colour outside [0, 1] or an unknown `score`/`upsample`."""
+    For networks that start with conv layers, Flatten and a Linear (the zoo's agents; `_conv_chain`) each occluded image is
+    evaluated incrementally (Nakandala et al. 2019): only the window of every layer that the patch can change is recomputed
+    (`_incremental_outputs`), equal to the plain forward up to float32 rounding; other networks, or `incremental=False`,
+    get the plain batched forward. Raises `ValueError` for channel-last or NaN observations, an action out of range, a
+    patch larger than the image, a colour outside [0, 1], `batch_size < 1` or an unknown `score`/`upsample`."""
     x, q, acts = _prepare(policy, obs, action)
     B, C, H, W = x.shape
     patch = check_int("patch", patch, 1, min(H, W), hint=f"The image is {H}x{W}.")
     if not 0.0 <= float(color) <= 1.0: raise ValueError(f"color must be in [0, 1] (0 black, 0.5 grey); got {color}.")
     if score not in ("one_minus", "diff"): raise ValueError(f"score must be 'one_minus' or 'diff'; got {score!r}.")
     if upsample not in ("bilinear", "nearest"): raise ValueError(f"upsample must be 'bilinear' or 'nearest'; got {upsample!r}.")
+    if batch_size is not None: batch_size = check_int("batch_size", batch_size, 1)
     ny, nx = math.ceil(H / patch), math.ceil(W / patch)
     cell_y = torch.arange(H, device=x.device) // patch
     cell_x = torch.arange(W, device=x.device) // patch
-    masks = patch_masks(H, W, patch, str(x.device))
+    net = _conv_chain(policy) if incremental else None
+    if net is not None:   # the unrolled chain must give the policy's own outputs on these states, else it is not the network we took it for
+        with torch.no_grad(): qc = net.head(net.features(x)[1]).float()
+        if qc.shape != q.shape or not torch.allclose(qc, q, rtol=1e-4, atol=1e-4 * (1.0 + float(q.abs().max()))): net = None
+    if net is not None:
+        plan = _occlusion_plan(net, _patch_rects(H, W, patch), H, W)
+        st = getattr(policy, "settings", None)
+        bs, workers = batch_size or 512, (st.workers if st is not None else 1)
+    else: masks = patch_masks(H, W, patch, str(x.device))
     maps = torch.zeros(B, H, W)
     def one(b: int):
         xb = x[b]
-        out = forward_batches(policy, ny * nx, lambda i, j: perturb(xb, masks, i, j, value=color), batch_size)
+        if net is not None: out = _incremental_outputs(net, plan, xb, color, bs, workers)
+        else: out = forward_batches(policy, ny * nx, lambda i, j: perturb(xb, masks, i, j, value=color), batch_size)
         ref = q[b]
         if softmax: out, ref = out.softmax(-1), ref.softmax(-1)
         a = int(acts[b])
