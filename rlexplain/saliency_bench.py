@@ -31,11 +31,12 @@ import torch
 from torch import Tensor, nn
 
 from .agents import best_zoo_entry, env_slug
-from .attribution import (
-    cascading_randomization, check_int, forward_batches, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
+from .attribution import (   # the attribution layer's tools, shown and re-exported by this lesson; its code calls explain/score
+    cascading_randomization, check_int, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
     INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
     model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
-from .attribution import Attribution, explain as attribute   # the one result type, and the one road to an explanation
+from .attribution import Attribution, Explainer, explainer as make_explainer
+from .attribution import explain as attribute, score   # the one road to an explanation, and the one road to a score
 from .core import Policy, Result, RunDir, get_scale, load_json, map_batches, run_jobs, ScaledConfig, progress as progress_bar
 from .saliency import PAPER_PARAMS, SALIENCY_METHODS
 
@@ -57,32 +58,50 @@ def random_saliency(policy: Policy,   # any Policy with image observations
                     action: Any = None, # None: greedy action; an int or (B,) ints
                     seed: int = 0,    # seed of the maps
                     ) -> Attribution: # pixels() (B, H, W) uniform in [0, 1)
-    "The benchmark's baseline: uniformly random saliency maps (Huber et al. 2023, Table 1, 'Baseline')."
-    x = image_obs(policy, obs)
-    acts = resolve_actions(action, policy.outputs(x))
-    B, C, H, W = x.shape
-    return Attribution.from_pixels(np.random.default_rng(seed).random((B, H, W), dtype=np.float32), acts, "random", dict(seed=int(seed)), C, x)
+    """The benchmark's baseline: uniformly random saliency maps (Huber et al. 2023, Table 1, 'Baseline'): `explain("random", ...)`.
+    Raises `ValueError` for a policy without image observations, and as `explain`."""
+    return attribute("random", policy, image_obs(policy, obs), action, seed=int(seed))
+
+class _FunctionExplainer(Explainer):
+    """A custom saliency function `f(policy, obs, actions, **params) -> image Attribution` behind the explainer contract, so that
+    `explain` and the sanity metrics' re-explanations run it like a registered method (its `pixels()` kept bit for bit).
+    Raises `TypeError` when `f` returns no image Attribution, `ValueError` for maps of another shape or with NaN."""
+    modalities = ("image",)
+    def __init__(self, fn: Callable, **params):
+        super().__init__(**params); self.fn = fn; self.name = getattr(fn, "__name__", "custom")
+    def __repr__(self): return f"_FunctionExplainer({self.name} at {id(self.fn):#x}, {self.params})"
+    def _explain(self, policy, x, a):
+        m = self.fn(policy, x, a, **self.params)
+        if not (isinstance(m, Attribution) and m.is_image):
+            raise TypeError(f"a custom saliency method must return an image Attribution (Attribution.from_pixels(maps, actions, name)); got {type(m).__name__}.")
+        pix = map_values(m, x); C = x.shape[1]
+        return np.repeat(pix[:, None] / np.float32(C), C, 1), {"_pixels": pix}
+
+def _bench_explainer(method: str | Callable, **overrides) -> Explainer:
+    """The explainer of a `BENCH_METHODS` key (the registry's method with the benchmark's parameters), "random", or a custom function
+    `f(policy, obs, action) -> image Attribution`, with `overrides`. Raises `KeyError` for an unknown key."""
+    if callable(method): return _FunctionExplainer(method, **overrides)
+    if method == "random": key, params = "random", {}
+    elif method in BENCH_METHODS:
+        name, params = BENCH_METHODS[method]
+        key = f"lime_{params['segmentation']}" if name == "lime" else name     # the explainer registry's name of the method
+    else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(BENCH_METHODS)}.")
+    return make_explainer(key, **{**params, **overrides})
 
 def _maps(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(policy, obs, action) -> image Attribution
           policy: Policy,          # any Policy with image observations
           obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
           action: Any = None,      # None: greedy action; an int or (B,) ints
           **overrides,             # parameters replacing the method's defaults (e.g. patch=4)
-          ) -> Attribution:        # pixels() (B, H, W); `method` is the key
+          ) -> Attribution:        # pixels() (B, H, W); `method` is the key (a function's name)
     """The maps of `method` with the benchmark's parameters, through `rlexplain.attribution.explain` (the one road; `pixels()` is bit for
-    bit the method's own map). Raises `KeyError` for an unknown key, `TypeError` for a callable that returns no image Attribution."""
-    if callable(method):
-        m = method(policy, obs, action, **overrides)
-        if not (isinstance(m, Attribution) and m.is_image):
-            raise TypeError(f"a custom saliency method must return an image Attribution (Attribution.from_pixels(maps, actions, name)); got {type(m).__name__}.")
-        return m
-    if method == "random": key, params = "random", {}
-    elif method in BENCH_METHODS:
-        name, params = BENCH_METHODS[method]
-        key = f"lime_{params['segmentation']}" if name == "lime" else name     # the explainer registry's name of the method
-    else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(BENCH_METHODS)}.")
-    att = attribute(key, policy, obs, action, **{**params, **overrides})    # rlexplain.attribution.explain: the one road
-    return Attribution.from_pixels(att.pixels(), att.actions, method, att.params, att.values.shape[1], att.states, att.timing, att.source)
+    bit the method's own map; the explainer stays on the result for the sanity metrics). Raises `KeyError` for an unknown key,
+    `TypeError` for a callable that returns no image Attribution."""
+    att = attribute(_bench_explainer(method, **overrides), policy, obs, action)    # rlexplain.attribution.explain: the one road
+    label = method if isinstance(method, str) else att.method
+    out = Attribution.from_pixels(att.pixels(), att.actions, label, att.params, att.values.shape[1], att.states, att.timing, att.source)
+    object.__setattr__(out, "_explainer", att._explainer)
+    return out
 
 def explain(method: str | Callable, policy: Policy, obs: Any, action: Any = None, **overrides) -> Attribution:
     """Deprecated: `rlexplain.attribution.explain(name, policy, obs, action, **params)` is the one road (a `BENCH_METHODS` key's name
@@ -185,29 +204,35 @@ def sanity_check(policy: Policy,           # the trained agent
     """Parameter-randomisation sanity check (Adebayo et al. 2018; Huber et al. 2023, Section 3 and Fig. 3): similarity of
     the original maps to the maps of cascadingly re-initialised copies, which explain the original agent's action.
 
+    Runs through `rlexplain.attribution.score`: the metrics `sanity_<metric>` re-explain with the method's explainer on every
+    randomised copy (once for all metrics) and hand back the similarities per layer and state in their `raw`.
     Raises `ValueError` for bad observations, actions, reference maps or metrics."""
     x = image_obs(policy, obs)
     bad = [m for m in metrics if m not in SIMILARITY_METRICS]
     if bad: raise ValueError(f"unknown similarity metrics {bad}; expected some of {SIMILARITY_METRICS}.")
-    ref = reference if reference is not None else _maps(method, policy, x, action, **overrides)
-    vals = map_values(ref, x)
-    acts = ref.actions if isinstance(ref, Attribution) else resolve_actions(action, policy.outputs(x))
     name = method if isinstance(method, str) else getattr(method, "__name__", "custom")
-    orig = minmax(vals); hog_orig = hog_features(orig) if "hog" in metrics else None
-    steps = cascading_randomization(policy, seed, layers)
-    rows = []
-    for k, (lname, pk) in enumerate(progress_bar(steps, desc=f"sanity {name}", disable=not progress, leave=False), 1):
-        mk = _maps(method, pk, x, acts, **overrides).pixels()
-        sims = {}
-        for metric in metrics:
-            if metric == "hog": sims[metric] = hog_similarity(orig, mk, hog_a=hog_orig)
-            elif metric == "ssim": sims[metric] = ssim_similarity(orig, mk, flat=ssim_flat)
-            else: sims[metric] = spearman_similarity(orig, mk)
-        for metric, v in sims.items():
-            rows += [{"game": game, "method": name, "n_randomized": k, "layer": lname, "state": s, "metric": metric,
-                      "value": float(val)} for s, val in enumerate(v)]
-    return SanityCheck(pd.DataFrame(rows), tuple(n for n, _ in steps),
-                       dict(seed=int(seed), ssim_flat=bool(ssim_flat), n_states=len(x), overrides=overrides))
+    ex = _bench_explainer(method, **overrides)
+    if reference is None: ref = _maps(method, policy, x, action, **overrides)
+    else:
+        vals = map_values(reference, x)
+        acts = reference.actions if isinstance(reference, Attribution) else resolve_actions(action, policy.outputs(x))
+        ref = Attribution.from_pixels(vals, acts, name, {}, x.shape[1], x)
+    table, steps = _sanity_scores(policy, x, ref, name, metrics, seed, layers, ssim_flat, game, ex, progress)
+    return SanityCheck(table, steps, dict(seed=int(seed), ssim_flat=bool(ssim_flat), n_states=len(x), overrides=overrides))
+
+_SANITY_COLUMNS = ["game", "method", "n_randomized", "layer", "state", "metric", "value"]
+
+def _sanity_scores(policy: Policy, x: Any, ref: Attribution, name: str, metrics: Sequence[str], seed: int, layers: Sequence[str] | None,
+                   ssim_flat: bool, game: str, explainer_: Explainer | None = None, progress: bool = False) -> tuple[pd.DataFrame, tuple]:
+    """`(table, layers)`: the metrics `sanity_<metric>` of `ref` through `score`, as one row per (randomised layer, metric, state) of their
+    `raw` similarities `(L, N)`, and the randomised layers' names (output layer first). The re-explanations run once (cached on `ref`)."""
+    res = {m: score(f"sanity_{m}", policy, x, ref, seed=seed, layers=layers, explainer=explainer_, flat=ssim_flat, progress=progress)
+           for m in metrics}
+    if not res: return pd.DataFrame(columns=_SANITY_COLUMNS), ()
+    steps = tuple(str(n) for n in next(iter(res.values())).raw["layers"])
+    rows = [{"game": game, "method": name, "n_randomized": k, "layer": lname, "state": s, "metric": m, "value": float(v)}
+            for k, lname in enumerate(steps, 1) for m, r in res.items() for s, v in enumerate(r.raw["similarity"][k - 1])]
+    return pd.DataFrame(rows, columns=_SANITY_COLUMNS), steps
 
 # %% ../nbs/31_saliency_bench.ipynb #6b3296a0
 def penultimate_features(policy: Policy,         # any Policy
@@ -350,6 +375,16 @@ def _zscore(v: np.ndarray) -> np.ndarray:
     sd = np.nanstd(v)
     return (v - np.nanmean(v)) / sd if sd > 0 else np.zeros_like(v)
 
+def _insertion(policy: Policy, obs: Any, maps: Attribution, starts: Sequence[str] = INSERTION_STARTS, game: str = "",
+               **params,                # the insertion metrics' parameters: pixels_per_step, seed, batch_size
+               ) -> InsertionResult:    # curves (B, S, K)
+    """The insertion curves of `maps` from every start in `starts` (one pass), through `rlexplain.attribution.score` (an `insertion_*`
+    metric's `raw` curves). Raises `ValueError` for starts that are not a non-empty subset of `INSERTION_STARTS`, and as `insertion_curves`."""
+    starts = tuple(starts)
+    first = next((s for s in starts if s in INSERTION_STARTS), None)
+    if first is None: raise ValueError(f"starts must be a non-empty subset of {INSERTION_STARTS}; got {starts}.")
+    return InsertionResult.from_metric(score(f"insertion_{first}_q", policy, obs, maps, starts=starts, **params), game)
+
 def tune(policy: Policy,                 # the agent
          obs: Any,                       # (B, C, H, W) tuning states (paper: 10 HIGHLIGHTS-DIV states)
          method: str = "occlusion",      # a key of BENCH_METHODS (grid entries override its parameters)
@@ -375,7 +410,7 @@ def tune(policy: Policy,                 # the agent
     rows = []
     for params in progress_bar(grid, desc=f"tune {method}", disable=not progress, leave=False):
         t0 = time.perf_counter(); maps = _maps(method, policy, x, **params); dt = (time.perf_counter() - t0) / len(x)
-        ins = insertion_curves(policy, x, maps, starts=starts, seed=seed)
+        ins = _insertion(policy, x, maps, starts, seed=seed)
         qa = np.nanmean([np.nanmean(ins.auc("q", s, auc)) for s in ins.starts])
         aa = np.nanmean([np.nanmean(ins.auc("advantage", s, auc)) for s in ins.starts])
         rows.append({"method": method, "params": json.dumps(params, sort_keys=True), "q_auc": float(qa), "adv_auc": float(aa),
@@ -520,14 +555,11 @@ def _run_bench_job(job: _BenchJob) -> MethodRun:
     policy, _, _ = load_bench_agent(job.agent, job.cfg.device)
     cfg = job.cfg
     t0 = time.perf_counter(); maps = _maps(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
-    ins = insertion_curves(policy, job.obs, maps, starts=cfg.starts, pixels_per_step=cfg.pixels_per_step, seed=cfg.seed,
-                           batch_size=cfg.batch_size, game=job.game)
+    ins = _insertion(policy, job.obs, maps, cfg.starts, job.game, pixels_per_step=cfg.pixels_per_step, seed=cfg.seed, batch_size=cfg.batch_size)
     n = min(cfg.n_sanity, len(job.obs))
-    if job.method != "random" and n > 0:
-        sub = maps[:n]
-        sanity = sanity_check(policy, job.obs[:n], job.method, reference=sub, metrics=cfg.sanity_metrics, seed=cfg.seed,
-                              ssim_flat=cfg.ssim_flat, game=job.game).table
-    else: sanity = pd.DataFrame(columns=["game", "method", "n_randomized", "layer", "state", "metric", "value"])
+    if job.method != "random" and n > 0:       # the sanity metrics re-explain with the explainer kept on the maps
+        sanity = _sanity_scores(policy, job.obs[:n], maps[:n], job.method, cfg.sanity_metrics, cfg.seed, None, cfg.ssim_flat, job.game)[0]
+    else: sanity = pd.DataFrame(columns=_SANITY_COLUMNS)
     example = _maps(job.method, policy, job.example).pixels()[0]
     params = {k: v for k, v in maps.params.items() if isinstance(v, (int, float, str, bool))}
     return MethodRun(job.game, job.method, ins.q, ins.advantage, ins.q_orig, ins.actions, ins.fractions, ins.starts,

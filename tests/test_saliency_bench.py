@@ -223,12 +223,24 @@ def test_run_benchmark_end_to_end_resumes(tmp_path, monkeypatch):
 
 
 def test_demo_runs_on_the_zoo_ale_agents(tmp_path):
-    "The demo's games have DQN agents in the shipped zoo, and the benchmark runs on them by default."
+    """The demo's games have DQN agents in the shipped zoo, and lesson 31's `#| slow` demo path runs on them at 2 states per game:
+    the benchmark with a sanity check, its tables and figures, then HIGHLIGHTS-DIV states and a tuning table on Ms. Pac-Man."""
     from rlexplain.agents import best_zoo_entry
-    cfg = BenchConfig.demo(methods=("rise",), n_states=2, n_sanity=0, stream_steps=30, highlights_budget=1)
+    cfg = BenchConfig.demo(methods=("rise",), n_states=2, n_sanity=1, stream_steps=30, highlights_budget=1)
     for g in cfg.games:
         assert "/dqn/" in best_zoo_entry(g, "dqn")
     res = run_benchmark(cfg, run_dir=tmp_path / "run")
     assert res.games == cfg.games and set(res.insertion.game) == set(cfg.games)
     assert all(a.startswith("ale-") for a in res.agents.values()), res.agents
     assert np.isfinite(res.insertion.auc).all()
+    tab = res.table()
+    assert len(tab) == 4 * len(cfg.games) and "paper: rise" in tab.columns
+    first_last = res.sanity_summary().groupby(["method", "metric"])["mean"].agg(["first", "last"])
+    assert len(first_last) == 3 and set(res.sanity.n_randomized) == set(range(1, 8))     # the zoo CNN's 7 parametrised layers
+    assert (res.runtime_table().s_per_map > 0).all()
+    for fig in (res.plot_examples(), res.plot_sanity()): assert isinstance(fig, plt.Figure); plt.close(fig)
+    agent, env_kwargs, _ = sb.load_bench_agent(best_zoo_entry("ALE/MsPacman-v5", "dqn"), "cpu")
+    o, e = sb.collect_stream(agent, "ALE/MsPacman-v5", 12, seed=42, env_kwargs=env_kwargs, epsilon=0.05)
+    hl = highlights_div(agent, o[4:], budget=2, episode=e[4:])
+    tn = tune(agent, o[4:][hl.indices], "occlusion", grid=[dict(patch=p) for p in (8, 12)], costs=[0.1, 0.2])
+    assert len(tn.table) == 2 and tn.table.chosen.sum() == 1 and np.isfinite(tn.table[["q_auc", "adv_auc"]].to_numpy()).all()

@@ -309,8 +309,11 @@ def map_values(maps: Any,   # an image Attribution (its `pixels()`), or (B, H, W
 @dataclasses.dataclass(frozen=True)
 class MetricResult(Result):
     """One metric of one attribution: `value` (the mean of `per_state (N,)`), `higher_is_better`, `curve_x (K,)` and
-    `curve (K,)` (empty when the metric has no curve), `params`. `to_frame()` one row per state; `summary()` one row; `plot(ax=None)`
-    the curve (returns the Axes)."""
+    `curve (K,)` (empty when the metric has no curve), `params`, and `raw`: the per-state results the metric reduced to `per_state`,
+    a dict name -> `np.ndarray` whose shapes each metric documents (empty when it has none), e.g. the insertion metrics' curves
+    `q`, `advantage (N, S, K)` (Huber et al. 2023, Sec. 3) or the sanity checks' `similarity (L, N)` per randomised layer
+    (Adebayo et al. 2018). `to_frame()` one row per state; `summary()` one row; `plot(ax=None)` the curve (returns the Axes).
+    Raises `ValueError` for a `raw` entry that is not array-like."""
     metric: str
     method: str
     higher_is_better: bool
@@ -320,6 +323,14 @@ class MetricResult(Result):
     curve: np.ndarray
     curve_label: str = ""
     params: dict = dataclasses.field(default_factory=dict)
+    raw: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        raw = {}
+        for k, v in dict(self.raw or {}).items():        # saved to JSON as lists; arrays again on load
+            try: raw[str(k)] = np.asarray(v)
+            except ValueError as e: raise ValueError(f"raw[{k!r}] must be array-like (one np.ndarray per entry): {e}") from None
+        object.__setattr__(self, "params", dict(self.params)); object.__setattr__(self, "raw", raw)
 
     def __repr__(self):
         n, per = len(self.per_state), np.asarray(self.per_state, np.float64)
@@ -329,6 +340,7 @@ class MetricResult(Result):
                  f"mean over {n} state{'s' * (n != 1)}", f"  per_state: [{head}]"]
         if len(self.curve): lines.append(f"  curve: {len(self.curve)} points over {self.curve_label or 'x'}")
         if ps: lines.append(f"  params: {ps[:110] + (' ...' if len(ps) > 110 else '')}")
+        if self.raw: lines.append("  raw: " + ", ".join(f"{k} {v.shape}" for k, v in self.raw.items()))
         return "\n".join(lines)
 
     def summary(self) -> pd.DataFrame:
@@ -352,7 +364,8 @@ class MetricResult(Result):
 
 class Metric:
     """Base of every metric: `metric(policy, states, attribution) -> MetricResult`. Subclasses set `name`, `higher_is_better`,
-    `source`, `modalities` and implement `_score(policy, x, attribution) -> (per_state, curve_x, curve, curve_label, params)`."""
+    `source`, `modalities` and implement `_score(policy, x, attribution) -> (per_state, curve_x, curve, curve_label, params)`,
+    optionally followed by `raw` (a dict of arrays, the per-state results behind `per_state`; see `MetricResult`)."""
     name: str = "metric"
     higher_is_better: bool = True
     source: str = ""
@@ -375,11 +388,13 @@ class Metric:
         kind = "image" if x.ndim == 4 else "tabular"
         if kind not in self.modalities:
             raise ValueError(f"{self.name} scores {' and '.join(self.modalities)} attributions only; these states are {kind} {x.shape[1:]}.")
-        per, cx, cy, label, params = self._score(policy, x, attribution)
+        out = self._score(policy, x, attribution)
+        per, cx, cy, label, params = out[:5]
+        raw = out[5] if len(out) > 5 else {}
         per = np.asarray(per, np.float64)
         keep = {k: v for k, v in self.params.items() if not isinstance(v, (np.ndarray, Tensor, pd.DataFrame))}   # no background arrays
         return MetricResult(self.name, attribution.method, self.higher_is_better, float(np.nanmean(per)) if len(per) else float("nan"),
-                            per, np.asarray(cx, np.float64), np.asarray(cy, np.float64), label, {**keep, **params})
+                            per, np.asarray(cx, np.float64), np.asarray(cy, np.float64), label, {**keep, **params}, raw)
 
     def _score(self, policy, x, attribution): raise NotImplementedError
 

@@ -57,7 +57,7 @@ class InsertionResult(Result):
     `advantage (B, S, K)`: `Q[a] - mean_a' Q[a']`; `q_orig (B,)`: `Q(s, a)` on the original state; `actions (B,)`;
     `fractions (K,)`: inserted fraction of pixel locations. `curves(metric)` gives the normalised q-value
     (`q / q_orig`) or the advantage; `auc(metric, start)`; `to_frame()` one AUC per state and sub-metric;
-    `summary()` mean and std (Table 1); `plot()` mean curves."""
+    `summary()` mean and std (Table 1); `plot()` mean curves; `from_metric(result)` the curves behind an insertion `MetricResult`."""
     q: np.ndarray
     advantage: np.ndarray
     q_orig: np.ndarray
@@ -69,6 +69,18 @@ class InsertionResult(Result):
     params: dict = dataclasses.field(default_factory=dict)
 
     def __len__(self): return len(self.q)
+
+    @classmethod
+    def from_metric(cls, result: Any,   # a MetricResult of an insertion_* metric (its `raw` curves)
+                    game: str = "",     # label
+                    ) -> "InsertionResult":
+        "The curves behind an insertion metric's result. Raises `ValueError` for a result that holds no insertion curves."
+        r = result.raw
+        missing = [k for k in ("q", "advantage", "q_orig", "actions", "fractions", "starts") if k not in r]
+        if missing: raise ValueError(f"{result.metric} holds no insertion curves (raw lacks {missing}); score an insertion_* metric.")
+        p = result.params
+        return cls(r["q"], r["advantage"], r["q_orig"], r["actions"], r["fractions"], tuple(str(s) for s in r["starts"]), result.method,
+                   game, dict(pixels_per_step=int(p.get("pixels_per_step", 84)), seed=int(p.get("seed", 0))))
 
     def curves(self, metric: str = "q") -> np.ndarray:
         "`(B, S, K)` curves: `'q'` normalised by the original state's q-value (NaN where it is 0), or `'advantage'`."
@@ -166,16 +178,23 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
 
 # %% ../../../nbs/attribution/23_insertion.ipynb #e297b030
 class Insertion(Metric):
-    "Insertion AUC (Huber et al. 2023, Sec. 3, Table 1): start image `start` ('black'|'random'), `target` 'q' (normalised) or 'advantage'. Higher is better."
+    """Insertion AUC (Huber et al. 2023, Sec. 3, Table 1): start image `start` ('black'|'random'), `target` 'q' (normalised) or
+    'advantage'; higher is better. Parameters: `insertion_curves`' `pixels_per_step`, `seed` and `batch_size`, `auc` ('trapezoid' or
+    'mean'), and `starts`: the start images to run (default this metric's own; both give every Table 1 column from one pass).
+    `raw`: `q`, `advantage (N, S, K)` float32 (the explained action's output and advantage after each of the K steps, one row per
+    start in `starts`), `q_orig (N,)`, `actions (N,)`, `fractions (K,)`, `starts (S,)`; `InsertionResult.from_metric` rebuilds the
+    curves. Raises `ValueError` for `starts` without this metric's start, and as `insertion_curves`."""
     higher_is_better, modalities = True, ("image",)
     source = "Huber et al. (2023), Sec. 3 and Table 1; Petsiuk et al. (2018)"
     start: str = "black"
     target: str = "q"
     def _score(self, policy, x, attribution):
-        p = dict(self.params); auc = p.pop("auc", "trapezoid")
-        ins = insertion_curves(policy, x, attribution.pixels(), attribution.actions, starts=(self.start,), method=attribution.method, **p)
-        c = ins.curves(self.target)[:, 0]
-        return ins.auc(self.target, self.start, auc), ins.fractions, np.nanmean(c, 0), "fraction of pixels inserted", {"auc": auc}
+        p = dict(self.params); auc = p.pop("auc", "trapezoid"); starts = tuple(p.pop("starts", (self.start,)))
+        if self.start not in starts: raise ValueError(f"{self.name} needs its start {self.start!r} in starts; got {starts}.")
+        ins = insertion_curves(policy, x, attribution.pixels(), attribution.actions, starts=starts, method=attribution.method, **p)
+        c = ins.curves(self.target)[:, starts.index(self.start)]
+        raw = dict(q=ins.q, advantage=ins.advantage, q_orig=ins.q_orig, actions=ins.actions, fractions=ins.fractions, starts=np.asarray(ins.starts))
+        return ins.auc(self.target, self.start, auc), ins.fractions, np.nanmean(c, 0), "fraction of pixels inserted", {"auc": auc}, raw
 
 _TABLE1 = {("black", "q"): "Q-val black", ("black", "advantage"): "Adv black", ("random", "q"): "Q-val rand", ("random", "advantage"): "Adv rand"}
 

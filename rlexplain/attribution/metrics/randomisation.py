@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...core import Policy
+from ...core import Policy, progress as progress_bar
 from .._base import _reexplainer, Attribution, Metric
 
 # %% auto #0
@@ -143,19 +143,26 @@ def cascading_randomization(policy: Policy,   # the trained agent (left unchange
     return out
 
 # %% ../../../nbs/attribution/22_randomisation.ipynb #ea5b73cb
-def randomized_attributions(policy: Policy, x: np.ndarray, attribution: Attribution, seed: int = 0,
-                            layers: Sequence[str] | None = None, explainer_: Any = None) -> list:
-    """`[(layer, values (N, *obs_shape) or None)]`: the attribution's explainer re-run on cascadingly randomised copies of `policy`
-    (output layer first), explaining the original actions (Adebayo et al. 2018; Huber et al. 2023, Sec. 3). Cached on the attribution.
-    A step whose re-explanation raises `ValueError` (e.g. TabularSHAP when the randomised network takes one action only) gives None."""
+def randomized_attributions(policy: Policy,              # the explained agent (left unchanged)
+                            x: np.ndarray,               # (N, *obs_shape) the explained states
+                            attribution: Attribution,    # the original explanation (its explainer and actions are reused)
+                            seed: int = 0,               # seeds the re-initialisation (see `cascading_randomization`)
+                            layers: Sequence[str] | None = None, # layer names, input first; None: every parametrised layer
+                            explainer_: Any = None,      # the explainer to re-run; None: the attribution's own
+                            progress: bool = False,      # a progress bar over the layers
+                            ) -> list:                   # [(layer, Attribution or None)], output layer first
+    """`[(layer, Attribution (N, *obs_shape) or None)]`: the attribution's explainer re-run on cascadingly randomised copies of
+    `policy` (output layer first), explaining the original actions (Adebayo et al. 2018; Huber et al. 2023, Sec. 3); a pixel-map
+    method's `pixels()` are its own maps, bit for bit. Cached on the attribution (per seed, layers and explainer). A step whose
+    re-explanation raises `ValueError` (e.g. TabularSHAP when the randomised network takes one action only) gives None."""
     key = (int(seed), tuple(layers) if layers else None, repr(explainer_))
     cache = getattr(attribution, "_sanity_cache", None)
     if cache is None: cache = {}; object.__setattr__(attribution, "_sanity_cache", cache)
     if key not in cache:
         ex = _reexplainer(attribution, explainer_)
         steps = []
-        for name, pk in cascading_randomization(policy, seed, layers):
-            try: steps.append((name, ex.explain(pk, x, attribution.actions).values))
+        for name, pk in progress_bar(cascading_randomization(policy, seed, layers), desc=f"sanity {attribution.method}", disable=not progress, leave=False):
+            try: steps.append((name, ex.explain(pk, x, attribution.actions)))
             except ValueError as err:     # e.g. TabularSHAP: the randomised network takes one action only, no student to fit
                 steps.append((name, None)); object.__setattr__(attribution, "_sanity_errors", {**getattr(attribution, "_sanity_errors", {}), name: str(err)})
         cache[key] = steps
@@ -163,22 +170,28 @@ def randomized_attributions(policy: Policy, x: np.ndarray, attribution: Attribut
 
 class SanitySimilarity(Metric):
     """Similarity of the attribution to its re-explanations under cascading randomisation (Huber et al. 2023, Sec. 3, Fig. 3):
-    mean over randomised layers and states. Lower is better (the map depends on the network). Parameters: `seed`, `layers`, `explainer`."""
+    mean over randomised layers and states. Lower is better (the map depends on the network). Parameters: `seed`, `layers`, `explainer`
+    (default: the attribution's own), `flat` (SSIM of the flattened maps, the authors' code), `progress`. Images are compared as their
+    `pixels()` maps, tabular states as 1 x D maps. `raw`: `similarity (L, N)` float64, one row per randomised layer (output layer first;
+    NaN for a constant map or a layer whose re-explanation failed), and `layers (L,)` their names."""
     higher_is_better = False
     source = "Adebayo et al. (2018); Huber et al. (2023), Sec. 3, Fig. 3 and App. B.1"
     similarity: str = "spearman"
     def _score(self, policy, x, attribution):
         p = dict(self.params)
-        steps = randomized_attributions(policy, x, attribution, p.get("seed", 0), p.get("layers"), p.get("explainer"))
-        maps = lambda v: v.sum(1) if v.ndim == 4 else v[:, None, :]       # pixel maps, or a tabular state as a 1 x D map
-        orig = maps(attribution.values)
-        fn = {"spearman": spearman_similarity, "ssim": ssim_similarity, "hog": hog_similarity}[self.similarity]
+        steps = randomized_attributions(policy, x, attribution, p.get("seed", 0), p.get("layers"), p.get("explainer"), p.get("progress", False))
+        maps = lambda a: a.pixels() if a.is_image else a.values[:, None, :]    # pixel maps (the method's own), or a tabular state as a 1 x D map
+        orig = maps(attribution)
+        fn = {"spearman": spearman_similarity, "ssim": functools.partial(ssim_similarity, flat=bool(p.get("flat", False))),
+              "hog": hog_similarity}[self.similarity]
         if self.similarity == "hog": fn = functools.partial(hog_similarity, hog_a=hog_features(orig))   # the original's features once, not per layer
         sims = np.stack([fn(orig, maps(v)) if v is not None else np.full(len(x), np.nan) for _, v in steps])   # (L, N)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)                # all-NaN columns stay NaN
             per, curve = np.nanmean(sims, 0), np.nanmean(sims, 1)
-        return per, np.arange(1, len(steps) + 1), curve, "randomised layers (from the output)",             {"layers": [n for n, _ in steps], "failed_layers": [n for n, v in steps if v is None]}
+        names = [n for n, _ in steps]
+        return (per, np.arange(1, len(steps) + 1), curve, "randomised layers (from the output)",
+                {"layers": names, "failed_layers": [n for n, v in steps if v is None]}, {"similarity": sims, "layers": np.asarray(names)})
 
 class SanitySpearman(SanitySimilarity):
     "Spearman |rho| of original and randomised-network maps (Huber et al. 2023, Fig. 3 left). Lower is better."
