@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .attribution import EXPLAINERS, METRICS, as_states, explain, score
+from .attribution import EXPLAINERS, METRICS, as_states, explain, model_layers, score
 from .core import Policy, Result
 
 # %% auto #0
@@ -160,7 +160,6 @@ def compare(policy: Policy,          # the agent
     does (`score`). PGI, PGU and RIS scale their noise by the background's per-feature std when a background is given (as
     XRL-Bench and `rlexplain.xrlbench.run_benchmark` do), else by the std over `states`.
     Raises `LookupError` for unknown names and `ValueError` for empty or ill-shaped states."""
-    from rlexplain.saliency_bench import model_layers
     unknown = [k for k in explainers if k not in EXPLAINERS] + [k for k in metrics if k not in METRICS]
     if unknown: raise LookupError(f"unknown explainers/metrics {unknown}; explainers: {list(EXPLAINERS)}; metrics: {list(METRICS)}.")
     x = as_states(states, policy)

@@ -141,7 +141,7 @@ from .attribution import (
     AIM, Attribution, AUM, DeepSHAP, Explanation, FIDELITY_METRICS, FidelityMetric, FidelityResult, FITTED_EXPLAINERS as EXPLAINERS,
     FittedExplainer, GradientSHAP, IMAGE_METHODS, IntegratedGradients, make_explainer, PerturbationSaliency, PGI, PGU, RIS,
     RIS_VARIANTS, RISResult, SARFA, TABULAR_METHODS, TabularLIME, TabularSHAP)
-from .attribution import EXPLAINERS as ATTRIBUTION_EXPLAINERS, explain, registry_name, score   # the one road
+from .attribution import EXPLAINERS as ATTRIBUTION_EXPLAINERS, explain, METRICS, registry_name, score   # the one road (and its registries)
 
 # %% ../nbs/40_xrlbench.ipynb #7cda532f
 def waterfall_plot(ex: Attribution,          # a tabular Attribution (SHAP methods give base values; all_actions=True every action's values)
@@ -199,7 +199,7 @@ class XRLBenchResult(Result):
             g = g[g.order == order]
             ax.plot(g.k, g.score, marker="osD^vPX"[i % 7], ms=3.5, mfc="none", lw=1, ls=("-", "--", ":", "-.")[i % 4],
                     alpha=0.85, label=m)
-        cls = FIDELITY_METRICS.get(metric)
+        cls = METRICS.get(metric)
         better = None if cls is None else ("higher" if cls.higher_is_better else "lower")
         ax.set_xlabel("k", fontsize=8); ax.set_ylabel(metric, fontsize=8); ax.tick_params(labelsize=7)
         ax.set_title(f"{self.env_id}: {metric}" + (f" ({better} is better)" if better else ""), fontsize=8); ax.legend(fontsize=6)
@@ -210,6 +210,9 @@ def _state_std(r) -> float:
     "Standard deviation (ddof 1) of a MetricResult's per-state values; NaN for fewer than 2 states."
     v = np.asarray(r.per_state, np.float64)
     return float(v.std(ddof=1)) if v.size > 1 else float("nan")
+
+_XRL_METRICS = ("AIM", "AUM", "PGI", "PGU")   # XRL-Bench's fidelity metrics (Xiong et al. 2024, Sec. 3.3), keys of METRICS
+_NOISE_METRICS = ("PGI", "PGU")                 # the ones that perturb with noise (Eq. 1-2); the others mask
 
 def run_benchmark(policy: Policy,               # the agent
                   background: Any,              # its dataset states (M, D) or DataFrame: students, LIME statistics, references, stds
@@ -233,8 +236,8 @@ def run_benchmark(policy: Policy,               # the agent
     cell is `score(metric, ..., feature_std=background.std(0))`: the noise scale is the background's, as XRL-Bench's, so `score`
     with the same explanation and `feature_std` gives the same numbers.
     Raises `ValueError` for unknown methods or metrics, empty states, `n_ris < 0`, and for states that do not fit the policy."""
-    unknown = [m for m in metrics if m not in FIDELITY_METRICS]
-    if unknown: raise ValueError(f"unknown metrics {unknown}; known: {list(FIDELITY_METRICS)}.")
+    unknown = [m for m in metrics if m not in _XRL_METRICS]
+    if unknown: raise ValueError(f"unknown metrics {unknown}; known: {list(_XRL_METRICS)}.")
     if not isinstance(n_ris, (int, np.integer)) or isinstance(n_ris, bool) or n_ris < 0:
         raise ValueError(f"n_ris must be an int >= 0 (0 skips RIS); got {n_ris!r}.")
     method_params = method_params or {}
@@ -246,7 +249,7 @@ def run_benchmark(policy: Policy,               # the agent
     rows, curves = [], []
     for name in progress_bar(methods, desc=f"explainers {env_id}", disable=not progress):
         key = registry_name(name)
-        if key not in ATTRIBUTION_EXPLAINERS: raise ValueError(f"unknown explainer {name!r}; XRL-Bench's: {', '.join(EXPLAINERS)}.")
+        if key not in ATTRIBUTION_EXPLAINERS: raise ValueError(f"unknown explainer {name!r}; XRL-Bench's: {', '.join(TABULAR_METHODS)}.")
         cls = ATTRIBUTION_EXPLAINERS[key]
         label = getattr(cls, "key", key)                       # XRL-Bench's name for the table ("IG", "PS", ...)
         e = explain(key, policy, x, **{**cls.presets.get("xrlbench", {}), "background": background, "seed": seed,
@@ -260,7 +263,7 @@ def run_benchmark(policy: Policy,               # the agent
                 row[m if order == "abs" else f"{m}_raw"] = r.value
                 if order == "abs": row[f"{m}_std"] = _state_std(r)
                 curves.append(pd.DataFrame({"metric": m, "method": label, "order": order, "k": r.curve_x.astype(int), "score": r.curve}))
-            if x.ndim == 4 and FIDELITY_METRICS[m].perturbation == "noise":   # the code's image perturbation, side by side
+            if x.ndim == 4 and m in _NOISE_METRICS:   # the code's image perturbation, side by side
                 rc = score(m, policy, x, e, seed=seed, order="abs", pixel_step=pixel_step, image_perturbation="blur")
                 row[f"{m}_code"], row[f"{m}_code_std"] = rc.value, _state_std(rc)
         if n_ris:
