@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 # %% auto #0
-__all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'RECORD', 'output_problems', 'clean_outputs',
+__all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'RECORD', 'TEST_FLAGS', 'output_problems', 'clean_outputs',
            'run_notebook', 'execute_notebook', 'lesson_paths', 'execute_lessons', 'lesson_problems', 'code_hash',
            'record_execution', 'stale_outputs']
 
@@ -173,6 +173,10 @@ def lesson_problems(nbs: str | Path = "nbs", only: Iterable[str] | None = None) 
 # %% ../nbs/92_lessons.ipynb #d1e2f3a2
 RECORD = "_executed.json"   # in the notebooks' folder: {notebook: {"code": hash, "seconds": s}} of each lesson's last execution
 _IMPORT = re.compile(r"^\s*(?:from\s+rlexplain\.(\w+)[\w.]*\s+import|import\s+rlexplain\.(\w+)|from\s+rlexplain\s+import\s+\(?([\w ,]+))", re.M)
+# nbdev's test flags (settings.ini's `tst_flags`): a line `#| slow` or `#| cuda` only tells `nbdev_test` to skip the cell
+# unless run with `--flags slow` / `--flags cuda`; it changes nothing the cell computes, so `code_hash` leaves it out.
+TEST_FLAGS = ("slow", "cuda")
+_TEST_FLAG_LINE = re.compile(r"^[ \t]*#[ \t]*\|[ \t]*(?:" + "|".join(TEST_FLAGS) + r")[ \t]*(?:\n|$)", re.M)
 
 def _code_of_module(path: Path) -> str:
     "A module's code without docstrings and comments (`ast.dump`), so that editing prose does not make outputs stale."
@@ -187,7 +191,9 @@ def _code_of_module(path: Path) -> str:
 def code_hash(path: str | Path,              # an .ipynb file
               lib: str | Path | None = None,  # the package folder (default: the installed rlexplain's)
               ) -> str:                       # 16 hex digits
-    """A hash of the code a lesson's outputs depend on: its code cells (every cell, `#|` directives included), and
+    """A hash of the code a lesson's outputs depend on: its code cells (every cell, `#|` directives included except the
+    lines that only hold a test flag of `TEST_FLAGS`, such as `#| slow`, which change what `nbdev_test` runs, not what the
+    cell computes), and
     the code of every `rlexplain` module they import by name, every module of a package such as `rlexplain.attribution`
     (docstrings and comments left out, so that editing prose does not count). Modules those modules import are not followed. Raises `FileNotFoundError` for a missing notebook."""
     import hashlib
@@ -195,7 +201,7 @@ def code_hash(path: str | Path,              # an .ipynb file
     if not path.exists(): raise FileNotFoundError(f"no notebook at {path}")
     if lib is None:
         import rlexplain; lib = Path(rlexplain.__file__).resolve().parent
-    cells = [("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+    cells = [_TEST_FLAG_LINE.sub("", "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
              for c in json.loads(path.read_text())["cells"] if c.get("cell_type") == "code"]
     code = "\n#%%\n".join(cells)
     mods = set()

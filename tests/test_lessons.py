@@ -67,3 +67,30 @@ def test_code_hash_follows_a_package_the_lesson_imports(tmp_path):
     h1 = code_hash(nb, lib)
     (lib / "pkg" / "sub" / "m.py").write_text("def f(): return 2\n")
     assert code_hash(nb, lib) == h1
+
+
+def test_code_hash_ignores_test_flag_lines_only(tmp_path):
+    """Issue 28: marking a demo-scale experiment cell `#| slow` (or `#| cuda`) changes what `nbdev_test` runs, not what the
+    cell computes, so a lesson's recorded outputs stay current; every other directive (and any code change) still counts."""
+    import json
+    from rlexplain.lessons import code_hash
+    lib = tmp_path / "lib"; lib.mkdir()
+    nb = tmp_path / "a.ipynb"
+    def h(*sources):
+        nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": s} for s in sources]}))
+        return code_hash(nb, lib)
+    h0 = h("x = 1\ny = x + 1\n", "print(y)")
+    assert h("#| slow\nx = 1\ny = x + 1\n", "print(y)") == h0
+    assert h(["#| slow\n", "x = 1\n", "y = x + 1\n"], ["#|cuda\n", "print(y)"]) == h0
+    assert h("  #  |  slow  \nx = 1\ny = x + 1\n", "print(y)") == h0
+    for changed in ("#| export\nx = 1\ny = x + 1\n", "#| eval: false\nx = 1\ny = x + 1\n", "#| slowly\nx = 1\ny = x + 1\n",
+                    "x = 1  #| slow\ny = x + 1\n", "x = 2\ny = x + 1\n"):
+        assert h(changed, "print(y)") != h0, changed
+
+
+def test_the_ignored_flags_are_the_ones_nbdev_test_skips():
+    "`TEST_FLAGS` are settings.ini's `tst_flags`: the cells `nbdev_test` skips unless `--flags` names them."
+    import configparser
+    from rlexplain.lessons import TEST_FLAGS
+    ini = configparser.ConfigParser(); ini.read(NBS.parent / "settings.ini")
+    assert set(TEST_FLAGS) == set(ini["DEFAULT"]["tst_flags"].split())
