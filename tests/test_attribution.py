@@ -573,3 +573,29 @@ def test_pixel_maps_survive_the_contract_bit_for_bit():
         np.testing.assert_array_equal(saliency_bench.explain("noise_sensitivity", pol, x).pixels(), m.pixels())
     np.testing.assert_array_equal(saliency_bench._maps("noise_sensitivity", pol, x).pixels(), m.pixels())
     np.testing.assert_array_equal(saliency_bench._maps("random", pol, x).pixels(), saliency_bench.random_saliency(pol, x).pixels())
+
+
+def test_the_fields_parameter_names_are_accepted(cnn):
+    """captum's names (`n_samples`, `baselines`, `actions`) reach each method as its paper's own (LIME's `num_samples`/`hide_color`,
+    occlusion's `color`, shap's `nsamples`): the same values bit for bit, the paper's name kept in params; both names raise."""
+    pol, x = cnn
+    pairs = [("occlusion", dict(patch=4, baselines=0.5), dict(patch=4, color=0.5)),
+             ("lime_slic", dict(n_samples=30, n_segments=10, baselines=0.25), dict(num_samples=30, n_segments=10, hide_color=0.25)),
+             ("gradient_shap", dict(n_background=3, n_samples=10), dict(n_background=3, nsamples=10))]
+    for key, field, paper in pairs:
+        a, b = explain(key, pol, x, actions=[0, 1, 2], **field), explain(key, pol, x, actions=[0, 1, 2], **paper)
+        np.testing.assert_array_equal(a.values, b.values)
+        assert all(a.params[k] == paper[k] for k in set(paper) - set(field)), (key, a.params)          # the paper's names are kept
+        assert not (set(field) - set(paper)) & set(a.params), (key, a.params)
+    assert explain("occlusion", pol, x, patch=4, baselines=0.5).values.tolist() != explain("occlusion", pol, x, patch=4).values.tolist()
+    with pytest.raises(ValueError, match="name the same parameter"): explain("lime_slic", pol, x, n_samples=30, num_samples=40)
+    W = np.array([[1.0, -2.0, 0.5], [0.0, 1.0, 1.0]], np.float32)
+    lin = linear_policy(W)
+    s = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32)
+    t1 = explain("tabular_lime", lin, s[:2], background=s, n_samples=200, seed=0)
+    t2 = explain("tabular_lime", lin, s[:2], background=s, num_samples=200, seed=0)
+    np.testing.assert_array_equal(t1.values, t2.values); assert t1.params["num_samples"] == 200
+    from rlexplain.attribution import insertion_curves
+    m = np.random.default_rng(1).random((3, 16, 16))
+    np.testing.assert_array_equal(insertion_curves(pol, x, m, actions=[2, 1, 0]).q, insertion_curves(pol, x, m, action=[2, 1, 0]).q)
+    with pytest.raises(ValueError, match="pass one of them"): insertion_curves(pol, x, m, action=0, actions=0)

@@ -212,10 +212,23 @@ class Explainer:
     source: str = ""
     presets: dict = {}
     uses_background: bool = False      # takes a `background` parameter (the agent's dataset states)
+    field_names: dict = {}             # the field's parameter names (captum, shap) -> this method's own (its paper's), e.g. {"n_samples": "num_samples"}
 
     def __init__(self, **params):
-        self.params = dict(params)
+        self.params = self.own_names(params)
         self._cache: dict = {}
+
+    @classmethod
+    def own_names(cls, params: dict) -> dict:
+        """`params` with the field's names (`field_names`, e.g. captum's `n_samples` and `baselines`) turned into this method's own
+        (its paper's: LIME's `num_samples` and `hide_color`), so either name can be passed and presets and records keep the paper's.
+        Raises `ValueError` when both names of one parameter are given."""
+        p = dict(params)
+        for std, own in cls.field_names.items():
+            if std in p:
+                if own in p: raise ValueError(f"{cls.name}: {std} and {own} name the same parameter; pass one of them.")
+                p[own] = p.pop(std)
+        return p
 
     def __repr__(self): return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.params.items() if not isinstance(v, np.ndarray))})"
 
@@ -417,7 +430,7 @@ def explainer(method: str | Explainer, /, **params) -> Explainer:
     """The explainer `method` (a key of `EXPLAINERS` or an alias, case-insensitive) with `params`; `method` is positional-only, so an
     option of the same name (Integrated Gradients' `method="gausslegendre"`) reaches the explainer. Raises `LookupError` for an unknown name."""
     if isinstance(method, Explainer):
-        return type(method)(**{**method.params, **params}) if params else method
+        return type(method)(**{**method.params, **method.own_names(params)}) if params else method
     key = registry_name(method)
     if key not in EXPLAINERS: raise LookupError(f"unknown explainer {method!r}; known: {', '.join(EXPLAINERS)}.")
     return EXPLAINERS[key](**params)

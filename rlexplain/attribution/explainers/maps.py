@@ -61,6 +61,7 @@ class Occlusion(_PixelMapExplainer):
     name, fn = "occlusion", "occlusion"
     source = "Zeiler & Fergus (2014); Huber et al. (2023), App. A, Eq. A1"
     presets = {"huber2023": dict(patch=2, color=0.0, softmax=False), "huber2023_gray": dict(patch=2, color=0.5, softmax=False)}
+    field_names = {"baselines": "color"}          # captum's Occlusion: `baselines`, the value of an occluded patch
 
 class NoiseSensitivity(_PixelMapExplainer):
     """Noise Sensitivity (Greydanus et al. 2018): `0.5 ||pi(I) - pi(I')||^2` for a blurred disk (Huber et al. 2023, Eq. A2);
@@ -86,6 +87,7 @@ class LIMEImage(_PixelMapExplainer):
     name, fn = "lime", "lime"
     source = "Ribeiro et al. (2016); Huber et al. (2023), App. A and Tables 7-9"
     segmentation = "slic"
+    field_names = {"n_samples": "num_samples", "baselines": "hide_color"}   # captum's Lime names; lime_image's are the paper's
     def __init__(self, **params): super().__init__(**{"segmentation": self.segmentation, **params})
 
 class LIMESlic(LIMEImage):

@@ -121,6 +121,7 @@ class TabularLIMEExplainer(_XRLBenchExplainer):
     name, key, modalities = "tabular_lime", "TabularLIME", ("tabular",)
     source = "Ribeiro et al. (2016); Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": dict(num_samples=5000)}
+    field_names = {"n_samples": "num_samples"}    # captum's name; lime's (and XRL-Bench's) is num_samples
 
 class DeepSHAPExplainer(_XRLBenchExplainer):
     "DeepSHAP (Lundberg & Lee 2017) with shap.DeepExplainer over 100 background references (seed 42, XRL-Bench's code)."
@@ -133,6 +134,7 @@ class GradientSHAPExplainer(_XRLBenchExplainer):
     name, key = "gradient_shap", "GradientSHAP"
     source = "Erion et al. (2019); Lundberg & Lee (2017); Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": dict(n_background=100, background_seed=42, nsamples=200)}
+    field_names = {"n_samples": "nsamples"}       # captum's GradientShap name; shap's (and XRL-Bench's) is nsamples
 
 class IntegratedGradientsExplainer(_XRLBenchExplainer):
     "Integrated Gradients (Sundararajan et al. 2017) with captum, averaged over the background references (XRL-Bench; 50 steps)."

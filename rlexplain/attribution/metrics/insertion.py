@@ -137,6 +137,7 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
                      batch_size: int | None = None, # images per forward pass; None: the policy's compute settings
                      method: str | None = None, # label; default: the Attribution's method
                      game: str = "",          # label
+                     actions: Any = None,     # the field's name of `action` (as in `explain`); pass one of the two
                      ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixels_per_step) + 1
     """Insertion metric (Huber et al. 2023, Section 3; after Petsiuk et al. 2018): insert pixel locations (all frames)
     in order of decreasing saliency into a black or uniform-random start image and record the chosen action's
@@ -144,7 +145,10 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
     larger) are built at once and forwarded at `batch_size` (default: the policy's calibrated batch size).
 
     Raises `ValueError` for bad observations or actions, maps of another shape or with NaN, unknown starts,
-    `pixels_per_step < 1` or `batch_size < 1`."""
+    `pixels_per_step < 1` or `batch_size < 1`, or both `action` and `actions`."""
+    if actions is not None:
+        if action is not None: raise ValueError("action and actions name the same argument; pass one of them.")
+        action = actions
     x = image_obs(policy, obs)
     vals = map_values(saliency, x)
     starts = tuple(starts)
