@@ -69,13 +69,13 @@ def test_random_net_same_maps(linear, patch, color, softmax):
         assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
 
 
-@pytest.mark.parametrize("batch_size,workers", [(1, 1), (7, 2), (1000, 1)])
-def test_outputs_equal_plain_forward(batch_size, workers):
+@pytest.mark.parametrize("batch_size,workers,by_size", [(1, 1, False), (7, 2, False), (1000, 1, False), (5, 2, True)])
+def test_outputs_equal_plain_forward(batch_size, workers, by_size):
     pol = _small(True, seed=1)
     net = P._conv_chain(pol)
     x = pol.obs(np.random.default_rng(5).random((1, 3, 21, 18), dtype=np.float32))[0]
     rects = P._patch_rects(21, 18, 2)
-    inc = P._incremental_outputs(net, P._occlusion_plan(net, rects, 21, 18), x, 0.3, batch_size, workers)
+    inc = P._incremental_outputs(net, P._occlusion_groups(net, rects, 21, 18, by_size), x, 0.3, batch_size, workers)
     ref = forward_batches(pol, len(rects), lambda i, j: perturb(x, patch_masks(21, 18, 2), i, j, value=0.3), 64)
     assert inc.shape == ref.shape == (len(rects), 3)
     assert float((inc - ref).abs().max()) <= 1e-5 * float(ref.abs().max())

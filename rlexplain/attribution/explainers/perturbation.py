@@ -133,6 +133,7 @@ class _OcclusionPlan(NamedTuple):
     out_idx: Tensor  # (n, h, w) flat positions r W_L + c of the last conv layer's window
     key: Tensor      # (n,) the last window's start r0 W_L + c0: rectangles with the same key share the Linear's columns
     out_hw: tuple    # (H_L, W_L) the last conv output's size
+    last: Tensor     # (n, 2) int64 height and width of the outputs of the last conv layer that can change (0: none)
 
 def _occlusion_plan(net: _ConvChain,  # the network's conv layers (`_conv_chain`)
                    rects: Tensor,   # (n, 4) int64 occluded rectangles: rows y0..y1, columns x0..x1, inclusive
@@ -175,7 +176,21 @@ def _occlusion_plan(net: _ConvChain,  # the network's conv layers (`_conv_chain`
         hi_, wi_ = ho, wo
     (h, w), r0, c0 = prev
     out_idx = (r0[:, None] + torch.arange(h))[:, :, None] * wi_ + (c0[:, None] + torch.arange(w))[:, None, :]
-    return _OcclusionPlan(sizes, src_idx, n_base, out_idx, r0 * wi_ + c0, (hi_, wi_))
+    last = torch.where(empty[:, None], 0, torch.stack([yb - ya + 1, xb - xa + 1], 1))
+    return _OcclusionPlan(sizes, src_idx, n_base, out_idx, r0 * wi_ + c0, (hi_, wi_), last)
+
+def _occlusion_groups(net: _ConvChain, rects: Tensor, H: int, W: int,
+                      by_size: bool = False,   # one group per size of the last conv layer's changed window; False: one group
+                      ) -> list:               # [(rectangle indices (m,), their `_OcclusionPlan`)]
+    """The rectangles' plans for `_incremental_outputs`: one `_occlusion_plan` for all (default), or with `by_size` one per size
+    of the last conv layer's window they change, so that windows are padded only within a group. Near the borders the
+    windows shrink (a 3x3 conv after the 9x9 layer changes 1 to 5 rows of 7): for the compact CNN at patch 2, `by_size`
+    gives 25 groups and 0.22 M multiply-adds per occluded image instead of 0.53 M, but measured 131 against 84 ms CPU per
+    state at one thread (25 times as many small passes; bench/occlusion_settings.py), so it is off."""
+    if not by_size: return [(torch.arange(len(rects)), _occlusion_plan(net, rects, H, W))]
+    last = _occlusion_plan(net, rects, H, W).last
+    key = last[:, 0] * (last[:, 1].max() + 1) + last[:, 1]
+    return [(idx, _occlusion_plan(net, rects[idx], H, W)) for idx in (torch.nonzero(key == g).squeeze(1) for g in key.unique())]
 
 def _patch_rects(H: int, W: int, patch: int) -> Tensor:
     "`(n, 4)` int64 rows y0..y1 and columns x0..x1 (inclusive) of occlusion's patches, row-major as `patch_masks` (smaller at the bottom and right borders)."
@@ -184,27 +199,29 @@ def _patch_rects(H: int, W: int, patch: int) -> Tensor:
     return torch.stack([py, torch.clamp(py + patch, max=H) - 1, px, torch.clamp(px + patch, max=W) - 1], 1)
 
 def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
-                        plan: _OcclusionPlan, # the rectangles' windows (`_occlusion_plan`)
+                        groups: list,        # [(rectangle indices (m,), their `_OcclusionPlan`)] (`_occlusion_groups`)
                         x: Tensor,           # (C, H, W) float32, one image on the CPU
                         value: float,        # the colour the rectangles are set to, in every channel
                         batch_size: int,     # rectangles per pass
                         workers: int = 1,    # Python threads running passes side by side (`map_batches`)
-                        ) -> Tensor:         # (n, A) float32 outputs, one row per rectangle
+                        ) -> Tensor:         # (n, A) float32 outputs, one row per rectangle (n: all groups' rectangles)
     """The network's outputs on copies of `x` with each rectangle set to `value`, recomputing only what the rectangle can change:
     each conv layer on its window (`_occlusion_plan`), the first Linear as `base + W[:, window] (new - old)` (one weight
-    slice per window position), the tail on the result. Equal to the plain forward up to float32 rounding (another order of
+    row of the window per window position, read from the weight in place), the tail on the result; each group in passes of up to `batch_size` rectangles. Equal to the plain forward up to float32 rounding (another order of
     the same sums). Raises `ValueError` for non-finite outputs."""
     C, H, W = x.shape
     with torch.no_grad():
         acts, base_z = net.features(x[None])
     base = [x.permute(1, 2, 0).reshape(H * W, C)] + [a[0].permute(1, 2, 0).reshape(-1, a.shape[1]) for a in acts]   # (H_l W_l, C_l), channels last
     src0 = torch.cat([base[0], torch.full((1, C), float(value))])
-    (HL, WL), (h, w) = plan.out_hw, plan.sizes[-1]
-    Wl = net.linear.weight.detach().view(len(net.linear.weight), -1, HL, WL) if net.linear is not None else None
-    cols = {}   # window start -> the Linear's columns there, (C_L h w, F)
-    def run(idx: Tensor) -> Tensor:
-        i, j = int(idx[0]), int(idx[-1]) + 1
-        k = j - i
+    HL, WL = groups[0][1].out_hw
+    # the Linear's weight as (H_L, W_L, C_L, F): the columns of w consecutive positions of one row are one contiguous (w C_L, F) matrix
+    Wp = net.linear.weight.detach().view(len(net.linear.weight), -1, HL, WL).permute(2, 3, 1, 0).contiguous() if net.linear is not None else None
+    jobs = [(g, i, min(i + int(batch_size), len(idx))) for g, (idx, _) in enumerate(groups) for i in range(0, len(idx), int(batch_size))]
+    def run(job: Tensor) -> Tensor:
+        g, i, j = jobs[int(job[0])]
+        plan = groups[g][1]
+        (h, w), k = plan.sizes[-1], j - i
         with torch.no_grad():
             y = None
             for l, (conv, relu) in enumerate(net.convs):
@@ -217,17 +234,15 @@ def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
                 y = conv(src.index_select(0, si.reshape(-1)).view(*si.shape, -1).permute(0, 3, 1, 2))   # channels-last crop
                 if relu: y = F.relu(y)
             if net.linear is not None:
-                old = base[-1].index_select(0, plan.out_idx[i:j].reshape(-1)).view(k, h, w, -1).permute(0, 3, 1, 2)
-                d = (y - old).flatten(1)                     # (k, C_L h w), the Linear's column order (c, r, col)
+                old = base[-1].index_select(0, plan.out_idx[i:j].reshape(-1)).view(k, h, w, -1)
+                d = y.permute(0, 2, 3, 1) - old              # (k, h, w, C_L) new - old activations in the window
                 z = base_z.expand(k, -1).clone()
                 key = plan.key[i:j]
-                for g in key.unique().tolist():
-                    sel = (key == g).nonzero().squeeze(1)
-                    wg = cols.get(g)
-                    if wg is None:
-                        gr, gc = divmod(g, WL)
-                        wg = cols.setdefault(g, Wl[:, :, gr:gr + h, gc:gc + w].reshape(len(Wl), -1).T.contiguous())
-                    z[sel] += d[sel] @ wg
+                for start in key.unique().tolist():
+                    sel = (key == start).nonzero().squeeze(1)
+                    gr, gc = divmod(start, WL)
+                    ds = d[sel]
+                    z[sel] += sum(ds[:, r].reshape(len(sel), -1) @ Wp[gr + r, gc:gc + w].reshape(-1, Wp.shape[3]) for r in range(h))
             else:   # no Linear after Flatten: the full features, the window written into the unperturbed ones
                 a = base[-1].expand(k, *base[-1].shape).clone()
                 a.scatter_(1, plan.out_idx[i:j].reshape(k, -1, 1).expand(-1, -1, a.shape[2]), y.permute(0, 2, 3, 1).reshape(k, -1, a.shape[2]))
@@ -235,7 +250,10 @@ def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
             out = net.head(z).float()
         if not torch.isfinite(out).all(): raise ValueError(f"the network returned NaN or infinite outputs on {int((~torch.isfinite(out)).any(1).sum())} occluded images.")
         return out
-    return torch.cat(map_batches(run, torch.arange(len(plan.key)), int(batch_size), int(workers)))
+    outs = map_batches(run, torch.arange(len(jobs)), 1, int(workers))
+    res = torch.empty(sum(len(idx) for idx, _ in groups), outs[0].shape[1])
+    for (g, i, j), o in zip(jobs, outs): res[groups[g][0][i:j]] = o
+    return res
 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #144b5fa8
 def occlusion(policy: Policy,             # any Policy with image observations; q-values or logits (B, A)
@@ -246,7 +264,7 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
               softmax: bool = False,      # score softmax probabilities instead of raw outputs
               score: str = "one_minus",   # "one_minus": 1 - pi(I')_a (Eq. A1); "diff": pi(I)_a - pi(I')_a
               upsample: str = "bilinear", # "bilinear" (original code) or "nearest" (each patch its own score)
-              batch_size: int | None = None, # occluded images per pass; None: 512 incremental, else the policy's compute settings
+              batch_size: int | None = None, # occluded images per pass; None: 1024 incremental, else the policy's compute settings
               incremental: bool = True,   # recompute only what each patch changes when the network allows it (`_conv_chain`); False: plain batched forward
               ) -> Attribution:           # values (B, C, H, W); pixels() the (B, H, W) map
     """Occlusion Sensitivity (Zeiler & Fergus 2014) as benchmarked by Huber et al. (2023), Appendix A, Eq. A1.
@@ -271,14 +289,14 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
         with torch.no_grad(): qc = net.head(net.features(x)[1]).float()
         if qc.shape != q.shape or not torch.allclose(qc, q, rtol=1e-4, atol=1e-4 * (1.0 + float(q.abs().max()))): net = None
     if net is not None:
-        plan = _occlusion_plan(net, _patch_rects(H, W, patch), H, W)
+        groups = _occlusion_groups(net, _patch_rects(H, W, patch), H, W)
         st = getattr(policy, "settings", None)
-        bs, workers = batch_size or 512, (st.workers if st is not None else 1)
+        bs, workers = batch_size or 1024, (st.workers if st is not None else 1)
     else: masks = patch_masks(H, W, patch, str(x.device))
     maps = torch.zeros(B, H, W)
     def one(b: int):
         xb = x[b]
-        if net is not None: out = _incremental_outputs(net, plan, xb, color, bs, workers)
+        if net is not None: out = _incremental_outputs(net, groups, xb, color, bs, workers)
         else: out = forward_batches(policy, ny * nx, lambda i, j: perturb(xb, masks, i, j, value=color), batch_size)
         ref = q[b]
         if softmax: out, ref = out.softmax(-1), ref.softmax(-1)
