@@ -220,3 +220,50 @@ def test_identical_agents_give_a_zero_width_interval_and_it_survives_save_load(t
     assert m.interval()[:2] == (1.0, 1.0)
     m2 = IRMatrix.load(m.save(tmp_path / "m"))
     np.testing.assert_array_equal(m2.R_jackknife, m.R_jackknife)
+
+
+# --- issue 28: what lesson 10's demo-scale cells (#| slow in nbdev_test) compute, at a test's size ---
+
+def test_uniformly_random_agents_baseline_by_hand():
+    """Lesson 10's baseline (its cells 64-65 are #| slow): n uniformly random agents over 4 actions. Exact expectation by
+    enumerating the multinomial action histograms: n = 2 gives 1/4 (R = 1 when the two agree, else 0); n = 5 gives 0.37
+    (the value the lesson prints); Algorithm 1's sampled estimate matches it, and R rises with n."""
+    from itertools import product
+    from math import factorial
+    def exact(n, a=4):
+        return sum(factorial(n) / np.prod([factorial(c) for c in cs]) / a ** n * interventional_robustness(np.repeat(np.eye(a), cs, axis=0))
+                   for cs in product(range(n + 1), repeat=a) if sum(cs) == n)
+    assert exact(2) == pytest.approx(0.25, abs=1e-12)
+    assert exact(5) == pytest.approx(0.37, abs=0.005)
+    sampled = float(ir_from_agents(np.full((1, 5, 4), 0.25), True, t=100_000, seed=0)[0])
+    assert sampled == pytest.approx(exact(5), abs=0.01)
+    rs = [exact(n) for n in range(2, 7)]
+    assert all(b > a for a, b in zip(rs, rs[1:]))
+
+
+def test_zoo_study_tables_plots_and_both_intervention_bases():
+    """Lesson 10's demo study (`run_ir` on the zoo's Toybox Breakout DQN agents, `table`, Figures 3-4 and the two
+    intervention bases; #| slow in the lesson) at 2 agents x 3 states x 1 intervention. At 5e4 frames the zoo's DQN
+    agents are untrained with ALL's zero output heads: Q = 0 everywhere, every seed takes action 0, so R = 1 exactly
+    in every valid cell and Normalized = 0, whichever state the intervention is applied to."""
+    import matplotlib.pyplot as plt
+    if not _TB_DQN.exists(): pytest.skip("the demo zoo's Breakout DQN agents are absent")
+    frames = sorted(int(p.name) for p in (_TB_DQN / "seed1").iterdir() if p.name.isdigit())
+    tables = {}
+    studies = {}
+    for base, checkpoints in (("state", (50_000, frames[-1])), ("original", (50_000,))):
+        cfg = IRConfig(pipelines=("dqn",), checkpoints=checkpoints, n_agents=2, p=3, t=2,
+                       interventions=("paddle_width_48",), intervention_base=base)
+        studies[base] = study = run_ir(cfg)
+        tables[base] = t = study.table()
+        assert list(t.frames) == list(checkpoints) and (t.pipeline == "dqn").all()
+        early = t[t.frames == 50_000].iloc[0]
+        assert early.original == 1.0 and early.intervened == 1.0 and early.normalized == 0.0
+        assert t.return_mean.notna().all()
+        m0 = next(m for m in study.matrices if m.frames == 50_000)
+        assert np.all(m0.R[~np.isnan(m0.R)] == 1.0)
+    for normalized in (False, True):   # Figures 3 and 4: one row (dqn), two checkpoints and the return panel
+        fig = studies["state"].plot(normalized=normalized); assert isinstance(fig, plt.Figure) and len(fig.axes) >= 3
+    plt.close("all")
+    # the unintervened row does not depend on where interventions are applied
+    assert tables["state"].original.iloc[0] == tables["original"].original.iloc[0] == 1.0
