@@ -47,3 +47,26 @@ def test_compare_end_to_end_on_a_tiny_cnn():
     ax = c.plot(n_boot=20); assert "ranks of 2 explainers" in ax.get_title()
     with pytest.raises(LookupError, match="unknown"): compare(pol, x, {"nope": {}}, {})
     with pytest.raises(ValueError, match="kind"): settings("audio")
+
+
+def test_compare_tabular_with_the_lessons_metrics_and_the_random_anchor():
+    """Lesson 41's tabular experiment and its solutions 1 and 3 (#| slow in nbdev_test) at a test's size: an MLP agent on
+    6 features, three explainers, the lesson's tabular metrics (settings("tabular")). The random map ignores the network,
+    so its Spearman similarity after randomisation is exactly 1 and it ranks last on sanity_spearman; treating AIM as
+    higher-is-better reverses its ranks, so its correlation with AUM changes sign."""
+    torch.manual_seed(0)
+    pol = Policy.from_module(nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)), (6,), device="cpu")
+    X = np.random.default_rng(0).normal(size=(80, 6)).astype(np.float32)
+    ex, metrics = settings("tabular")
+    c = compare(pol, X[:12], {k: ex[k] for k in ("perturbation_saliency", "integrated_gradients", "random")}, metrics,
+                background=X[12:], agent="mlp")
+    assert c.kind == "tabular" and set(c.metrics) == set(metrics) and len(c.scores) == 3 * len(metrics) * 12
+    assert np.isfinite(c.scores.value).all()
+    r = c.ranks(n_boot=20).set_index(["method", "metric"])
+    assert r.loc[("random", "sanity_spearman"), "rank"] == 3.0
+    assert r.loc[("random", "sanity_spearman"), "mean"] == pytest.approx(1.0, abs=1e-6)
+    wrong = c.scores.copy(); wrong.loc[wrong.metric == "AIM", "higher_is_better"] = True
+    rho = c.agreement().loc["AIM", "AUM"]
+    assert Comparison(wrong, c.timing).agreement().loc["AIM", "AUM"] == pytest.approx(-rho, abs=1e-9)
+    ra = rank_agreement(c)   # no insertion metric on tabular states: only the sanity-vs-RIS pair is asked about
+    assert list(zip(ra.metric, ra.vs)) == [("sanity_spearman", "RIS")] and -1 <= ra.spearman_rho.iloc[0] <= 1

@@ -265,3 +265,31 @@ def test_ris_variants_share_one_set_of_neighbour_explanations(data):
         RIS().variants(f, e.states, e.importance, e.actions, variants=("paper", "original"))
     with pytest.raises(ValueError, match="subset"):
         RIS().variants(f, e.states, e.importance, e.actions, variants=("mean",))
+
+
+def test_zoo_agent_benchmark_against_the_paper_and_waterfall():
+    """Lesson 40's zoo experiment and its TabularSHAP plots (#| slow in nbdev_test) at a test's size: the zoo's newest
+    LunarLander DQN plays a seeded dataset, TabularSHAP and PS are benchmarked on 10 of its states and
+    joined with the paper's Table 2 row by method; then the waterfall plot of one state. The waterfall's bars are the
+    SHAP values: base value + their sum = the explained output, exactly for DeepSHAP on this ReLU network's Q-value."""
+    import matplotlib.pyplot as plt
+    from rlexplain.agents import list_zoo, load_agent
+    from rlexplain.xrlbench import paper_results, waterfall_plot
+    z = list_zoo(); z = z[(z.env_id == "LunarLander-v3") & (z.algo == "dqn")] if len(z) else z
+    if not len(z): pytest.skip("the zoo has no LunarLander DQN")
+    pol = load_agent(z.sort_values("frames").iloc[-1].path, device="cpu")
+    df = generate_dataset(pol, "LunarLander-v3", n_states=300, seed=0, min_episodes=2)
+    X, a = dataset_arrays(df)
+    r = run_benchmark(pol, df, X[:10], methods=("TabularSHAP", "PS"), n_ris=2, ris_neighbors=2,
+                      env_id="LunarLander-v3", seed=0)
+    paper = paper_results()
+    t = r.summary().join(paper[paper.env == "LunarLander"].set_index("method").drop(columns="env").add_prefix("paper_"))
+    assert list(t.index) == ["TabularSHAP", "PS"] and t.paper_AIM.notna().all()
+    assert ((t.AIM >= 0) & (t.AIM <= 1)).all() and 0 < t.loc["TabularSHAP", "student_agreement"] <= 1
+    e = explain("DeepSHAP", pol, X[:4], background=df)
+    sx = e.to_shap()
+    q = pol.outputs(X[:4]).numpy()[np.arange(4), e.actions]
+    np.testing.assert_allclose(sx.base_values + sx.values.sum(1), q, atol=1e-3)
+    fig = waterfall_plot(e, 0, max_display=5); assert isinstance(fig, plt.Figure) and len(fig.axes) >= 1
+    with pytest.raises(IndexError, match="state index"): waterfall_plot(e, 4)
+    plt.close("all")
