@@ -318,3 +318,22 @@ def test_causal_impact_refuses_iqm_with_t_and_reports_per_seed_means():
     ci = causal_impact(X1, X0, T=5)
     np.testing.assert_allclose([ci.did, ci.did_post, ci.pre_gap], ci.per_seed[["did", "did_post", "pre_gap"]].mean().to_numpy())
     np.testing.assert_allclose(ci.table.pointwise, (X1 - X0).mean(0))
+
+
+def test_study_on_two_workers_equals_one_and_its_figures(tiny):
+    """Lesson 50's demo study (#| slow in nbdev_test: `run_study(cfg, max_workers=2)` per game, then its impact table,
+    findings and figures) at a test's size: two workers give the same series and impacts as one; `impact()` recomputes
+    the table's DiD; the forecast (Fig. 5) and causal-impact (Fig. 3) figures draw in units of return."""
+    import matplotlib.pyplot as plt
+    from rlexplain.timeseries import run_study
+    cfg = TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1), n_episodes=4, T=2, window=2, horizon=2, max_steps=20, n_boot=20)
+    one = run_study(cfg, policies={"a": tiny})
+    two = run_study(cfg, policies={"a": tiny}, max_workers=2)
+    pd.testing.assert_frame_equal(one.series, two.series)
+    pd.testing.assert_frame_equal(one.impacts, two.impacts)
+    row = two.impacts.iloc[-1]
+    ci = two.impact("a", f"{row['shift']} from t={cfg.T}")   # the treatment condition's name, as the lesson builds it
+    assert ci.did == pytest.approx(row.did, abs=1e-12) and ci.n_seeds == 2
+    ax = two.plot(); assert ax is not None
+    ci.plot(); fig = plt.gcf(); assert len(fig.axes) == 3 and "return" in fig.axes[0].get_ylabel()
+    plt.close("all")
