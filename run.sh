@@ -2,11 +2,13 @@
 # The README's two quick-start commands:
 #   bash run.sh demo   install everything into .venv, run every method at demo scale, write runs/demo/report.html and runs/demo/docs/
 #   bash run.sh test   install everything into .venv, run nbdev_test on every notebook and pytest on tests/, each on
-#                      $WORKERS processes (both always run; the exit code is non-zero if either failed)
+#                      $WORKERS processes (both always run; the exit code is non-zero if either failed). nbdev_test skips
+#                      the cells marked `#| slow` (the lessons' demo-scale experiments; tests/ runs the same code at small
+#                      sizes): SLOW=1 bash run.sh test runs them too (nbdev_test --flags slow, tens of minutes on 2 cores)
 # and the lessons in JupyterLab:
 #   bash run.sh lab    install, then start JupyterLab on nbs/ without opening a browser (works headless); it prints the URL
 # Environment: PYTHON (default python3.11), RLEXPLAIN_SCALE (demo|paper), WORKERS (default 2), OUT (default runs/demo),
-#   LAB_IP / LAB_PORT (default 127.0.0.1 / 8888), SKIP_INSTALL=1 (use .venv as it is).
+#   LAB_IP / LAB_PORT (default 127.0.0.1 / 8888), SKIP_INSTALL=1 (use .venv as it is), SLOW=1 (test: the #| slow cells too).
 set -euo pipefail
 cd "$(dirname "$0")"
 export MPLBACKEND=Agg PYTHONHASHSEED=0
@@ -40,7 +42,9 @@ case "${1:-}" in
     # runs one thread (tests/conftest.py), so 2 workers use the 2 cores without oversubscribing them.
     xdist=(); if .venv/bin/python -c 'import xdist' 2>/dev/null; then xdist=(-n "$WORKERS" --dist worksteal)
     else echo "[run.sh] pytest-xdist is not installed (dev extras): pytest runs in one process" >&2; fi
-    nb=0; .venv/bin/nbdev_test --n_workers "$WORKERS" --timing || nb=$?
+    slow=(); case "${SLOW:-0}" in 1) slow=(--flags slow) ;; 0) ;;
+      *) echo "[run.sh] SLOW must be 1 (run the lessons' #| slow cells too) or 0; got '$SLOW'" >&2; exit 2 ;; esac
+    nb=0; .venv/bin/nbdev_test --n_workers "$WORKERS" --timing "${slow[@]}" || nb=$?
     py=0; .venv/bin/python -m pytest -q "${xdist[@]}" tests || py=$?
     if [ "$nb" != 0 ] || [ "$py" != 0 ]; then
       echo "[run.sh] FAILED: nbdev_test exit $nb, pytest exit $py (5 = no tests collected)" >&2

@@ -36,7 +36,7 @@ def test_run_sh_test_runs_both_suites_and_fails_if_either_failed(tmp_path, nbdev
 def test_run_sh_test_runs_both_suites_on_workers_processes(tmp_path, workers):
     "Issue 28.3: the notebooks on $WORKERS processes (default 2), pytest on as many pytest-xdist workers."
     repo = _fake_repo(tmp_path, 0, 0)
-    env = {**os.environ, "SKIP_INSTALL": "1"}; env.pop("WORKERS", None)
+    env = {**os.environ, "SKIP_INSTALL": "1"}; env.pop("WORKERS", None); env.pop("SLOW", None)
     if workers: env["WORKERS"] = workers
     r = subprocess.run(["bash", "run.sh", "test"], cwd=repo, capture_output=True, text=True, env=env, timeout=60)
     n = workers or "2"
@@ -62,3 +62,15 @@ def test_pytest_xdist_is_a_pinned_dev_requirement():
 
 def test_ci_runs_exactly_the_readme_test_command():
     assert "exec bash run.sh test" in (ROOT / ".ci" / "run").read_text()
+
+
+@pytest.mark.parametrize("slow,flags", [("0", ""), ("1", " --flags slow")])
+def test_run_sh_test_runs_the_slow_cells_only_when_asked(tmp_path, slow, flags):
+    "Issue 28: plain `bash run.sh test` skips the lessons' #| slow cells; SLOW=1 adds nbdev_test --flags slow; other values are refused."
+    repo = _fake_repo(tmp_path, 0, 0)
+    env = {**os.environ, "SKIP_INSTALL": "1", "SLOW": slow}; env.pop("WORKERS", None)
+    r = subprocess.run(["bash", "run.sh", "test"], cwd=repo, capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (repo / "calls.log").read_text().splitlines()[0] == f"nbdev_test --n_workers 2 --timing{flags}"
+    r = subprocess.run(["bash", "run.sh", "test"], cwd=repo, capture_output=True, text=True, env={**env, "SLOW": "yes"}, timeout=60)
+    assert r.returncode == 2 and "SLOW must be 1" in r.stderr, r.stderr
