@@ -230,19 +230,58 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
     fig.tight_layout(); sec.figure("saliency_maps", fig, "Figure 2 analogue: the five perturbation saliency maps of one Breakout state (paper's final "
                                    "parameters), each min-max scaled to [0, 1] (colour bar), for the agent's greedy action named above it")
 
-def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1):
+def _spawned_pool(executor, max_workers: int):
+    """The executor for a section whose process has already used torch (loaded agents, calibrated them): `executor` itself
+    when given; else, for `max_workers` > 1, a process pool whose workers are spawned, not forked, since a fork of a process
+    whose torch has started its OpenMP thread pool fails in the child ("Invalid thread pool"); else None (in-process)."""
+    if executor is not None or max_workers <= 1: return executor
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    return ProcessPoolExecutor(max_workers, mp_context=multiprocessing.get_context("spawn"))
+
+def _xrl_job(job: tuple):
+    """One environment of the XRL-Bench demo, a `run_jobs` job `(kind, env_id, scale)`, run in a worker process (it loads its own
+    agent): kind "tabular" generates the agent's dataset and runs `xrlbench.run_benchmark` on `n_explain` of its states; "image"
+    runs `xrlbench.run_image_benchmark`. Returns the `XRLBenchResult`. Raises `LookupError` if the zoo has no agent for `env_id`."""
     import numpy as np
-    from rlexplain.xrlbench import XRLBenchConfig, dataset_arrays, generate_dataset, paper_results, run_benchmark
-    cfg = XRLBenchConfig.from_scale(scale); paper = paper_results(); tabs, times = [], {}
+    from rlexplain.xrlbench import XRLBenchConfig, dataset_arrays, generate_dataset, image_agent, run_benchmark, run_image_benchmark
+    kind, env_id, scale = job
+    cfg = XRLBenchConfig.from_scale(scale)
+    if kind == "image":
+        agent, card = image_agent(env_id)
+        return run_image_benchmark(agent, env_id, cfg, card.get("env_kwargs", {}))
+    agent, card = load_best_agent(env_id, "dqn")
+    df = generate_dataset(agent, env_id, n_states=cfg.n_dataset, seed=cfg.seed, min_episodes=5)
+    X, _ = dataset_arrays(df)
+    idx = np.random.default_rng(cfg.seed).choice(len(X), min(cfg.n_explain, len(X)), replace=False)
+    return run_benchmark(agent, df, X[idx], methods=cfg.methods, n_ris=cfg.n_ris, ris_neighbors=cfg.ris_neighbors, env_id=env_id, seed=cfg.seed)
+
+def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1):
+    """The XRL-Bench demo (Xiong et al. 2024): one `_xrl_job` per environment (the tabular ones, then the image ones), run side
+    by side on `max_workers` processes (each environment is independent and single-threaded) and saved as it finishes, so a
+    rerun resumes; the tables and figures are then made in this process, in the configuration's order."""
+    from rlexplain.core import run_jobs
+    from rlexplain.xrlbench import XRLBenchConfig, image_agent, paper_results
+    cfg = XRLBenchConfig.from_scale(scale); paper = paper_results()
+    jobs, cards = [], {}
     for env_id in cfg.envs:
-        try: agent, card = load_best_agent(env_id, "dqn")
-        except LookupError as e: sec.note(f"{env_id}: skipped ({e})"); continue
+        try: cards[env_id] = load_best_agent(env_id, "dqn")[1]; jobs.append(("tabular", env_id, scale))
+        except LookupError as e: sec.note(f"{env_id}: skipped ({e})")
+    for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
+        try: cards[("image", env_id)] = image_agent(env_id)[1]; jobs.append(("image", env_id, scale))
+        except LookupError as e: sec.note(f"{env_id} (image): skipped ({e})")
+    rd = RunDir(sec.dir / "run", config=cfg, force=getattr(sec, "force", False))   # resumable; never mixes two configurations
+    pool = _spawned_pool(executor, max_workers)
+    try: results = run_jobs(_xrl_job, jobs, executor=pool, max_workers=max_workers, run_dir=rd,
+                            names=[f"{k}/{_game_slug(e)}" for k, e, _ in jobs], desc="XRL-Bench environments")
+    finally:
+        if pool is not executor: pool.shutdown()
+    tabs, times = [], {}
+    for (kind, env_id, _), r in zip(jobs, results):
+        if kind != "tabular": continue
+        card = cards[env_id]
         sec.note(f"{env_id}: agent {card['id']}, return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} "
                  f"over {card['evaluation']['n_episodes']} episodes (random {card['evaluation']['random_mean']:.1f}).")
-        df = generate_dataset(agent, env_id, n_states=cfg.n_dataset, seed=cfg.seed, min_episodes=5)
-        X, _ = dataset_arrays(df)
-        idx = np.random.default_rng(cfg.seed).choice(len(X), min(cfg.n_explain, len(X)), replace=False)
-        r = run_benchmark(agent, df, X[idx], methods=cfg.methods, n_ris=cfg.n_ris, ris_neighbors=cfg.ris_neighbors, env_id=env_id, seed=cfg.seed)
         game = env_id.split("-")[0]
         t = r.summary().join(paper[paper.env == game].set_index("method").drop(columns="env").add_prefix("paper_"))
         tabs.append(t.reset_index().assign(env=env_id)); times[env_id] = r.table.set_index("method")["ms_per_sample"]
@@ -250,12 +289,11 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
     if tabs:
         sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), "
                   "features ranked by |importance| as in the paper; RIS (Eq. 3); TabularSHAP's student agreement with the agent; next to the paper's values")
-        sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state")
-    from rlexplain.xrlbench import image_agent, run_image_benchmark
-    for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
-        try: agent, card = image_agent(env_id)
-        except LookupError as e: sec.note(f"{env_id} (image): skipped ({e})"); continue
-        r = run_image_benchmark(agent, env_id, cfg, card.get("env_kwargs", {}))
+        sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state (each "
+                  "environment in its own worker process, side by side with the others)")
+    for (kind, env_id, _), r in zip(jobs, results):
+        if kind != "image": continue
+        card = cards[("image", env_id)]
         game = env_id.split("/")[-1].split("-")[0]
         t = r.summary().join(paper[paper.env == game].set_index("method").drop(columns="env").add_prefix("paper_"))
         sec.table(f"xrl_image_{game.lower()}", t.reset_index(),
@@ -264,33 +302,50 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
                   "PGI_code and PGU_code: XRL-Bench's code perturbation of images (chosen pixels blurred, sigma 5) beside the paper's Gaussian noise")
         sec.figure(f"xrl_image_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
 
+def _ranld_job(job: tuple):
+    """One game of the RA-NLD demo, a `run_jobs` job `(env_id, policy, env_kwargs, out, scale)`, run in a worker process: the principal
+    non-Lipschitz direction over one episode's visited states (`ranld.ranld`) and the game's rows of `ranld.ranld_tables`
+    (saved under `out/<game>` and reloaded on a rerun of the same configuration). Returns `(PrincipalDirection, DataFrame)`."""
+    from rlexplain.envs import collect_rollout, make_env
+    from rlexplain.ranld import ranld, ranld_tables, tables_config
+    env_id, pol, env_kwargs, out, scale = job
+    env = make_env(env_id, **env_kwargs)
+    ro = collect_rollout(env, pol, n_episodes=1, seed=0, max_steps={"demo": 300, "reference": 1000}.get(scale), record_states=False)
+    res = ranld(pol, ro.obs, name=env_id.split("/")[-1], keep_gradients=False)
+    return res, ranld_tables({env_id: (pol, make_env(env_id, **env_kwargs))}, config=tables_config(scale), out=out, scale=scale)
+
 def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     import matplotlib.pyplot as plt
     from rlexplain.agents import RANLD_ZOO, list_zoo
-    from rlexplain.envs import collect_rollout, make_env
-    from rlexplain.ranld import compare_policies, plot_tables, ranld, ranld_tables, tables_config
-    ddqn = {}
+    from rlexplain.ranld import compare_policies, plot_tables
+    ddqn = {}   # env_id: (policy, env_kwargs)
     for env_id in RANLD_ZOO["env_ids"]:
         try: pol, card = load_best_agent(env_id, "ddqn")
         except LookupError as e: sec.note(f"{env_id}: skipped ({e})"); continue
-        ddqn[env_id] = (pol, make_env(env_id, **card.get("env_kwargs", {}))); ev = card["evaluation"]
+        ddqn[env_id] = (pol, card.get("env_kwargs", {})); ev = card["evaluation"]
         sec.note(f"{env_id}: agent {card['id']}, return {ev['mean']:.1f} +- {ev['std']:.1f} over {ev['n_episodes']} episodes "
                  f"(epsilon {ev.get('epsilon', 0)}; random {ev['random_mean']:.1f}).")
     if not ddqn:   # no DDQN agent for the paper's games: the Toybox Breakout DQN of the demo zoo
         pol, card = load_best_agent("toybox/Breakout", "dqn")
-        ddqn = {card["env_id"]: (pol, make_env(card["env_id"], **card.get("env_kwargs", {})))}
+        ddqn = {card["env_id"]: (pol, card.get("env_kwargs", {}))}
         sec.note("No DDQN agent for the paper's games in the zoo: the tables use the Toybox Breakout DQN.")
-    for k, (env_id, (pol, env)) in enumerate(ddqn.items()):
-        ro = collect_rollout(env, pol, n_episodes=1, seed=0, max_steps={"demo": 300, "reference": 1000}.get(scale), record_states=False)
-        res = ranld(pol, ro.obs, name=env_id.split("/")[-1], keep_gradients=False)
+    # one job per game, side by side on max_workers processes: the direction of one episode and the game's quotient table
+    # (saved in quotient_tables/<game> as it finishes, so a rerun resumes); figures and the table are made here, in game order
+    from rlexplain.core import run_jobs
+    jobs = [(env_id, pol, kw, str(sec.dir / "quotient_tables"), scale) for env_id, (pol, kw) in ddqn.items()]
+    pool = _spawned_pool(executor, max_workers)
+    try: out = run_jobs(_ranld_job, jobs, executor=pool, max_workers=max_workers, desc="RA-NLD games")
+    finally:
+        if pool is not executor: pool.shutdown()
+    for k, (env_id, (res, _)) in enumerate(zip(ddqn, out)):
         fig, axs = plt.subplots(1, 2, figsize=(8, 2.2), gridspec_kw={"width_ratios": [4, 1]})
         res.plot(ax=axs[0]); res.plot_spectrum(ax=axs[1]); fig.tight_layout()
         sec.figure(f"ranld_direction_{k}", fig, f"Figures 1-2 analogue on {env_id}: the principal non-Lipschitz direction per stacked "
                                               f"frame ({res.n_states} visited states) and its Fourier magnitude")
-    tabs = ranld_tables(ddqn, config=tables_config(scale), out=sec.dir / "quotient_tables", scale=scale)
-    sec.table("ranld_tables", tabs, "Tables 1-2 analogue: feature correlation quotient Lambda(S-hat, S) and Lambda(S^Psi, S) per game "
-                                    "and shift (mean, std over runs; at = where S^Psi's gradients are taken), the paper's values beside; "
-                                    "changed = fraction of steps whose observation the shift changed")
+    tabs = sec.table("ranld_tables", pd.concat([t for _, t in out], ignore_index=True),
+                     "Tables 1-2 analogue: feature correlation quotient Lambda(S-hat, S) and Lambda(S^Psi, S) per game "
+                     "and shift (mean, std over runs; at = where S^Psi's gradients are taken), the paper's values beside; "
+                     "changed = fraction of steps whose observation the shift changed")
     ax = plot_tables(tabs); sec.figure("ranld_tables", ax.figure, "Ours (bars) against Korkmaz (2024) Tables 1-2 (ticks), gradients at the observed frames")
     z = list_zoo()
     pairs = sorted(set(z[z.pipeline == "sa-ddqn"].env_id) & set(z[z.pipeline == "ddqn"].env_id)) if len(z) else []
@@ -485,7 +540,7 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
         i = len(keys); t0 = time.time()
         say(i, "docs", f"rendering {'(executing every notebook) ' if execute_docs else 'from the committed outputs '}"
                        f"({_eta(steps, i, spent, out, execute_docs)}) ...")
-        page = render_docs(nbs, out / "docs", execute=execute_docs)
+        page = render_docs(nbs, out / "docs", execute=execute_docs, workers=max_workers)
         spent["docs"] = time.time() - t0
         save_json(out / "docs" / "done.json", {"seconds": round(spent["docs"], 1), "execute": execute_docs})
         finished(i, "docs"); print(f"{tag} docs: {page}", flush=True)
@@ -630,11 +685,36 @@ def _docs_outputs(nb, pages: dict[str, str]) -> None:
             md = o.get("data", {}).get("text/markdown")
             if md is not None: o["data"]["text/markdown"] = source_links("".join(md) if isinstance(md, list) else md, pages)
 
+def _unsanitized(element) -> str:
+    "nbconvert's `clean_html` filter without bleach: the element as text (bytes decoded as UTF-8)."
+    return element.decode() if isinstance(element, bytes) else str(element)
+
+def _render_page(job: tuple) -> tuple:
+    """One page of `render_docs`, a job `(nb_path, out, pages, scratch, timeout)`: read the notebook, execute it in `scratch`
+    when that is given, and write `out/<stem>.html` (the index notebook's body is returned instead of written). Returns
+    `(stem, title, description, module, body)`. Module-level so that worker processes can run it."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from rlexplain.lessons import run_notebook
+    nb_path, out, pages, scratch, timeout = job
+    nb = nbformat.read(nb_path, as_version=4); nb.metadata.setdefault("language_info", {"name": "python"})
+    if scratch is not None: run_notebook(nb, scratch, timeout)
+    title, desc = _nb_summary(nb); for_readers(nb); _docs_outputs(nb, pages)
+    for c in nb.cells:
+        if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
+    body, _ = HTMLExporter(template_name="classic", filters={"clean_html": _unsanitized}).from_notebook_node(nb)
+    mod = _module_of(nb_path)
+    if nb_path.stem == "index": return nb_path.stem, title, desc, mod, body
+    if mod: body = body.replace("</body>", api_html(mod) + "</body>")
+    atomic_write(out / f"{nb_path.stem}.html", offline_html(body))
+    return nb_path.stem, title, desc, mod, None
+
 def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs",
                 execute: bool = False,               # execute every notebook again (in a scratch copy under `out`)
                 timeout: int = 1200,                 # with execute: seconds one cell may take
                 only: list[str] | None = None,       # name prefixes of the notebooks to render (default: every one)
                 run: str | Path | None = None,       # with execute: the run folder the notebooks see as ../runs/demo
+                workers: int = 1,                    # without execute: pages rendered side by side on this many processes
                 ) -> Path:
     """Render every notebook of `nbs` (not starting with `_`; or those `only` names) to `out/<name>.html` with its
     module's API docs, and the landing page `out/index.html`: the index notebook (the README's content) followed by the
@@ -644,12 +724,12 @@ def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs",
     `rlexplain lessons --execute`; seconds a page). `execute=True` runs each notebook again first, in a scratch copy
     of `nbs` under `out` (removed afterwards), so that whatever a notebook writes stays under `out`; `run` is linked in
     as its `../runs/demo`. Pages work offline (`offline_html`: no CDN scripts, MathML equations, no absolute paths) and
-    show no `stderr` boxes (`_docs_outputs`). Raises as `rlexplain.lessons.lesson_paths`, and nbclient's
+    show no `stderr` boxes (`_docs_outputs`). The notebooks are the project's own, so nbconvert's HTML sanitiser (bleach, about
+    a third of a page's time) is not applied; `offline_html` still removes every script. With `workers` > 1 the committed pages
+    render side by side in worker processes. Raises as `rlexplain.lessons.lesson_paths`, and nbclient's
     `CellExecutionError` when an executed cell fails."""
     import shutil
-    import nbformat
-    from nbconvert import HTMLExporter
-    from rlexplain.lessons import lesson_paths, run_notebook
+    from rlexplain.lessons import lesson_paths
     nbs, out = Path(nbs), Path(out); out.mkdir(parents=True, exist_ok=True)
     paths = lesson_paths(nbs, only)
     pages = {m: f"{p.stem}.html" for p in paths if (m := _module_of(p))}
@@ -658,19 +738,23 @@ def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs",
         shutil.rmtree(scratch, ignore_errors=True); (scratch / "nbs").mkdir(parents=True)
         if run is not None: (scratch / "runs").mkdir(); (scratch / "runs" / "demo").symlink_to(Path(run).resolve(), target_is_directory=True)
     pages_out, index_body = [], None
+    jobs = [(nb_path, out, pages, scratch / "nbs" if execute else None, timeout) for nb_path in paths]
     try:
-        for k, nb_path in enumerate(paths):
-            nb = nbformat.read(nb_path, as_version=4); nb.metadata.setdefault("language_info", {"name": "python"})
-            print(f"[rlexplain docs] {k + 1}/{len(paths)} {'executing' if execute else 'rendering'} {nb_path.name} ...", flush=True)
-            if execute: run_notebook(nb, scratch / "nbs", timeout)
-            title, desc = _nb_summary(nb); for_readers(nb); _docs_outputs(nb, pages)
-            for c in nb.cells:
-                if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
-            body, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
-            mod = _module_of(nb_path)
-            if nb_path.stem == "index": index_body = body; continue
-            if mod: body = body.replace("</body>", api_html(mod) + "</body>")
-            atomic_write(out / f"{nb_path.stem}.html", offline_html(body)); pages_out.append((nb_path.stem, title, desc, mod))
+        if workers > 1 and not execute and len(jobs) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            print(f"[rlexplain docs] rendering {len(jobs)} notebooks on {workers} processes ...", flush=True)
+            # spawned, not forked: a fork of a process whose torch has started its OpenMP pool fails ("Invalid thread pool")
+            with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as ex:
+                done = list(ex.map(_render_page, jobs))
+        else:
+            done = []
+            for k, job in enumerate(jobs):
+                print(f"[rlexplain docs] {k + 1}/{len(paths)} {'executing' if execute else 'rendering'} {job[0].name} ...", flush=True)
+                done.append(_render_page(job))
+        for stem, title, desc, mod, body in done:
+            if stem == "index": index_body = body
+            else: pages_out.append((stem, title, desc, mod))
     finally:
         if execute: shutil.rmtree(scratch, ignore_errors=True)
     rows = "".join(f"<tr><td><a href='{s}.html'>{html.escape(t or s)}</a></td><td>{html.escape(d)}</td>"

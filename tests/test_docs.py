@@ -86,3 +86,17 @@ def test_readme_is_the_index_notebook_rendered(tmp_path):
     out = render_readme(ROOT / "nbs" / "index.ipynb", tmp_path / "README.md")
     assert out.read_text() == (ROOT / "README.md").read_text(), "README.md is out of step with nbs/index.ipynb: run `rlexplain readme`"
     assert "```python" in out.read_text()
+
+
+def test_pages_rendered_on_two_processes_equal_the_serial_ones(tmp_path):
+    """Issue 28.3: `render_docs(workers=2)` renders the committed pages side by side; the pages (and the index's lesson plan)
+    must be byte-identical to a one-process render, and the defect checker must still pass on them."""
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    nbformat.write(_defect_notebook(), nbs / "00_core.ipynb")
+    nb = _defect_notebook(); nb.cells[-1].source = "#| default_exp envs"; nbformat.write(nb, nbs / "01_envs.ipynb")
+    one = render_docs(nbs, tmp_path / "one").parent
+    two = render_docs(nbs, tmp_path / "two", workers=2).parent
+    names = sorted(p.name for p in one.glob("*.html"))
+    assert names == sorted(p.name for p in two.glob("*.html")) and len(names) == 3   # two lessons and the index
+    for n in names: assert (one / n).read_bytes() == (two / n).read_bytes(), n
+    assert page_defects((two / "00_core.html").read_text()) == []
