@@ -155,7 +155,7 @@ def test_demo_progress_estimates_every_step_docs_included(tmp_path, monkeypatch,
     assert cli._eta(["a", "docs"], 1, {"a": 60}, tmp_path, execute_docs=True) == "about 100 min left"   # measured without executing
     calls = []; _fake_demo(monkeypatch, calls)
     monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake2": cli.DEMOS["fake"]})
-    monkeypatch.setattr(cli, "render_docs", lambda nbs, out, execute=False: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
+    monkeypatch.setattr(cli, "render_docs", lambda nbs, out, execute=False, workers=1: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
     cli.run_demo(tmp_path / "run", only=["fake", "fake2"], scale="demo", docs=True)
     out = capsys.readouterr().out
     assert "1/3 fake: finished in" in out and "2/3 fake2: finished in" in out and "3/3 docs: finished in" in out
