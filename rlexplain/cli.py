@@ -233,11 +233,14 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
 def _spawned_pool(executor, max_workers: int):
     """The executor for a section whose process has already used torch (loaded agents, calibrated them): `executor` itself
     when given; else, for `max_workers` > 1, a process pool whose workers are spawned, not forked, since a fork of a process
-    whose torch has started its OpenMP thread pool fails in the child ("Invalid thread pool"); else None (in-process)."""
+    whose torch has started its OpenMP thread pool fails in the child ("Invalid thread pool"), each worker at `core.torch_threads()`
+    (one torch thread unless $RLEXPLAIN_THREADS says otherwise); else None (in-process)."""
     if executor is not None or max_workers <= 1: return executor
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    return ProcessPoolExecutor(max_workers, mp_context=multiprocessing.get_context("spawn"))
+    from rlexplain.core import torch_threads
+    # a spawned worker starts at torch's default threads (all cores); rlexplain's policy is one thread per worker process
+    return ProcessPoolExecutor(max_workers, mp_context=multiprocessing.get_context("spawn"), initializer=torch_threads)
 
 def _xrl_job(job: tuple):
     """One environment of the XRL-Bench demo, a `run_jobs` job `(kind, env_id, scale)`, run in a worker process (it loads its own
