@@ -134,6 +134,7 @@ class _OcclusionPlan(NamedTuple):
     key: Tensor      # (n,) the last window's start r0 W_L + c0: rectangles with the same key share the Linear's columns
     out_hw: tuple    # (H_L, W_L) the last conv output's size
     last: Tensor     # (n, 2) int64 height and width of the outputs of the last conv layer that can change (0: none)
+    src0_clean: Tensor  # (n, ih, iw) int64 layer 1's crop of the unoccluded image (src_idx[0] without the colour row)
 
 def _occlusion_plan(net: _ConvChain,  # the network's conv layers (`_conv_chain`)
                    rects: Tensor,   # (n, 4) int64 occluded rectangles: rows y0..y1, columns x0..x1, inclusive
@@ -165,7 +166,7 @@ def _occlusion_plan(net: _ConvChain,  # the network's conv layers (`_conv_chain`
         base = r[:, :, None] * wi_ + c[:, None, :]
         if l == 0:   # the occluded pixels read the colour row, H W
             inside = ((r >= rects[:, :1]) & (r <= rects[:, 1:2]))[:, :, None] & ((c >= rects[:, 2:3]) & (c <= rects[:, 3:4]))[:, None, :]
-            idx = torch.where(inside, hi_ * wi_, base)
+            idx = torch.where(inside, hi_ * wi_, base); clean0 = base
         else:        # positions inside the previous window read its recomputed values, stored after the base rows
             (ph, pw), pr0, pc0 = prev
             rr, cc = r - pr0[:, None], c - pc0[:, None]
@@ -177,7 +178,7 @@ def _occlusion_plan(net: _ConvChain,  # the network's conv layers (`_conv_chain`
     (h, w), r0, c0 = prev
     out_idx = (r0[:, None] + torch.arange(h))[:, :, None] * wi_ + (c0[:, None] + torch.arange(w))[:, None, :]
     last = torch.where(empty[:, None], 0, torch.stack([yb - ya + 1, xb - xa + 1], 1))
-    return _OcclusionPlan(sizes, src_idx, n_base, out_idx, r0 * wi_ + c0, (hi_, wi_), last)
+    return _OcclusionPlan(sizes, src_idx, n_base, out_idx, r0 * wi_ + c0, (hi_, wi_), last, clean0)
 
 def _occlusion_groups(net: _ConvChain, rects: Tensor, H: int, W: int,
                       by_size: bool = False,   # one group per size of the last conv layer's changed window; False: one group
@@ -222,10 +223,10 @@ def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
         g, i, j = jobs[int(job[0])]
         plan = groups[g][1]
         (h, w), k = plan.sizes[-1], j - i
-        with torch.no_grad():
+        def windows(first: Tensor) -> Tensor:   # the last conv layer's windows (k, C_L, h, w), layer 1 read through `first`
             y = None
             for l, (conv, relu) in enumerate(net.convs):
-                si = plan.src_idx[l][i:j]
+                si = first if l == 0 else plan.src_idx[l][i:j]
                 if l == 0: src = src0
                 else:
                     ph, pw = plan.sizes[l - 1]
@@ -233,8 +234,14 @@ def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
                     si = torch.where(si >= plan.n_base[l], si - i * ph * pw, si)
                 y = conv(src.index_select(0, si.reshape(-1)).view(*si.shape, -1).permute(0, 3, 1, 2))   # channels-last crop
                 if relu: y = F.relu(y)
+            return y
+        with torch.no_grad():
+            y = windows(plan.src_idx[0][i:j])
             if net.linear is not None:
-                old = base[-1].index_select(0, plan.out_idx[i:j].reshape(-1)).view(k, h, w, -1)
+                # the old window by the same crops from the unoccluded image (not read from the full forward's activations,
+                # whose sums run in another order): new - old is then exactly 0 wherever the occlusion changes nothing (a
+                # patch that has the colour already, a change a ReLU removes), so such patches tie as in the plain forward
+                old = windows(plan.src0_clean[i:j]).permute(0, 2, 3, 1)
                 d = y.permute(0, 2, 3, 1) - old              # (k, h, w, C_L) new - old activations in the window
                 z = base_z.expand(k, -1).clone()
                 key = plan.key[i:j]
