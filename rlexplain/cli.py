@@ -459,11 +459,10 @@ def _resolve(spec: str) -> Callable:
     mod, fn = spec.split(":"); return getattr(importlib.import_module(mod), fn)
 
 # Seconds per demo step on 2 cores, the time-left estimate's first guess until a run of this folder has measured its own
-# (each job's `done.json`, the docs' `docs/done.json`). Jobs: a fresh clone's demo of 2026-11-24 beside a test run; ir
-# and timeseries as re-measured in issue 28 (0.2 and 2.5 min); docs: rendered from the committed outputs (2026-11-25,
-# beside a training job), and re-executing every notebook (issue 28: 10.2 min).
-DEMO_SECONDS = {"ir": 12, "ranld": 180, "saliency": 10, "xrlbench": 220, "saliency_bench": 120, "timeseries": 150,
-                "switching": 20, "compare": 30, "docs": 90, "docs_execute": 610}
+# (each job's `done.json`, the docs' `docs/done.json`): a fresh clone's `bash run.sh demo` on 2026-11-25 with no other
+# job of this project on the machine (16.2 min in all); docs_execute: re-executing every notebook (issue 28: 10.2 min).
+DEMO_SECONDS = {"ir": 34, "ranld": 167, "saliency": 9, "xrlbench": 258, "saliency_bench": 178, "timeseries": 239,
+                "switching": 23, "compare": 31, "docs": 27, "docs_execute": 610}
 # The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
 # processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
 REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970, "saliency_bench": 3950, "timeseries": 3270,
