@@ -263,12 +263,13 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
     """The XRL-Bench demo (Xiong et al. 2024): one `_xrl_job` per environment (the tabular ones, then the image ones), run side
     by side on `max_workers` processes (each environment is independent and single-threaded) and saved as it finishes, so a
     rerun resumes; the tables and figures are then made in this process, in the configuration's order."""
+    from rlexplain.agents import best_zoo_entry
     from rlexplain.core import run_jobs
     from rlexplain.xrlbench import XRLBenchConfig, image_agent, paper_results
     cfg = XRLBenchConfig.from_scale(scale); paper = paper_results()
     jobs, cards = [], {}
     for env_id in cfg.envs:
-        try: cards[env_id] = load_best_agent(env_id, "dqn")[1]; jobs.append(("tabular", env_id, scale))
+        try: cards[env_id] = load_json(Path(best_zoo_entry(env_id, "dqn")) / "card.json"); jobs.append(("tabular", env_id, scale))   # the card only: the job loads the agent
         except LookupError as e: sec.note(f"{env_id}: skipped ({e})")
     for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
         try: cards[("image", env_id)] = image_agent(env_id)[1]; jobs.append(("image", env_id, scale))
@@ -312,9 +313,10 @@ def _ranld_job(job: tuple):
     from rlexplain.envs import collect_rollout, make_env
     from rlexplain.ranld import ranld, ranld_tables, tables_config
     env_id, pol, env_kwargs, out, scale = job
-    env = make_env(env_id, **env_kwargs)
-    ro = collect_rollout(env, pol, n_episodes=1, seed=0, max_steps={"demo": 300, "reference": 1000}.get(scale), record_states=False)
+    ro = collect_rollout(make_env(env_id, **env_kwargs), pol, n_episodes=1, seed=0, max_steps={"demo": 300, "reference": 1000}.get(scale),
+                         record_states=False)
     res = ranld(pol, ro.obs, name=env_id.split("/")[-1], keep_gradients=False)
+    # a fresh environment for the tables: reusing the rollout's one changes Lambda by up to 7e-4 (state the seeds do not reset)
     return res, ranld_tables({env_id: (pol, make_env(env_id, **env_kwargs))}, config=tables_config(scale), out=out, scale=scale)
 
 def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
