@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 # %% auto #0
-__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'REFERENCE_SECONDS', 'Section', 'write_report', 'run_demo', 'api_html',
-           'source_links', 'math_to_mathml', 'offline_html', 'for_readers', 'page_defects', 'render_docs',
+__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'REFERENCE_SECONDS', 'DEMO_UNITS', 'Section', 'write_report', 'run_demo',
+           'api_html', 'source_links', 'math_to_mathml', 'offline_html', 'for_readers', 'page_defects', 'render_docs',
            'render_readme', 'build_parser', 'subcommand_parsers', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
@@ -158,12 +158,32 @@ def _timeseries_outputs(study) -> tuple[list, dict, str]:
         lines.append(f"- forecast {r.label} at +{c.horizon}: {r.forecast:.2f} ({c.level:.0%} PI [{r.lower:.2f}, {r.upper:.2f}]).")
     return figs, tabs, "\n".join(lines)
 
+def _timeseries_run(sec: Section, scale: str, game: str) -> tuple:
+    "`(config, RunDir)` of one game's time-series study in the demo: `<section>/run/<game>`, recording (or checking) the configuration."
+    from rlexplain.timeseries import TimeSeriesConfig
+    cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
+    return cfg, RunDir(sec.dir / "run" / _game_slug(game), config=cfg, force=getattr(sec, "force", False))
+
+def _timeseries_unit(job: tuple) -> None:
+    """One game's time-series study `(game, scale, section folder)`, a `run_demo` unit run in a worker process: every control and
+    treatment run is saved in the study's folder, so that `_demo_timeseries` afterwards only loads them."""
+    from rlexplain.timeseries import run_study
+    game, scale, folder = job
+    sec = Section(Path(folder).parent, Path(folder).name, "")
+    cfg, rd = _timeseries_run(sec, scale, game)
+    run_study(cfg, run_dir=rd)
+
+def _timeseries_units(sec: Section, scale: str) -> list[tuple]:
+    "The time-series demo's units for `run_demo`'s scheduler: one `_timeseries_unit` per game of `STUDY_GAMES`."
+    from rlexplain.timeseries import STUDY_GAMES
+    for game in STUDY_GAMES: _timeseries_run(sec, scale, game)   # every configuration recorded (or refused) before any work
+    return [(_game_slug(g), _timeseries_unit, (g, scale, str(sec.dir))) for g in STUDY_GAMES]
+
 def _demo_timeseries(sec: Section, scale: str, executor=None, max_workers: int = 1):
     "The time-series demo (Fujimoto et al. 2024): one study per game of `STUDY_GAMES` with the zoo's A2C and PPO agents."
-    from rlexplain.timeseries import STUDY_GAMES, TimeSeriesConfig, run_study
+    from rlexplain.timeseries import STUDY_GAMES, run_study
     for game in STUDY_GAMES:
-        cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
-        rd = RunDir(sec.dir / "run" / _game_slug(game), config=cfg, force=getattr(sec, "force", False))
+        cfg, rd = _timeseries_run(sec, scale, game)
         # full treatment runs (no share_pre): the pre-period gap and the placebo then test the fixed-seed assumption
         study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=rd)
         figs, tabs, text = _timeseries_outputs(study)
@@ -259,25 +279,40 @@ def _xrl_job(job: tuple):
     idx = np.random.default_rng(cfg.seed).choice(len(X), min(cfg.n_explain, len(X)), replace=False)
     return run_benchmark(agent, df, X[idx], methods=cfg.methods, n_ris=cfg.n_ris, ris_neighbors=cfg.ris_neighbors, env_id=env_id, seed=cfg.seed)
 
+def _xrl_plan(scale: str) -> tuple:
+    """The XRL-Bench demo's plan at `scale`: `(config, jobs, names, cards, notes)`, one `_xrl_job` per environment of the
+    zoo (the tabular ones, then the image ones), the jobs' unit names (`tabular/cartpole`, `image/breakout`), the agents'
+    cards (read, not the agents loaded: the job loads its own) and a note per environment the zoo has no agent for."""
+    from rlexplain.agents import best_zoo_entry
+    from rlexplain.xrlbench import XRLBenchConfig, image_agent
+    cfg = XRLBenchConfig.from_scale(scale)
+    jobs, cards, notes = [], {}, []
+    for env_id in cfg.envs:
+        try: cards[env_id] = load_json(Path(best_zoo_entry(env_id, "dqn")) / "card.json"); jobs.append(("tabular", env_id, scale))
+        except LookupError as e: notes.append(f"{env_id}: skipped ({e})")
+    for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
+        try: cards[("image", env_id)] = image_agent(env_id)[1]; jobs.append(("image", env_id, scale))
+        except LookupError as e: notes.append(f"{env_id} (image): skipped ({e})")
+    return cfg, jobs, [f"{k}/{_game_slug(e)}" for k, e, _ in jobs], cards, notes
+
+def _xrlbench_units(sec: Section, scale: str) -> list[tuple]:
+    "The XRL-Bench demo's units for `run_demo`'s scheduler: one `_xrl_job` per environment not yet saved in `<section>/run`."
+    cfg, jobs, names, _, _ = _xrl_plan(scale)
+    rd = RunDir(sec.dir / "run", config=cfg)   # records the configuration (or refuses another) before any work
+    return [(n, _saved_unit, (_xrl_job, job, str(rd.path), n)) for job, n in zip(jobs, names) if not rd.done(n)]
+
 def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1):
     """The XRL-Bench demo (Xiong et al. 2024): one `_xrl_job` per environment (the tabular ones, then the image ones), run side
     by side on `max_workers` processes (each environment is independent and single-threaded) and saved as it finishes, so a
     rerun resumes; the tables and figures are then made in this process, in the configuration's order."""
-    from rlexplain.agents import best_zoo_entry
     from rlexplain.core import run_jobs
-    from rlexplain.xrlbench import XRLBenchConfig, image_agent, paper_results
-    cfg = XRLBenchConfig.from_scale(scale); paper = paper_results()
-    jobs, cards = [], {}
-    for env_id in cfg.envs:
-        try: cards[env_id] = load_json(Path(best_zoo_entry(env_id, "dqn")) / "card.json"); jobs.append(("tabular", env_id, scale))   # the card only: the job loads the agent
-        except LookupError as e: sec.note(f"{env_id}: skipped ({e})")
-    for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
-        try: cards[("image", env_id)] = image_agent(env_id)[1]; jobs.append(("image", env_id, scale))
-        except LookupError as e: sec.note(f"{env_id} (image): skipped ({e})")
+    from rlexplain.xrlbench import paper_results
+    paper = paper_results()
+    cfg, jobs, names, cards, notes = _xrl_plan(scale)
+    for n in notes: sec.note(n)
     rd = RunDir(sec.dir / "run", config=cfg, force=getattr(sec, "force", False))   # resumable; never mixes two configurations
     pool = _spawned_pool(executor, max_workers)
-    try: results = run_jobs(_xrl_job, jobs, executor=pool, max_workers=max_workers, run_dir=rd,
-                            names=[f"{k}/{_game_slug(e)}" for k, e, _ in jobs], desc="XRL-Bench environments")
+    try: results = run_jobs(_xrl_job, jobs, executor=pool, max_workers=max_workers, run_dir=rd, names=names, desc="XRL-Bench environments")
     finally:
         if pool is not executor: pool.shutdown()
     tabs, times = [], {}
@@ -307,9 +342,9 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
         sec.figure(f"xrl_image_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
 
 def _ranld_job(job: tuple):
-    """One game of the RA-NLD demo, a `run_jobs` job `(env_id, policy, env_kwargs, out, scale)`, run in a worker process: the principal
-    non-Lipschitz direction over one episode's visited states (`ranld.ranld`) and the game's rows of `ranld.ranld_tables`
-    (saved under `out/<game>` and reloaded on a rerun of the same configuration). Returns `(PrincipalDirection, DataFrame)`."""
+    """One game of the RA-NLD demo, a `run_jobs` job `(env_id, policy, env_kwargs, out, scale)`, run in a worker process: the game's
+    rows of `ranld.ranld_tables` (saved under `out/<game>` and reloaded on a rerun of the same configuration) and the principal
+    non-Lipschitz direction over one episode's visited states (`ranld.ranld`), which it returns (a `PrincipalDirection`)."""
     from rlexplain.envs import collect_rollout, make_env
     from rlexplain.ranld import ranld, ranld_tables, tables_config
     env_id, pol, env_kwargs, out, scale = job
@@ -317,32 +352,59 @@ def _ranld_job(job: tuple):
                          record_states=False)
     res = ranld(pol, ro.obs, name=env_id.split("/")[-1], keep_gradients=False)
     # a fresh environment for the tables: reusing the rollout's one changes Lambda by up to 7e-4 (state the seeds do not reset)
-    return res, ranld_tables({env_id: (pol, make_env(env_id, **env_kwargs))}, config=tables_config(scale), out=out, scale=scale)
+    ranld_tables({env_id: (pol, make_env(env_id, **env_kwargs))}, config=tables_config(scale), out=out, scale=scale)
+    return res
 
-def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
-    import matplotlib.pyplot as plt
-    from rlexplain.agents import RANLD_ZOO, list_zoo
-    from rlexplain.ranld import compare_policies, plot_tables
-    ddqn = {}   # env_id: (policy, env_kwargs)
+def _ranld_plan(scale: str, out: Path) -> tuple:
+    """The RA-NLD demo's plan: `(games, jobs, names, notes)`: the zoo's DDQN agent per game of the paper (`{env_id: (policy,
+    env_kwargs, card)}`; without any, the Toybox Breakout DQN), one `_ranld_job` per game (tables saved under
+    `out/quotient_tables`), the jobs' unit names (the game) and the notes naming each agent or why a game is skipped."""
+    from rlexplain.agents import RANLD_ZOO
+    games, notes = {}, []
     for env_id in RANLD_ZOO["env_ids"]:
         try: pol, card = load_best_agent(env_id, "ddqn")
-        except LookupError as e: sec.note(f"{env_id}: skipped ({e})"); continue
-        ddqn[env_id] = (pol, card.get("env_kwargs", {})); ev = card["evaluation"]
-        sec.note(f"{env_id}: agent {card['id']}, return {ev['mean']:.1f} +- {ev['std']:.1f} over {ev['n_episodes']} episodes "
-                 f"(epsilon {ev.get('epsilon', 0)}; random {ev['random_mean']:.1f}).")
-    if not ddqn:   # no DDQN agent for the paper's games: the Toybox Breakout DQN of the demo zoo
+        except LookupError as e: notes.append(f"{env_id}: skipped ({e})"); continue
+        games[env_id] = (pol, card.get("env_kwargs", {}), card); ev = card["evaluation"]
+        notes.append(f"{env_id}: agent {card['id']}, return {ev['mean']:.1f} +- {ev['std']:.1f} over {ev['n_episodes']} episodes "
+                     f"(epsilon {ev.get('epsilon', 0)}; random {ev['random_mean']:.1f}).")
+    if not games:   # no DDQN agent for the paper's games: the Toybox Breakout DQN of the demo zoo
         pol, card = load_best_agent("toybox/Breakout", "dqn")
-        ddqn = {card["env_id"]: (pol, card.get("env_kwargs", {}))}
-        sec.note("No DDQN agent for the paper's games in the zoo: the tables use the Toybox Breakout DQN.")
-    # one job per game, side by side on max_workers processes: the direction of one episode and the game's quotient table
-    # (saved in quotient_tables/<game> as it finishes, so a rerun resumes); figures and the table are made here, in game order
+        games = {card["env_id"]: (pol, card.get("env_kwargs", {}), card)}
+        notes.append("No DDQN agent for the paper's games in the zoo: the tables use the Toybox Breakout DQN.")
+    jobs = [(env_id, pol, kw, str(out / "quotient_tables"), scale) for env_id, (pol, kw, _) in games.items()]
+    return games, jobs, [_game_slug(e) for e in games], notes
+
+def _ranld_run(sec: Section, scale: str, games: dict) -> RunDir:
+    "The folder of the RA-NLD demo's directions, one unit per game, for this scale and these agents (`RunDir`: never mixed)."
+    return RunDir(sec.dir / "directions", config={"scale": scale, "agents": {e: c["id"] for e, (_, _, c) in games.items()}},
+                  force=getattr(sec, "force", False))
+
+def _ranld_units(sec: Section, scale: str) -> list[tuple]:
+    "The RA-NLD demo's units for `run_demo`'s scheduler: one `_ranld_job` per game whose direction is not yet saved."
+    games, jobs, names, _ = _ranld_plan(scale, sec.dir)
+    rd = _ranld_run(sec, scale, games)
+    return [(n, _saved_unit, (_ranld_job, job, str(rd.path), n)) for job, n in zip(jobs, names) if not rd.done(n)]
+
+def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
+    """The RA-NLD demo (Korkmaz 2024): one `_ranld_job` per game, side by side on `max_workers` processes (the direction of one
+    episode and the game's quotient table, each saved as it finishes, so a rerun resumes); the figures and the table are
+    then made here, in game order, and a vanilla DDQN is compared with an SA-DDQN where the zoo has both."""
+    import matplotlib.pyplot as plt
+    from rlexplain.agents import list_zoo
     from rlexplain.core import run_jobs
-    jobs = [(env_id, pol, kw, str(sec.dir / "quotient_tables"), scale) for env_id, (pol, kw) in ddqn.items()]
+    from rlexplain.envs import make_env
+    from rlexplain.ranld import compare_policies, plot_tables, ranld_tables, tables_config
+    games, jobs, names, notes = _ranld_plan(scale, sec.dir)
+    for n in notes: sec.note(n)
     pool = _spawned_pool(executor, max_workers)
-    try: out = run_jobs(_ranld_job, jobs, executor=pool, max_workers=max_workers, desc="RA-NLD games")
+    try: dirs = run_jobs(_ranld_job, jobs, executor=pool, max_workers=max_workers, run_dir=_ranld_run(sec, scale, games), names=names,
+                         desc="RA-NLD games")
     finally:
         if pool is not executor: pool.shutdown()
-    for k, (env_id, (res, _)) in enumerate(zip(ddqn, out)):
+    # every game's table was saved by its job: reloaded here (recomputed only if it was lost)
+    out = [(d, ranld_tables({e: (pol, make_env(e, **kw))}, config=tables_config(scale), out=sec.dir / "quotient_tables", scale=scale))
+           for d, (e, (pol, kw, _)) in zip(dirs, games.items())]
+    for k, (env_id, (res, _)) in enumerate(zip(games, out)):
         fig, axs = plt.subplots(1, 2, figsize=(8, 2.2), gridspec_kw={"width_ratios": [4, 1]})
         res.plot(ax=axs[0]); res.plot_spectrum(ax=axs[1]); fig.tight_layout()
         sec.figure(f"ranld_direction_{k}", fig, f"Figures 1-2 analogue on {env_id}: the principal non-Lipschitz direction per stacked "
@@ -460,94 +522,197 @@ DEMOS: dict[str, tuple[str, str, str]] = {
 def _resolve(spec: str) -> Callable:
     mod, fn = spec.split(":"); return getattr(importlib.import_module(mod), fn)
 
-# Seconds per demo step on 2 cores, the time-left estimate's first guess until a run of this folder has measured its own
-# (each job's `done.json`, the docs' `docs/done.json`): a fresh clone's `bash run.sh demo` on 2026-11-25 with no other
-# job of this project on the machine (16.2 min in all); docs_execute: re-executing every notebook (issue 28: 10.2 min).
-DEMO_SECONDS = {"ir": 34, "ranld": 167, "saliency": 9, "xrlbench": 258, "saliency_bench": 178, "timeseries": 239,
-                "switching": 23, "compare": 31, "docs": 27, "docs_execute": 610}
+
+# %% ../nbs/90_cli.ipynb #d9016493
+# Worker seconds per demo unit on one core, the scheduler's order (longest first) and the time-left estimate's first guess
+# until a run of this folder has measured its own (`<section>/done.json`): a section's key, or "<section>/<unit>" for the
+# sections split into units (`DEMO_UNITS`; a unit without an entry gets its section's time over its number of units).
+# docs: rendering the committed lessons on one worker; docs_execute: re-executing every notebook (issue 28: 10.2 min).
+DEMO_SECONDS = {"ir": 34, "ranld/roadrunner": 140, "ranld/freeway": 133, "saliency": 9, "xrlbench/tabular/cartpole": 15,
+                "xrlbench/tabular/lunarlander": 25, "xrlbench/tabular/flappybird": 20, "xrlbench/image/breakout": 200,
+                "xrlbench/image/pong": 200, "saliency_bench": 300, "timeseries/breakout": 200, "timeseries/pong": 250,
+                "switching": 23, "compare": 31, "docs": 55, "docs_execute": 610}
 # The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
 # processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
 REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970, "saliency_bench": 3950, "timeseries": 3270,
                      "switching": 220, "compare": 230}
 
-def _step_seconds(out: Path, k: str, execute_docs: bool = False) -> float:
-    """The expected seconds of step `k` (a job key or 'docs'): this folder's last measured time, else the first guess for
-    the run's scale (`RLEXPLAIN_SCALE`, which `run_demo` sets): `DEMO_SECONDS`, or `REFERENCE_SECONDS` at reference scale."""
+# The sections split into units that the scheduler runs side by side with every other section's: key -> "module:function"
+# `(section, scale) -> [(unit name, picklable function, argument)]`; each unit saves its result where the section's own
+# function (`DEMOS`) finds it, so that the section, run afterwards in the parent process, only loads and draws.
+DEMO_UNITS: dict[str, str] = {"xrlbench": "rlexplain.cli:_xrlbench_units", "ranld": "rlexplain.cli:_ranld_units",
+                              "timeseries": "rlexplain.cli:_timeseries_units"}
+
+def _unit_seconds(out: Path, key: str, name: str, n_units: int = 1, execute_docs: bool = False) -> float:
+    """The expected worker seconds of unit `name` of section `key` (`name == key` for a section run as one unit): this folder's
+    last measured time (`out/<key>/done.json`), else the first guess for the run's scale (`RLEXPLAIN_SCALE`, which
+    `run_demo` sets): `DEMO_SECONDS`, or `REFERENCE_SECONDS` at reference scale, where a section's time is shared equally
+    by its `n_units` units when the unit has no entry of its own; 120 s for a key neither knows."""
     try:
-        d = load_json(out / k / "done.json")
-        if k != "docs" or bool(d.get("execute")) == execute_docs: return float(d["seconds"])
+        d = load_json(out / key / "done.json")
+        if key != "docs" or bool(d.get("execute")) == execute_docs:
+            return float(d["units"][name] if name != key else d["seconds"])
     except (FileNotFoundError, KeyError, TypeError, ValueError, AttributeError): pass
     guess = {**DEMO_SECONDS, **(REFERENCE_SECONDS if os.environ.get("RLEXPLAIN_SCALE") == "reference" else {})}
-    return float(guess.get("docs_execute" if k == "docs" and execute_docs else k, 120))
+    if key == "docs": return float(guess.get("docs_execute" if execute_docs else "docs", 120))
+    if name == key: return float(guess.get(key, 120))
+    return float(guess.get(f"{key}/{name}", guess.get(key, 120 * n_units) / max(n_units, 1)))
 
-def _eta(keys: list[str], i: int, spent: dict, out: Path, execute_docs: bool = False) -> str:
-    """'about N min left' for steps `keys[i:]` (the docs included when they are a step): their expected seconds
-    (`_step_seconds`), scaled by this run's pace so far (seconds spent / seconds expected over the steps run)."""
-    guess = lambda k: _step_seconds(out, k, execute_docs)
-    ran = [k for k in keys[:i] if k in spent]
-    pace = (sum(spent[k] for k in ran) / max(sum(guess(k) for k in ran), 1e-9)) if ran else 1.0
-    left = pace * sum(guess(k) for k in keys[i:])
+def _eta(expected: list[float], spent: list[tuple[float, float]], workers: int = 1) -> str:
+    """'about N min left' for the units still to finish: their `expected` seconds (`_unit_seconds`), scaled by this run's pace
+    (seconds spent / seconds expected over the finished units, `spent` = [(spent, expected)]) and shared by `workers`: the
+    larger of their sum over the workers and the longest unit (no schedule ends before either)."""
+    pace = (sum(s for s, _ in spent) / max(sum(e for _, e in spent), 1e-9)) if spent else 1.0
+    left = pace * max(sum(expected) / max(1, workers), max(expected, default=0))
     return f"about {left / 60:.0f} min left" if left >= 90 else f"about {left:.0f} s left"
 
+def _timed(job: tuple):
+    "Run `fn(arg)` for `job = (fn, arg)` and return `(result, seconds)`: a unit's wall time, measured where it ran."
+    fn, arg = job; t0 = time.perf_counter(); r = fn(arg)
+    return r, time.perf_counter() - t0
+
+def _saved_unit(job: tuple):
+    """A demo unit `(fn, arg, folder, name)` run in a worker: returns `fn(arg)`, which `run_demo` saves in the parent as unit
+    `name` of `RunDir(folder)`, where the section's own `run_jobs` finds it. The parent is the folder's only writer: two
+    workers opening one `RunDir` would each remove the other's unfinished atomic writes (`RunDir` cleans leftovers on opening)."""
+    fn, arg, folder, name = job
+    return fn(arg)
+
+def _section_unit(job: tuple, executor=None, max_workers: int = 1) -> list:
+    """A whole demo section run as one unit `(key, out, scale, title, text, "module:function")`, in a worker (or, for a run of
+    one unit, in the parent with the run's `executor` and `max_workers`): its function writes its tables and figures into
+    `out/<key>/`; returns the section's items for the report."""
+    key, out, scale, title, text, spec = job
+    matplotlib.use("Agg"); os.environ["RLEXPLAIN_SCALE"] = scale
+    sec = Section(out, key, title, text); sec.force = False
+    _resolve(spec)(sec, scale, executor=executor, max_workers=max_workers)
+    return sec.items
+
+def _docs_unit(job: tuple) -> None:
+    "The docs as one demo unit `(nbs, folder)`: `render_docs` of the committed executed lessons, on one process."
+    nbs, folder = job
+    render_docs(nbs, folder, execute=False, workers=1)
+
+
+# %% ../nbs/90_cli.ipynb #40760674
 def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale: str | None = None,
              executor=None, max_workers: int = 1, force: bool = False,
-             docs: bool = False,          # also render the docs into out/docs (a step of its own, in the estimate)
+             docs: bool = False,          # also render the docs into out/docs (a unit of its own, in the estimate)
              execute_docs: bool = False,  # with docs: execute every notebook again instead of using committed outputs
              nbs: str | Path = "nbs",     # the notebooks the docs are rendered from
              label: str | None = None,    # the progress lines' tag (`[rlexplain <label>]`); default "demo"
              ) -> Path:
     """Run every registered method's demo job (or those in `only`) into `out` and write `out/report.html`; with
-    `docs=True` also render the docs into `out/docs` (`render_docs`) as the last step.
+    `docs=True` also render the docs into `out/docs` (`render_docs`).
 
-    Each job's folder `out/<key>/` records its configuration (job and scale, `RunDir`): a rerun at another scale
-    raises `ConfigMismatchError` before any work, naming the differing fields; `force=True` deletes the selected jobs'
-    folders first, so that every unit of those methods is recomputed. One progress line per step gives the time spent
-    and an estimate of the time left over every remaining step, the docs included (a single job prints no `1/1`).
-    Raises `ValueError` for unknown method keys; a failing job is reported in the report and re-raised at the end."""
+    Scheduling: every section's work is a list of units (`DEMO_UNITS` splits XRL-Bench, RA-NLD and the time series per
+    environment or game; any other section, and the docs, are one unit each), and all units of all sections share one
+    pool of `max_workers` spawned processes at one torch thread each (`_spawned_pool`; `executor` if given), longest
+    expected first (`_unit_seconds`), so that no core idles while a long section finishes. A split section's units save
+    their results in its folder; when the last one is done, the section's own function runs in this process, loads them
+    and draws its tables and figures. With `max_workers=1` the units run here, one after the other, in section order.
+
+    Each section's folder `out/<key>/` records its configuration (job and scale, `RunDir`): a rerun at another scale
+    raises `ConfigMismatchError` before any work, naming the differing fields; `force=True` deletes the selected
+    sections' folders first, so that every unit of those methods is recomputed. A finished section writes `done.json`
+    (its items, its worker seconds per unit) and is skipped on a rerun; an interrupted one resumes from its saved units.
+    One progress line per finished section (and per unit of a split section) gives its worker time and an estimate of
+    the time left over every remaining unit, the docs included (a single section prints no `1/1` counter).
+    Raises `ValueError` for unknown method keys; a failing section is reported in the report and re-raised at the end."""
     import shutil
+    from concurrent.futures import as_completed
     matplotlib.use("Agg")
     scale = scale or get_scale(); os.environ["RLEXPLAIN_SCALE"] = scale
     keys = list(DEMOS) if not only else list(only)
     unknown = [k for k in keys if k not in DEMOS]
     if unknown: raise ValueError(f"unknown demo jobs {unknown}; expected some of {list(DEMOS)}.")
-    out = Path(out); sections, errors, spent = [], [], {}
+    out = Path(out); errors, sections = [], {}
     for k in keys:   # every check before any work
         if force and (out / k).exists(): shutil.rmtree(out / k)
         RunDir(out / k, config={"job": k, "scale": scale})
-    steps = keys + (["docs"] if docs else [])
-    tag = f"[rlexplain {label or 'demo'}]"
-    say = lambda i, k, msg: print(f"{tag} {f'{i + 1}/{len(steps)} {k}: ' if len(steps) > 1 else ''}{msg}", flush=True)
+    tag = f"[rlexplain {label or 'demo'}]"; n_steps = len(keys) + bool(docs)
+    say = lambda msg: print(f"{tag} {msg}", flush=True)
     t_start = time.time()
-    def finished(i, k):   # where the step's results are, as soon as they are there
-        left = f", {_eta(steps, i + 1, spent, out, execute_docs)}" if i + 1 < len(steps) else ""
-        say(i, k, f"finished in {spent[k]:.0f} s, results in {out / k}/; {time.time() - t_start:.0f} s so far{left}")
-    for i, k in enumerate(keys):
-        title, text, fn = DEMOS[k]
-        sec = Section(out, k, title, text); done = sec.dir / "done.json"; sec.force = force
-        if done.exists():
-            sec.items = [tuple(x) for x in load_json(done)["items"]]; sections.append(sec)
-            say(i, k, "done earlier, skipped (use --force to redo)"); continue
-        t0 = time.time()
-        say(i, k, f"running at {scale} scale ({_eta(steps, i, spent, out, execute_docs)} in all) ...")
-        try:
-            _resolve(fn)(sec, scale, executor=executor, max_workers=max_workers)
-            spent[k] = time.time() - t0
-            save_json(done, {"items": sec.items, "seconds": round(spent[k], 1)})
-            finished(i, k)
-        except Exception as e:  # keep going: the report says what failed
-            import traceback
-            sec.note(f"FAILED: {type(e).__name__}: {e}"); errors.append((k, e)); traceback.print_exc()
-        sections.append(sec)
-    rep = write_report(out, sections)
-    print(f"{tag} report: {rep}", flush=True)
-    if docs:
-        i = len(keys); t0 = time.time()
-        say(i, "docs", f"rendering {'(executing every notebook) ' if execute_docs else 'from the committed outputs '}"
-                       f"({_eta(steps, i, spent, out, execute_docs)}) ...")
-        page = render_docs(nbs, out / "docs", execute=execute_docs, workers=max_workers)
-        spent["docs"] = time.time() - t0
-        save_json(out / "docs" / "done.json", {"seconds": round(spent["docs"], 1), "execute": execute_docs})
-        finished(i, "docs"); print(f"{tag} docs: {page}", flush=True)
+    units, left, spent, n_done = [], {}, {}, [0]   # (key, name, fn, arg); unit names still running per split section
+    def fail(k, e):
+        import traceback
+        sections[k].note(f"FAILED: {type(e).__name__}: {e}"); errors.append((k, e)); left.pop(k, None)
+        print("".join(traceback.format_exception(e)), file=sys.stderr, flush=True)
+    for k in keys:
+        title, text, spec = DEMOS[k]
+        sec = sections[k] = Section(out, k, title, text); sec.force = False   # force was applied above, once
+        if (sec.dir / "done.json").exists():
+            sec.items = [tuple(x) for x in load_json(sec.dir / "done.json")["items"]]
+            say(f"{k}: done earlier, skipped (use --force to redo)"); continue
+        if k not in DEMO_UNITS: units.append((k, k, _section_unit, (k, str(out), scale, title, text, spec))); continue
+        try: us = _resolve(DEMO_UNITS[k])(sec, scale)
+        except Exception as e: fail(k, e); continue
+        units += [(k, n, fn, a) for n, fn, a in us]; left[k] = {n for n, _, _ in us}
+    if docs and not execute_docs: units.append(("docs", "docs", _docs_unit, (str(nbs), str(out / "docs"))))
+    n_units = {k: sum(u[0] == k for u in units) for k in {u[0] for u in units}}
+    expected = {u[:2]: _unit_seconds(out, u[0], u[1], n_units[u[0]], execute_docs) for u in units}
+    pool = _spawned_pool(executor, max_workers) if len(units) > 1 else None
+    workers = max_workers if pool is not None else 1
+    if pool is not None: units.sort(key=lambda u: -expected[u[:2]])   # longest first: the pool's tail is the shortest units
+    eta = lambda: _eta([expected[u[:2]] for u in units if u[:2] not in spent], [(s, expected[u]) for u, s in spent.items()], workers)
+    scale_msg = f"running at {scale} scale" + (f": {len(keys)} sections, {len(units)} units on {workers} processes" if n_steps > 1 else "")
+    say(f"{scale_msg} ({eta()} in all) ...")
+
+    def finished(k, seconds, what=""):   # a section's (or the docs') line: where its results are, as soon as they are there
+        n_done[0] += 1; rest = [u for u in units if u[:2] not in spent]
+        head = f"{n_done[0]}/{n_steps} {k}: " if n_steps > 1 else ""
+        say(f"{head}finished in {seconds:.0f} s{what}, results in {out / k}/; {time.time() - t_start:.0f} s so far"
+            + (f", {eta()}" if rest else ""))
+    def finish(k):                       # a split section whose units are all saved: load them, draw, record
+        t0 = time.perf_counter()
+        try: _resolve(DEMOS[k][2])(sections[k], scale, executor=None, max_workers=1)
+        except Exception as e: fail(k, e); return
+        mine = {n: s for (kk, n), s in spent.items() if kk == k}
+        secs = sum(mine.values()) + time.perf_counter() - t0
+        save_json(sections[k].dir / "done.json", {"items": sections[k].items, "seconds": round(secs, 1),
+                                                  "units": {n: round(s, 1) for n, s in mine.items()}})
+        finished(k, secs, " of worker time" if workers > 1 else "")
+    def landed(u, result, seconds):
+        k, n = u[:2]; spent[u[:2]] = seconds
+        if u[2] is _saved_unit: RunDir(u[3][2]).save_unit(u[3][3], result)   # this process is the folder's only writer
+        if k == "docs":
+            save_json(out / "docs" / "done.json", {"seconds": round(seconds, 1), "execute": False}); finished("docs", seconds)
+        elif k not in DEMO_UNITS:
+            sections[k].items = [tuple(x) for x in result]
+            save_json(sections[k].dir / "done.json", {"items": sections[k].items, "seconds": round(seconds, 1)}); finished(k, seconds)
+        elif k in left:
+            left[k].discard(n); say(f"{k}/{n}: unit done in {seconds:.0f} s")
+            if not left[k]: del left[k]; finish(k)
+    for k in [k for k, v in left.items() if not v]: del left[k]; finish(k)   # split sections whose units were all saved earlier
+    try:
+        if pool is None:
+            for u in units:
+                if u[0] in DEMO_UNITS and u[0] not in left: continue   # its section failed
+                fn = (lambda a: _section_unit(a, executor=executor, max_workers=max_workers)) if u[2] is _section_unit else u[2]
+                try: result, seconds = _timed((fn, u[3]))
+                except Exception as e:
+                    if u[0] == "docs": raise
+                    fail(u[0], e); continue
+                landed(u, result, seconds)
+        else:
+            futs = {pool.submit(_timed, (u[2], u[3])): u for u in units}
+            for f in as_completed(futs):
+                u = futs[f]
+                try: result, seconds = f.result()
+                except Exception as e:
+                    if u[0] == "docs": raise
+                    if u[0] in sections and (u[0] not in DEMO_UNITS or u[0] in left): fail(u[0], e)
+                    continue
+                landed(u, result, seconds)
+    finally:
+        if pool is not None and pool is not executor: pool.shutdown(cancel_futures=True)
+    rep = write_report(out, [sections[k] for k in keys])
+    say(f"report: {rep}")
+    if docs and execute_docs:
+        t0 = time.time(); say("docs: executing every notebook and rendering it ...")
+        render_docs(nbs, out / "docs", execute=True, workers=max_workers)
+        save_json(out / "docs" / "done.json", {"seconds": round(time.time() - t0, 1), "execute": True}); finished("docs", time.time() - t0)
+    if docs: say(f"docs: {out / 'docs' / 'index.html'}")
     if errors: raise RuntimeError(f"demo jobs failed: {[k for k, _ in errors]}; see {rep}") from errors[0][1]
     return rep
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from rlexplain.cli import build_parser, main
+from rlexplain.core import load_json
 
 
 def test_help_explains_every_option():
@@ -143,16 +144,24 @@ def test_single_method_command_prints_no_step_counter(tmp_path, monkeypatch, cap
 
 
 def test_demo_progress_estimates_every_step_docs_included(tmp_path, monkeypatch, capsys):
-    "Issue 27.3: the time left covers the docs step (half the demo's wall time), from this folder's measured times."
+    """Issue 27.3: the time left covers the docs (a unit of their own), from this folder's measured times, shared by the
+    workers and scaled by the run's pace."""
     from rlexplain import cli
     from rlexplain.core import save_json
-    monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 60, "b": 60, "docs": 600, "docs_execute": 6000})
-    assert cli._eta(["a", "b", "docs"], 1, {"a": 60}, tmp_path) == "about 11 min left"        # b + docs at the run's pace
-    assert cli._eta(["a", "b", "docs"], 1, {"a": 120}, tmp_path) == "about 22 min left"       # twice as slow as expected
-    assert cli._eta(["a", "docs"], 1, {"a": 60}, tmp_path, execute_docs=True) == "about 100 min left"
-    save_json(tmp_path / "docs" / "done.json", {"seconds": 30.0, "execute": False})             # this folder's own measurement
-    assert cli._eta(["a", "docs"], 1, {"a": 60}, tmp_path) == "about 30 s left"
-    assert cli._eta(["a", "docs"], 1, {"a": 60}, tmp_path, execute_docs=True) == "about 100 min left"   # measured without executing
+    monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
+    monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 60, "b": 60, "s/x": 30, "s": 100, "docs": 600, "docs_execute": 6000})
+    assert cli._eta([60, 600], [(60, 60)]) == "about 11 min left"                   # b + docs at the run's pace
+    assert cli._eta([60, 600], [(120, 60)]) == "about 22 min left"                  # twice as slow as expected
+    assert cli._eta([60, 600], [(60, 60)], workers=2) == "about 10 min left"        # the 600-s unit bounds two workers
+    assert cli._eta([300, 300, 60], [(60, 60)], workers=2) == "about 6 min left"    # two workers share the 660 s
+    assert cli._eta([30], [], workers=2) == "about 30 s left"                       # one unit left: one worker can run it
+    assert cli._unit_seconds(tmp_path, "docs", "docs", execute_docs=True) == 6000.0
+    assert cli._unit_seconds(tmp_path, "s", "x", 4) == 30.0 and cli._unit_seconds(tmp_path, "s", "y", 4) == 25.0   # own entry, else a share
+    save_json(tmp_path / "docs" / "done.json", {"seconds": 30.0, "execute": False})          # this folder's own measurement
+    assert cli._unit_seconds(tmp_path, "docs", "docs") == 30.0
+    assert cli._unit_seconds(tmp_path, "docs", "docs", execute_docs=True) == 6000.0          # measured without executing
+    save_json(tmp_path / "s" / "done.json", {"items": [], "seconds": 99.0, "units": {"y": 7.0}})
+    assert cli._unit_seconds(tmp_path, "s", "y", 4) == 7.0 and cli._unit_seconds(tmp_path, "s", "s") == 99.0
     calls = []; _fake_demo(monkeypatch, calls)
     monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake2": cli.DEMOS["fake"]})
     monkeypatch.setattr(cli, "render_docs", lambda nbs, out, execute=False, workers=1: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
@@ -317,15 +326,15 @@ def test_timeseries_report_assembly_lives_in_the_cli():
 
 
 def test_progress_guess_follows_the_scale(tmp_path, monkeypatch):
-    "At reference scale the time-left estimate starts from the reference run's step times, not the demo's."
+    "At reference scale the time-left estimate starts from the reference run's section times, not the demo's."
     from rlexplain import cli
     monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 60})
     monkeypatch.setattr(cli, "REFERENCE_SECONDS", {"a": 600})
     monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
-    assert cli._step_seconds(tmp_path, "a") == 60.0
+    assert cli._unit_seconds(tmp_path, "a", "a") == 60.0 and cli._unit_seconds(tmp_path, "a", "u", 2) == 30.0
     monkeypatch.setenv("RLEXPLAIN_SCALE", "reference")
-    assert cli._step_seconds(tmp_path, "a") == 600.0
-    assert cli._eta(["a"], 0, {}, tmp_path) == "about 10 min left"
+    assert cli._unit_seconds(tmp_path, "a", "a") == 600.0
+    assert cli._eta([cli._unit_seconds(tmp_path, "a", "a")], []) == "about 10 min left"
 
 
 def test_section_pools_are_spawned_at_one_torch_thread(monkeypatch):
@@ -342,3 +351,76 @@ def test_section_pools_are_spawned_at_one_torch_thread(monkeypatch):
         assert pool._mp_context.get_start_method() == "spawn"
         assert pool.submit(torch.get_num_threads).result(timeout=300) == 1
     finally: pool.shutdown()
+
+
+def _unit_demos(monkeypatch, seconds):
+    "Registers tests/_demo_units.py's sections: 'split' (three units) and 'whole' (one), with these first-guess seconds."
+    from rlexplain import cli
+    monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "split": ("Split", "", "_demo_units:section"), "whole": ("Whole", "", "_demo_units:whole")})
+    monkeypatch.setattr(cli, "DEMO_UNITS", {**cli.DEMO_UNITS, "split": "_demo_units:units"})
+    monkeypatch.setattr(cli, "DEMO_SECONDS", seconds)
+    monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
+
+
+def test_demo_units_go_longest_first_to_one_pool_and_sections_only_load(tmp_path, monkeypatch):
+    """Issue 28: the demo's sections share one pool, their units longest first (LPT); a split section's function, run in the
+    parent after its last unit, loads the saved units instead of computing them again."""
+    from concurrent.futures import Future
+    from rlexplain import cli
+    _unit_demos(monkeypatch, {"split/bbb": 50, "split/a": 5, "split/cc": 20, "whole": 30, "docs": 1})
+    class Recording:   # an executor that runs each job at once and records the order of submission
+        def __init__(self): self.order = []
+        def submit(self, fn, job):
+            f = Future(); unit_fn, arg = job
+            self.order.append(arg[3] if unit_fn is cli._saved_unit else arg[0]); f.set_result(fn(job)); return f
+    ex = Recording()
+    cli.run_demo(tmp_path, only=["split", "whole"], scale="demo", executor=ex, max_workers=2)
+    assert ex.order == ["bbb", "whole", "cc", "a"]
+    assert sorted(p.name.split(".")[0] for p in (tmp_path / "split" / "calls").iterdir()) == ["a", "bbb", "cc"]   # once each
+    done = load_json(tmp_path / "split" / "done.json")
+    assert done["items"] == [["note", "a=1 bbb=9 cc=4", ""]] and set(done["units"]) == {"a", "bbb", "cc"}
+    (tmp_path / "split" / "done.json").unlink()             # interrupted after its units: the section only loads them
+    cli.run_demo(tmp_path, only=["split", "whole"], scale="demo", executor=ex, max_workers=2)
+    assert ex.order == ["bbb", "whole", "cc", "a"] and len(list((tmp_path / "split" / "calls").iterdir())) == 3
+    assert load_json(tmp_path / "split" / "done.json")["items"] == done["items"]
+
+
+def test_demo_units_run_on_spawned_workers(tmp_path, monkeypatch, capsys):
+    "Two real spawned workers: a whole section runs in a worker, a split section's units each once, the report complete."
+    import os
+    from rlexplain import cli
+    _unit_demos(monkeypatch, {"split/bbb": 50, "split/a": 5, "split/cc": 20, "whole": 30})
+    cli.run_demo(tmp_path, only=["split", "whole"], scale="demo", max_workers=2)
+    assert len(list((tmp_path / "split" / "calls").iterdir())) == 3
+    assert load_json(tmp_path / "split" / "done.json")["items"] == [["note", "a=1 bbb=9 cc=4", ""]]
+    note = load_json(tmp_path / "whole" / "done.json")["items"][0][1]
+    assert note.startswith("pid ") and note != f"pid {os.getpid()}"   # not this process
+    out = capsys.readouterr().out
+    assert "2 sections, 4 units on 2 processes" in out and "split/bbb: unit done in" in out and "2/2" in out
+    html = (tmp_path / "report.html").read_text()
+    assert "a=1 bbb=9 cc=4" in html and "pid " in html
+
+
+def test_a_failing_unit_fails_its_section_only(tmp_path, monkeypatch):
+    "A unit that raises marks its section FAILED in the report and the run raises at the end; the other sections finish."
+    from rlexplain import cli
+    _unit_demos(monkeypatch, {"split/bbb": 50, "whole": 30})
+    import _demo_units
+    def job(arg):
+        if arg[1] == "cc": raise ValueError("unit cc fails")
+        return {"name": arg[1], "square": 0}
+    monkeypatch.setattr(_demo_units, "job", job)   # in this process: max_workers=1 runs the units here
+    with pytest.raises(RuntimeError, match=r"demo jobs failed: \['split'\]"):
+        cli.run_demo(tmp_path, only=["split", "whole"], scale="demo")
+    assert (tmp_path / "whole" / "done.json").exists() and not (tmp_path / "split" / "done.json").exists()
+    assert "FAILED" in (tmp_path / "report.html").read_text()
+
+
+def test_a_saved_unit_leaves_its_folder_to_the_parent(tmp_path):
+    """Two workers running units of one folder each opened a `RunDir` there, which removes leftover temporaries of killed
+    writes, so one could delete the other's write in progress (a flaky failure). The worker now only computes; the parent
+    saves the result: another process's temporary file survives a unit, and the unit's value comes back."""
+    from rlexplain import cli
+    tmp = tmp_path / "units" / ".x.npz.tmp"; tmp.parent.mkdir(parents=True); tmp.write_text("another process writing")
+    assert cli._saved_unit((len, "abc", str(tmp_path), "u")) == 3
+    assert tmp.exists() and not (tmp_path / "units" / "u.json").exists()
