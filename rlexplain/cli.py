@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 # %% auto #0
-__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'REFERENCE_SECONDS', 'DEMO_UNITS', 'Section', 'write_report', 'run_demo',
-           'api_html', 'source_links', 'math_to_mathml', 'offline_html', 'for_readers', 'page_defects', 'render_docs',
-           'render_readme', 'build_parser', 'subcommand_parsers', 'main']
+__all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'REFERENCE_SECONDS', 'DEMO_UNITS', 'Section', 'write_report', 'demo_schedule',
+           'run_demo', 'api_html', 'source_links', 'math_to_mathml', 'offline_html', 'for_readers', 'page_defects',
+           'render_docs', 'render_readme', 'build_parser', 'subcommand_parsers', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
 import matplotlib
@@ -374,31 +374,49 @@ def _ranld_plan(scale: str, out: Path) -> tuple:
     jobs = [(env_id, pol, kw, str(out / "quotient_tables"), scale) for env_id, (pol, kw, _) in games.items()]
     return games, jobs, [_game_slug(e) for e in games], notes
 
+def _ranld_pairs() -> list[str]:
+    "The game (at most one) on which the zoo has both a DDQN and an SA-DDQN agent: the vanilla-vs-adversarial comparison's."
+    from rlexplain.agents import list_zoo
+    z = list_zoo()
+    return (sorted(set(z[z.pipeline == "sa-ddqn"].env_id) & set(z[z.pipeline == "ddqn"].env_id)) if len(z) else [])[:1]
+
+def _ranld_compare_job(job: tuple):
+    """The RA-NLD demo's vanilla DDQN against SA-DDQN on `env_id` (Section 4.2), a unit `(env_id, scale)`: `ranld.compare_policies`
+    over 2 episodes (at most 300 steps at demo scale). Returns the `PolicyComparison`."""
+    from rlexplain.ranld import compare_policies
+    env_id, scale = job
+    return compare_policies({"DDQN": load_best_agent(env_id, "ddqn")[0], "SA-DDQN": load_best_agent(env_id, "sa-ddqn")[0]},
+                            env_id, n_episodes=2, max_steps={"demo": 300, "reference": 1000}.get(scale))
+
 def _ranld_run(sec: Section, scale: str, games: dict) -> RunDir:
-    "The folder of the RA-NLD demo's directions, one unit per game, for this scale and these agents (`RunDir`: never mixed)."
-    return RunDir(sec.dir / "directions", config={"scale": scale, "agents": {e: c["id"] for e, (_, _, c) in games.items()}},
-                  force=getattr(sec, "force", False))
+    """The folder of the RA-NLD demo's directions (one unit per game) and comparisons (`compare/<game>`), for this scale and
+    these agents (`RunDir`: never mixed)."""
+    from rlexplain.agents import best_zoo_entry
+    agents = {e: c["id"] for e, (_, _, c) in games.items()}
+    agents.update({f"sa-ddqn {e}": load_json(Path(best_zoo_entry(e, "sa-ddqn")) / "card.json")["id"] for e in _ranld_pairs()})
+    return RunDir(sec.dir / "directions", config={"scale": scale, "agents": agents}, force=getattr(sec, "force", False))
 
 def _ranld_units(sec: Section, scale: str) -> list[tuple]:
     "The RA-NLD demo's units for `run_demo`'s scheduler: one `_ranld_job` per game whose direction is not yet saved."
     games, jobs, names, _ = _ranld_plan(scale, sec.dir)
     rd = _ranld_run(sec, scale, games)
-    return [(n, _saved_unit, (_ranld_job, job, str(rd.path), n)) for job, n in zip(jobs, names) if not rd.done(n)]
+    cmp = [(f"compare/{_game_slug(e)}", (_ranld_compare_job, (e, scale))) for e in _ranld_pairs()]
+    return [(n, _saved_unit, (fn, job, str(rd.path), n)) for n, (fn, job) in [(n, (_ranld_job, j)) for j, n in zip(jobs, names)] + cmp
+            if not rd.done(n)]
 
 def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     """The RA-NLD demo (Korkmaz 2024): one `_ranld_job` per game, side by side on `max_workers` processes (the direction of one
     episode and the game's quotient table, each saved as it finishes, so a rerun resumes); the figures and the table are
     then made here, in game order, and a vanilla DDQN is compared with an SA-DDQN where the zoo has both."""
     import matplotlib.pyplot as plt
-    from rlexplain.agents import list_zoo
     from rlexplain.core import run_jobs
     from rlexplain.envs import make_env
-    from rlexplain.ranld import compare_policies, plot_tables, ranld_tables, tables_config
+    from rlexplain.ranld import plot_tables, ranld_tables, tables_config
     games, jobs, names, notes = _ranld_plan(scale, sec.dir)
     for n in notes: sec.note(n)
     pool = _spawned_pool(executor, max_workers)
-    try: dirs = run_jobs(_ranld_job, jobs, executor=pool, max_workers=max_workers, run_dir=_ranld_run(sec, scale, games), names=names,
-                         desc="RA-NLD games")
+    rd = _ranld_run(sec, scale, games)
+    try: dirs = run_jobs(_ranld_job, jobs, executor=pool, max_workers=max_workers, run_dir=rd, names=names, desc="RA-NLD games")
     finally:
         if pool is not executor: pool.shutdown()
     # every game's table was saved by its job: reloaded here (recomputed only if it was lost)
@@ -414,11 +432,8 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
                      "and shift (mean, std over runs; at = where S^Psi's gradients are taken), the paper's values beside; "
                      "changed = fraction of steps whose observation the shift changed")
     ax = plot_tables(tabs); sec.figure("ranld_tables", ax.figure, "Ours (bars) against Korkmaz (2024) Tables 1-2 (ticks), gradients at the observed frames")
-    z = list_zoo()
-    pairs = sorted(set(z[z.pipeline == "sa-ddqn"].env_id) & set(z[z.pipeline == "ddqn"].env_id)) if len(z) else []
-    for env_id in pairs[:1]:
-        cmp = compare_policies({"DDQN": load_best_agent(env_id, "ddqn")[0], "SA-DDQN": load_best_agent(env_id, "sa-ddqn")[0]},
-                               env_id, n_episodes=2, max_steps={"demo": 300, "reference": 1000}.get(scale))
+    for env_id in _ranld_pairs():
+        cmp = rd.unit(f"compare/{_game_slug(env_id)}", lambda: _ranld_compare_job((env_id, scale)))   # saved by its unit
         sec.table("ranld_vanilla_vs_adversarial", cmp.table, f"Vanilla against adversarially trained on {env_id} (Section 4.2): spectral "
                   f"entropy and high-frequency share of G_S (Figure 2), top-1% mass (Figure 4), coefficient of variation of "
                   f"||grad J||^2 over time (Figure 3); overlap |<G_DDQN, G_SA-DDQN>| = {cmp.overlap[0, 1]:.3f}")
@@ -528,7 +543,7 @@ def _resolve(spec: str) -> Callable:
 # until a run of this folder has measured its own (`<section>/done.json`): a section's key, or "<section>/<unit>" for the
 # sections split into units (`DEMO_UNITS`; a unit without an entry gets its section's time over its number of units).
 # docs: rendering the committed lessons on one worker; docs_execute: re-executing every notebook (issue 28: 10.2 min).
-DEMO_SECONDS = {"ir": 34, "ranld/roadrunner": 140, "ranld/freeway": 133, "saliency": 9, "xrlbench/tabular/cartpole": 15,
+DEMO_SECONDS = {"ir": 34, "ranld/roadrunner": 140, "ranld/freeway": 133, "ranld/compare/roadrunner": 40, "saliency": 9, "xrlbench/tabular/cartpole": 15,
                 "xrlbench/tabular/lunarlander": 25, "xrlbench/tabular/flappybird": 20, "xrlbench/image/breakout": 200,
                 "xrlbench/image/pong": 200, "saliency_bench": 300, "timeseries/breakout": 200, "timeseries/pong": 250,
                 "switching": 23, "compare": 31, "docs": 55, "docs_execute": 610}
@@ -592,6 +607,25 @@ def _docs_unit(job: tuple) -> None:
     "The docs as one demo unit `(nbs, folder)`: `render_docs` of the committed executed lessons, on one process."
     nbs, folder = job
     render_docs(nbs, folder, execute=False, workers=1)
+
+def demo_schedule(workers: int = 2,           # worker processes (`--workers`)
+                  keys: list[str] | None = None, # sections (default: every one of `DEMOS`)
+                  docs: bool = True,          # the docs as one more unit
+                  ) -> pd.DataFrame:
+    """The demo's expected schedule: `DEMO_SECONDS`' units (a split section's `<section>/<unit>` entries, any other section
+    and the docs as one unit) dealt longest first to `workers` processes, each to the first one free, as `run_demo` does.
+    Returns one row per unit: `section`, `unit`, `worker`, `start`, `end` (seconds from the start, expected on a quiet
+    2-core machine). A section's results land at the `end` of its last unit. Raises `ValueError` for `workers` < 1."""
+    if workers < 1: raise ValueError(f"workers must be >= 1; got {workers}.")
+    keys = list(DEMOS) if keys is None else list(keys)
+    units = [(k, k, DEMO_SECONDS[k]) for k in keys if k in DEMO_SECONDS]
+    units += [(k.split("/", 1)[0], k.split("/", 1)[1], s) for k, s in DEMO_SECONDS.items() if "/" in k and k.split("/", 1)[0] in keys]
+    if docs: units.append(("docs", "docs", DEMO_SECONDS["docs"]))
+    free, rows = [0.0] * workers, []
+    for k, n, s in sorted(units, key=lambda u: -u[2]):
+        w = min(range(workers), key=free.__getitem__)
+        rows.append({"section": k, "unit": n, "worker": w, "start": free[w], "end": free[w] + s}); free[w] += s
+    return pd.DataFrame(rows)
 
 
 # %% ../nbs/90_cli.ipynb #40760674
