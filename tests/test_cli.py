@@ -424,3 +424,26 @@ def test_a_saved_unit_leaves_its_folder_to_the_parent(tmp_path):
     tmp = tmp_path / "units" / ".x.npz.tmp"; tmp.parent.mkdir(parents=True); tmp.write_text("another process writing")
     assert cli._saved_unit((len, "abc", str(tmp_path), "u")) == 3
     assert tmp.exists() and not (tmp_path / "units" / "u.json").exists()
+
+
+def test_demo_schedule_is_longest_first_by_hand(monkeypatch):
+    """LPT on 2 workers by hand: a(5) -> w0 [0, 5]; b/x(4) -> w1 [0, 4]; c(3) -> w1 [4, 7] (ties keep the queue's order:
+    whole sections, then split units, then the docs); b/y(3) -> w0 [5, 8]; docs(2) -> w1 [7, 9]."""
+    from rlexplain import cli
+    monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 5, "b/x": 4, "b/y": 3, "c": 3, "docs": 2, "z/q": 100})
+    s = cli.demo_schedule(workers=2, keys=["a", "b", "c"])
+    assert s.groupby("section").end.max().to_dict() == {"a": 5, "b": 8, "c": 7, "docs": 9}
+    assert s.set_index("unit").loc[["x", "c", "y"], "start"].tolist() == [0, 4, 5]
+    assert cli.demo_schedule(workers=1, keys=["a"], docs=False).end.tolist() == [5]
+    with pytest.raises(ValueError, match="workers must be >= 1; got 0"): cli.demo_schedule(workers=0)
+
+
+def test_demo_seconds_name_every_unit_of_the_split_sections(tmp_path):
+    """The schedule (`demo_schedule`, the README's table) and the first guesses know each unit the split sections make from
+    the shipped zoo: DEMO_SECONDS has an entry per unit, and none for a unit that no longer exists."""
+    from rlexplain import cli
+    made = set()
+    for k, spec in cli.DEMO_UNITS.items():
+        sec = cli.Section(tmp_path, k, k)
+        made |= {f"{k}/{n}" for n, _, _ in cli._resolve(spec)(sec, "demo")}
+    assert made == {k for k in cli.DEMO_SECONDS if "/" in k}
