@@ -24,6 +24,13 @@ flat` makes the synthetic top eigenvalues nearly equal, the hard case for Lanczo
 
     python bench/ranld.py [--n 1000 10000] [--d 28224] [--threads 1] [--grads 256]
     python bench/ranld.py --switch [--n 25 50 100 200 400 800 1600] [--d 28224] [--real] [--spectrum flat]
+    python bench/ranld.py --shifts [--env ALE/RoadRunner-v5] [--steps 10]
+
+`--shifts` breaks down where the demo's `ranld_tables` job spends its CPU (issue 28): for the zoo's DDQN agent of `--env`,
+the CPU milliseconds per step (`time.process_time`, one torch thread) of a `collect_shifted_rollout` under each shift of
+`paper_shifts("all", "demo")` (every step attacked, as in the protocol), of an identity rollout and of `ranld` on 40
+states, and the job's estimated CPU seconds: `tables_config("demo")` plays each shift on n_runs x max_steps = 80 steps,
+plus 4 identity rollouts, 22 `ranld` calls and the 300-step direction episode. Episodes that end early make it an upper bound.
 """
 import argparse
 import json
@@ -144,6 +151,32 @@ def grads_timing(n: int, threads: int):
     return sec, tuple(G.shape)
 
 
+def shifts_timing(env_id: str, steps: int) -> None:
+    "Per-step CPU cost of each of the demo protocol's shifts on the zoo's DDQN agent of env_id (see the module docstring)."
+    import torch
+    torch.set_num_threads(1)
+    from rlexplain.agents import load_best_agent
+    from rlexplain.envs import make_env
+    from rlexplain.ranld import paper_shifts, ranld, tables_config
+    from rlexplain.shifts import Identity, collect_shifted_rollout
+    pol, card = load_best_agent(env_id, "ddqn"); env = make_env(env_id, **card.get("env_kwargs", {}))
+    cfg = tables_config("demo"); n_set = cfg.n_runs * cfg.max_steps
+    collect_shifted_rollout(env, pol, Identity(), seed=500, max_steps=3)   # warm-up (imports, first calls)
+    print(machine()); print(f"{env_id}, agent {card['id']}, {steps} steps per shift, seed 500 (run 0's S-hat seed)")
+    total = 0.0
+    for label, sh in {"identity": Identity(), **paper_shifts("all", "demo")}.items():
+        t = time.process_time(); collect_shifted_rollout(env, pol, sh, seed=500, max_steps=steps)
+        ms = 1e3 * (time.process_time() - t) / steps
+        reps = n_set * (2 if label == "identity" else 1)
+        total += ms * reps / 1e3
+        print(f"{label:26s} {ms:8.1f} ms CPU/step  x {reps:4d} steps in the job = {ms * reps / 1e3:6.1f} s")
+    ro = collect_shifted_rollout(env, pol, Identity(), seed=500, max_steps=cfg.max_steps)
+    t = time.process_time(); ranld(pol, ro.obs, keep_gradients=True); g = time.process_time() - t
+    n_ranld = cfg.n_runs * (2 + len(paper_shifts("all", "demo")))
+    print(f"ranld on {len(ro.obs)} states {1e3 * g:.0f} ms x {n_ranld} = {g * n_ranld:.1f} s; "
+          f"estimated job CPU (without the 300-step direction episode) {total + g * n_ranld:.0f} s; load {os.getloadavg()[0]:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[1000, 10000], help="numbers of gradient rows")
@@ -156,10 +189,15 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="--switch: timings per route and n (median)")
     ap.add_argument("--real", action="store_true", help="--switch: real gradients of the zoo's Toybox Breakout DQN")
     ap.add_argument("--spectrum", choices=sorted(SPECTRA), default="steep", help="--switch: synthetic top spectrum")
+    ap.add_argument("--shifts", action="store_true", help="per-step CPU cost of each shift of the demo's ranld_tables job instead")
+    ap.add_argument("--env", default="ALE/RoadRunner-v5", help="--shifts: the game (its zoo DDQN agent)")
+    ap.add_argument("--steps", type=int, default=10, help="--shifts: steps timed per shift")
     ap.add_argument("--one", nargs=3, metavar=("N", "METHOD", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
         return one(int(a.one[0]), a.d, a.one[1], a.one[2], a.threads)
+    if a.shifts:
+        return shifts_timing(a.env, a.steps)
     if a.switch:
         return switch_point(a.n if a.n != [1000, 10000] else [25, 50, 100, 200, 400, 800, 1600], a.d, a.threads, a.repeats,
                             a.real, a.spectrum)

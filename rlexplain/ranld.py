@@ -15,9 +15,10 @@ from typing import Any, Sequence
 # %% auto #0
 __all__ = ['PD_METHODS', 'DENSE_MAX_D', 'LANCZOS_MIN', 'BASELINE', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS',
            'nld_gradients', 'rayleigh', 'principal_direction', 'top_eigenvalues', 'feature_correlation_quotient',
-           'PrincipalDirection', 'ranld', 'RANLDConfig', 'QuotientTable', 'ranld_protocol', 'paper_tables',
-           'paper_shifts', 'game_name', 'ranld_tables', 'plot_tables', 'tables_config', 'spectral_entropy',
-           'high_freq_fraction', 'top_mass', 'PolicyComparison', 'compare_policies']
+           'PrincipalDirection', 'ranld', 'direction_path', 'episode_direction', 'RANLDConfig', 'QuotientTable',
+           'ranld_protocol', 'paper_tables', 'paper_shifts', 'game_name', 'ranld_tables', 'plot_tables',
+           'tables_config', 'spectral_entropy', 'high_freq_fraction', 'top_mass', 'PolicyComparison',
+           'compare_policies']
 
 # %% ../nbs/20_ranld.ipynb #fd8ac3fb
 import gymnasium as gym
@@ -350,6 +351,55 @@ def ranld(policy: Policy,              # any Policy (q-values or logits)
     return PrincipalDirection(z.reshape(policy.obs_shape).numpy(), lam, sq.numpy(), acts.numpy(),
                               G.numpy() if keep_gradients else np.zeros((0, G.shape[1]), np.float32),
                               float(temperature), method, name, eig)
+
+# %% ../nbs/20_ranld.ipynb #dbbe1804
+def _weights_digest(policy: Policy) -> str:
+    "SHA-1 of the policy network's parameters and buffers (names, shapes, bytes): which weights a saved result belongs to."
+    import hashlib
+    h = hashlib.sha1()
+    for k, v in policy.module.state_dict().items():
+        t = v.detach().cpu().contiguous()
+        h.update(f"{k}:{t.dtype}:{tuple(t.shape)};".encode()); h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())
+    return h.hexdigest()
+
+def direction_path(out: str | Path, env_id: str) -> Path:
+    "The folder where `episode_direction(..., out=out)` saves the direction of `env_id`: `out/<game>/direction`."
+    return Path(out) / game_name(env_id) / "direction"
+
+def episode_direction(policy: Policy,                  # the agent
+                      env_id: str,                     # an id for make_env, e.g. "ALE/RoadRunner-v5"
+                      env_kwargs: dict | None = None,  # make_env's keyword arguments (a zoo card's "env_kwargs")
+                      n_episodes: int = 1,             # greedy episodes, reset with seed, seed + 1, ...
+                      seed: int = 0,
+                      max_steps: int | None = 300,     # cap per episode, steps
+                      temperature: float = 1.0,        # softmax temperature T of J
+                      name: str | None = None,         # the result's name; default the env id's last part ("RoadRunner-v5")
+                      out: str | Path | None = None,   # folder: the result is saved to out/<game>/direction, reloaded on a rerun
+                      ) -> PrincipalDirection:         # gradients not kept
+    """Korkmaz (2024) Algorithm 1 on the states the agent visits: `collect_rollout` of `n_episodes` greedy episodes on a
+    fresh `make_env(env_id, **env_kwargs)`, then `ranld` of the visited states (gradients dropped). With `out`, the
+    result is saved (`PrincipalDirection.save`, each file atomically, then `key.json` last) and, on a later call with
+    the same arguments and the same weights (SHA-1 of the network's state dict), loaded instead of recomputed: so a
+    worker process can compute it and its parent read it. A saved result of other arguments or weights is recomputed
+    and replaced. Raises `ValueError` as `collect_rollout` and `ranld` do, and `TypeError` for an env_id that is not a string."""
+    from rlexplain.core import load_json, save_json
+    from rlexplain.envs import collect_rollout
+    if not isinstance(env_id, str): raise TypeError(f"env_id must be a string such as 'ALE/RoadRunner-v5'; got {type(env_id).__name__}.")
+    env_kwargs = dict(env_kwargs or {}); name = env_id.split("/")[-1] if name is None else str(name)
+    key = json.loads(json.dumps(dict(env_id=env_id, env_kwargs=env_kwargs, n_episodes=int(n_episodes), seed=int(seed),
+                                     max_steps=max_steps, temperature=float(temperature), name=name, policy=policy.name,
+                                     weights=_weights_digest(policy)), default=json_default))
+    folder = direction_path(out, env_id) if out is not None else None
+    if folder is not None and (folder / "key.json").exists() and (folder / "result.json").exists():
+        if load_json(folder / "key.json") == key: return PrincipalDirection.load(folder)
+        warnings.warn(f"{folder} holds a direction of other arguments or weights; recomputing it.")
+    ro = collect_rollout(make_env(env_id, **env_kwargs), policy, n_episodes=n_episodes, seed=seed, max_steps=max_steps,
+                         record_states=False)
+    res = ranld(policy, ro.obs, temperature, keep_gradients=False, name=name)
+    if folder is not None:
+        (folder / "key.json").unlink(missing_ok=True)   # the key goes last: a half-written save is never read as done
+        res.save(folder); save_json(folder / "key.json", key)
+    return res
 
 # %% ../nbs/20_ranld.ipynb #281cd612
 @dataclasses.dataclass(frozen=True)

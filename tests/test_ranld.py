@@ -228,3 +228,34 @@ def test_principal_direction_finite_or_clear_error(n, d, seed, poison, method):
     assert torch.isfinite(z).all() and float(z.norm()) == pytest.approx(1.0, abs=1e-5) and np.isfinite(lam) and lam >= 0
     e = top_eigenvalues(A, 3)
     assert np.isfinite(e).all() and len(e) == min(3, n, d) and e[0] == pytest.approx(lam, rel=1e-4, abs=1e-6)
+
+
+# --- issue 28: the demo's direction is saved by the worker and read by its parent -----------------------------------------
+
+def test_episode_direction_saves_and_reloads(tmp_path, monkeypatch):
+    "episode_direction = collect_rollout on a fresh env + ranld; with out it is saved and reloaded, never recomputed."
+    import rlexplain.ranld as R
+    from rlexplain.envs import collect_rollout, make_env
+    torch.manual_seed(3)
+    pol = Policy.from_module(nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 2)), obs_shape=(4,), device="cpu", name="mlp")
+    ro = collect_rollout(make_env("CartPole-v1"), pol, n_episodes=1, seed=0, max_steps=30)
+    want = ranld(pol, ro.obs, keep_gradients=False, name="CartPole-v1")
+    got = R.episode_direction(pol, "CartPole-v1", max_steps=30, out=tmp_path)
+    assert R.direction_path(tmp_path, "CartPole-v1") == tmp_path / "CartPole" / "direction"
+    assert (tmp_path / "CartPole" / "direction" / "key.json").exists()
+    for k in ("direction", "grad_sq_norms", "actions", "eigenvalues"): np.testing.assert_array_equal(getattr(got, k), getattr(want, k))
+    assert got.eigenvalue == want.eigenvalue and got.name == "CartPole-v1" and got.gradients.shape == (0, 4)
+    def boom(*a, **k): raise AssertionError("recomputed")
+    monkeypatch.setattr(R, "ranld", boom)
+    back = R.episode_direction(pol, "CartPole-v1", max_steps=30, out=tmp_path)   # loaded: ranld is not called
+    assert isinstance(back, PrincipalDirection) and back.n_states == want.n_states
+    for k in ("direction", "grad_sq_norms", "actions", "eigenvalues"): np.testing.assert_array_equal(getattr(back, k), getattr(want, k))
+    with pytest.warns(UserWarning, match="other arguments"), pytest.raises(AssertionError, match="recomputed"):
+        R.episode_direction(pol, "CartPole-v1", max_steps=20, out=tmp_path)
+    monkeypatch.undo()
+    with torch.no_grad(): pol.module[0].weight.add_(0.1)                  # other weights, same name: recomputed, replaced
+    with pytest.warns(UserWarning, match="other arguments or weights"):
+        new = R.episode_direction(pol, "CartPole-v1", max_steps=30, out=tmp_path)
+    assert not np.array_equal(new.direction, want.direction)
+    np.testing.assert_array_equal(R.episode_direction(pol, "CartPole-v1", max_steps=30, out=tmp_path).direction, new.direction)
+    with pytest.raises(TypeError, match="env_id"): R.episode_direction(pol, make_env("CartPole-v1"))
