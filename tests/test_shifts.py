@@ -183,3 +183,40 @@ def test_fgsm_does_not_build_art_per_call(monkeypatch):
     x = torch.rand(2, 4, 12, 12)
     assert FGSM(eps=2 / 255)(x, pol).shape == x.shape
     with pytest.raises(AssertionError, match="ART classifier"): PGD(eps=2 / 255)(x, pol)
+
+
+def test_fgsm_one_forward_per_chunk_and_hand_values():
+    """FGSM's labels come from the forward whose backward gives the gradient: one network call per chunk of
+    `batch_size` states (the old code ran a second, no-grad forward for the labels). Hand check on a linear model:
+    Q = W x with greedy action 1; each pixel moves by eps along the sign of the loss gradient (0: stays)."""
+    calls = []
+    class Count(nn.Module):
+        def __init__(self):
+            super().__init__(); self.fc = nn.Linear(4, 2, bias=False)
+            with torch.no_grad(): self.fc.weight.copy_(torch.tensor([[1.0, -2.0, 0.0, 0.0], [-1.0, 1.0, 0.0, 0.0]]))
+        def forward(self, x): calls.append(len(x)); return self.fc(x.flatten(1))
+    pol = Policy.from_module(Count(), obs_shape=(1, 2, 2), n_actions=2, device="cpu")
+    calls.clear()
+    x = torch.full((5, 1, 2, 2), 0.5)
+    out = FGSM(eps=0.1, batch_size=2)(x, pol)
+    assert calls == [2, 2, 1]
+    # q = (0.5 - 1, -0.5 + 0.5) = (-0.5, 0): greedy action 1; grad of CE(label 1) = W^T (p0, p1 - 1) = (p0 - p1 + 1, -2 p0 - p1 + 1, 0, 0)
+    # = (2 p0, -3 p0, 0, 0) as p1 = 1 - p0: pixels 1 and 2 move by +eps and -eps, pixels 3 and 4 (zero weights) stay
+    sign = torch.tensor([1.0, -1.0, 0.0, 0.0]).reshape(1, 1, 2, 2)
+    assert torch.equal(out, (x + 0.1 * sign).expand(5, 1, 2, 2))           # (0.6, 0.4, 0.5, 0.5) in float32
+
+
+@given(st.integers(0, 10_000), st.sampled_from([1e-6, 0.5 / 255, 1 / 255, 0.05, 0.5, 3.0]))
+@settings(max_examples=60, deadline=None)
+def test_fgsm_float32_projection_equals_art_float64(seed, eps):
+    """ART's projection `float32(float64(x) + sign(d) * min(|d|, float64(float32(eps))))` equals FGSM's float32
+    `x + clamp(d, -eps32, eps32)` bit for bit (double rounding of a float32 sum through float64 is innocuous), over
+    values spread across many binades (tabular states) and both signs."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(4000, generator=g) * torch.exp2(torch.randint(-30, 20, (4000,), generator=g).float())
+    step = torch.sign(torch.randn(4000, generator=g)) * float(np.float32(eps))
+    d = (x + step) - x
+    e32 = float(np.float32(eps))
+    art = (x.double() + torch.sign(d).double() * torch.minimum(d.abs().double(), torch.tensor(e32, dtype=torch.float64))).float()
+    ours = x + d.clamp(-e32, e32)
+    assert torch.equal(art, ours)
