@@ -183,7 +183,7 @@ def _batched_job(job: dict) -> list[dict]:
         hit = [bool(coins[i].random() < p) and on[i] if active[i] else False for i in range(M)]
         if any(hit):                       # shift only the attacked lanes (one batch); the network always sees M rows
             idx = torch.tensor([i for i in range(M) if hit[i]], device=x.device)
-            x = x.clone(); x[idx] = shift(x[idx], pol).to(x.device)
+            x[idx] = shift(x[idx], pol).to(x.device)   # x is this step's own new tensor (pol.obs): no copy needed
         with torch.no_grad(): out = pol.forward(x).float().cpu()
         for i in range(M):
             if not active[i]: continue

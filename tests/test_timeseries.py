@@ -337,3 +337,21 @@ def test_study_on_two_workers_equals_one_and_its_figures(tiny):
     ax = two.plot(); assert ax is not None
     ci.plot(); fig = plt.gcf(); assert len(fig.axes) == 3 and "return" in fig.axes[0].get_ylabel()
     plt.close("all")
+
+
+def test_study_rerun_in_the_same_folder_plays_no_episode(tiny, tmp_path, monkeypatch):
+    """`run_study(cfg, run_dir=rd)` a second time with the same folder loads every finished (agent, condition) unit and
+    plays no episode (the CLI runs the study in a worker, then again in the parent to make the tables); the series and
+    impacts are the first run's."""
+    import rlexplain.timeseries as T
+    cfg = TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1), n_episodes=4, T=2, window=2, horizon=2, max_steps=15,
+                           n_boot=20, eps=(1 / 255,))
+    played, real = [], T._batched_job
+    monkeypatch.setattr(T, "_batched_job", lambda job: played.append(job["condition"]) or real(job))
+    first = T.run_study(cfg, policies={"a": tiny}, run_dir=tmp_path / "study")
+    assert played == ["control", "fgsm eps=1/255 from t=2", "fgsm eps=1/255 p=0.5"]   # the counter sees the rollouts
+    played.clear()
+    second = T.run_study(cfg, policies={"a": tiny}, run_dir=tmp_path / "study")
+    assert played == []
+    pd.testing.assert_frame_equal(first.series, second.series)
+    pd.testing.assert_frame_equal(first.impacts, second.impacts)
