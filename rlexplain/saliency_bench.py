@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 # %% auto #0
-__all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'PAPER_CALIBRATION', 'DEMO_GRIDS', 'PAPER_GAMES', 'PAPER_RUNTIMES',
+__all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'PAPER_CALIBRATION', 'DEMO_GRIDS', 'PAPER_GAMES', 'PAPER_RUNTIMES', 'TUNING_METHODS',
            'random_saliency', 'explain', 'random_map_calibration', 'SanityCheck', 'sanity_check',
            'penultimate_features', 'highlights_importance', 'Highlights', 'highlights_div', 'paper_grid', 'Tuning',
            'tune', 'BenchConfig', 'load_bench_agent', 'collect_stream', 'MethodRun', 'paper_insertion_table',
-           'paper_tuning_table', 'paper_game', 'SaliencyBenchmark', 'game_stream', 'run_benchmark']
+           'paper_tuning_table', 'paper_game', 'SaliencyBenchmark', 'game_stream', 'benchmark_jobs', 'run_benchmark',
+           'tuning_jobs', 'run_tuning']
 
 # %% ../nbs/31_saliency_bench.ipynb #1e3c4645
 import matplotlib.pyplot as plt
@@ -118,11 +119,17 @@ def random_map_calibration(n_pairs: int = 100,        # pairs of random maps (pa
                            shape: tuple = (84, 84),   # map size
                            seed: int = 0,
                            ssim_flat: bool = False,
+                           run_dir: str | Path | None = None, # save the table there (unit `calibration/...`) and reload it on later calls
                            ) -> pd.DataFrame:         # rows uniform/gaussian; columns mean similarity per metric + the paper's
     """Mean similarity of independent random maps (uniform and Gaussian), beside the paper's values (Huber et al. 2023, App. B.1):
     per metric the mean over pairs, its standard deviation over pairs (`<metric>_std`, ddof 1) and `n_pairs`, so that the
-    difference from the paper's value carries a t interval. Raises `ValueError` for `n_pairs < 1`."""
+    difference from the paper's value carries a t interval. With `run_dir` the table is computed once per arguments (a job in a
+    worker, say) and then read back. Raises `ValueError` for `n_pairs < 1`."""
     if n_pairs < 1: raise ValueError(f"n_pairs must be >= 1; got {n_pairs}.")
+    if run_dir is not None:
+        name = f"calibration/{int(n_pairs)}-{'x'.join(str(int(s)) for s in shape)}-seed{int(seed)}{'-flat' if ssim_flat else ''}"
+        t = RunDir(run_dir).unit(name, lambda: random_map_calibration(n_pairs, shape, seed, ssim_flat).reset_index())
+        return t.set_index("distribution")
     rng = np.random.default_rng(seed); rows = {}
     for dist in ("uniform", "gaussian"):
         draw = (lambda: rng.random((n_pairs, *shape))) if dist == "uniform" else (lambda: rng.normal(size=(n_pairs, *shape)))
@@ -550,9 +557,21 @@ class _BenchJob:
     obs: np.ndarray       # (N, C, H, W) uint8 insertion states
     example: np.ndarray   # (1, C, H, W) uint8 HIGHLIGHTS-DIV state
 
+_JOB_AGENTS: dict = {}   # (agent path, device, card/zip mtime) -> Policy: the agents this process has loaded for its jobs
+
+def _job_agent(agent: Any, device: str = "auto") -> Policy:
+    """The Policy of a job's agent (`load_bench_agent`), loaded once per process and reused by the process's later jobs (the jobs
+    only read it: the sanity checks randomise deep copies); a Policy is itself. Raises `ValueError` as `load_bench_agent`."""
+    if isinstance(agent, Policy): return agent
+    p = Path(agent)
+    stamp = p / "card.json" if p.is_dir() else p
+    key = (str(p.resolve()), str(device), stamp.stat().st_mtime_ns if stamp.exists() else None)
+    if key not in _JOB_AGENTS: _JOB_AGENTS[key] = load_bench_agent(agent, device)[0]
+    return _JOB_AGENTS[key]
+
 def _run_bench_job(job: _BenchJob) -> MethodRun:
     if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
-    policy, _, _ = load_bench_agent(job.agent, job.cfg.device)
+    policy = _job_agent(job.agent, job.cfg.device)
     cfg = job.cfg
     t0 = time.perf_counter(); maps = _maps(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
     ins = _insertion(policy, job.obs, maps, cfg.starts, job.game, pixels_per_step=cfg.pixels_per_step, seed=cfg.seed, batch_size=cfg.batch_size)
@@ -736,14 +755,80 @@ class SaliencyBenchmark(Result):
         if paper: t["paper_s_per_map"] = t.method.map(PAPER_RUNTIMES)
         return t
 
+class _Agent:
+    """A benchmark game's agent (a Policy, zoo folder or SB3 .zip) whose network is loaded (`load_bench_agent`) only when first
+    needed: its name and env kwargs come from the card, so a game whose stream and HIGHLIGHTS-DIV states are saved needs no agent.
+    Raises `ValueError` for anything else."""
+    def __init__(self, spec: Any, device: str = "auto"):
+        self.spec, self.device, self._policy = spec, device, None
+        if isinstance(spec, Policy): self.env_kwargs, self.name, self._policy = {}, spec.name, spec
+        elif Path(spec).is_dir():
+            card = load_json(Path(spec) / "card.json")
+            self.env_kwargs, self.name = dict(card.get("env_kwargs") or {}), str(card.get("id", Path(spec).name))
+        elif Path(spec).suffix == ".zip": self.env_kwargs, self.name = {}, Path(spec).stem
+        else: raise ValueError(f"agent must be a Policy, a zoo folder or an SB3 .zip; got {spec!r}.")
+    def policy(self) -> Policy:
+        if self._policy is None: self._policy = load_bench_agent(self.spec, self.device)[0]
+        return self._policy
+
+def _stream(get_policy: Callable[[], Policy], env_kwargs: dict, game: str, cfg: BenchConfig, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
+    "`game_stream` with the agent behind `get_policy()`, called only when the stream is not saved in `rd` yet."
+    def _record():
+        o, e = collect_stream(get_policy(), game, cfg.stream_steps, cfg.seed, env_kwargs, cfg.stream_epsilon)
+        return {"obs": o, "episode": e}
+    st = rd.unit(f"stream/{env_slug(game)}", _record) if rd else _record()
+    return st["obs"][cfg.skip:], st["episode"][cfg.skip:]
+
 def game_stream(policy: Policy, game: str, cfg: BenchConfig, env_kwargs: dict, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
     """A game's recorded stream `(obs (T, C, H, W) uint8, episode (T,))` without its first `cfg.skip` states (Huber et al. 2023, App. C.1:
     the agent's epsilon-greedy play); saved in (and reloaded from) `rd` when given."""
-    def _stream():
-        o, e = collect_stream(policy, game, cfg.stream_steps, cfg.seed, env_kwargs, cfg.stream_epsilon)
-        return {"obs": o, "episode": e}
-    st = rd.unit(f"stream/{env_slug(game)}", _stream) if rd else _stream()
-    return st["obs"][cfg.skip:], st["episode"][cfg.skip:]
+    return _stream(lambda: policy, env_kwargs, game, cfg, rd)
+
+def _game_highlights(get_policy: Callable[[], Policy], game: str, obs: np.ndarray, episode: np.ndarray, cfg: BenchConfig,
+                     rd: RunDir | None, budget: int | None = None) -> Highlights:
+    """`highlights_div` of a game's stream with the benchmark's parameters (`cfg.highlights_*`, `cfg.seed`) and `budget` (default
+    `cfg.highlights_budget`), saved in `rd` (`highlights/<game>`, or `highlights-<budget>/<game>` for another budget) and reloaded
+    when its parameters and stream length match; `get_policy()` is called only to select."""
+    budget = cfg.highlights_budget if budget is None else int(budget)
+    p = dict(budget=int(budget), context=int(cfg.highlights_context), min_gap=int(cfg.highlights_min_gap),
+             percentile=float(cfg.highlights_percentile), seed=int(cfg.seed))
+    name = f"highlights/{env_slug(game)}" if budget == cfg.highlights_budget else f"highlights-{budget}/{env_slug(game)}"
+    if rd is not None and rd.done(name):
+        hl = rd.load_unit(name)
+        if isinstance(hl, Highlights) and hl.params == p and len(hl.importance) == len(obs): return hl
+    hl = highlights_div(get_policy(), obs, budget=p["budget"], context=p["context"], min_gap=p["min_gap"], percentile=p["percentile"],
+                        episode=episode, seed=p["seed"])
+    return rd.save_unit(name, hl) if rd is not None else hl
+
+def _bench_plan(cfg: BenchConfig, agents: dict | None, rd: RunDir | None) -> tuple:
+    "`(fn, jobs, names, agent names, example states)`: the benchmark's jobs and what `run_benchmark` needs beside their results."
+    jobs, names, agent_names, ex_obs = [], [], {}, []
+    for gi, game in enumerate(cfg.games):
+        spec = (agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else best_zoo_entry(game, cfg.algo))
+        agent = _Agent(spec, cfg.device)
+        agent_names[game] = agent.name
+        obs, ep = _stream(agent.policy, agent.env_kwargs, game, cfg, rd)
+        hl = _game_highlights(agent.policy, game, obs, ep, cfg, rd)
+        idx = np.arange(len(obs)) if cfg.n_states is None or cfg.n_states >= len(obs) else np.linspace(0, len(obs) - 1, cfg.n_states).round().astype(int)
+        example = obs[hl.indices[:1]]; ex_obs.append(example[0])
+        for meth in list(cfg.methods) + (["random"] if cfg.baseline else []):
+            jobs.append(_BenchJob(cfg, game, meth, agent.spec, obs[idx], example))
+            names.append(f"bench/{env_slug(game)}/{meth}")
+    return _run_bench_job, jobs, names, agent_names, ex_obs
+
+def benchmark_jobs(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scale()
+                   run_dir: str | Path | None = None, # where the streams and HIGHLIGHTS-DIV states are saved (and the jobs' results go)
+                   agents: dict | None = None,        # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
+                   ) -> tuple[Callable, list, list[str]]: # (fn, jobs, unit names)
+    """The benchmark's jobs exactly as `run_benchmark` hands them to `rlexplain.core.run_jobs`: one per (game, method), `fn(job)` the
+    job's `MethodRun` (it loads its own agent; run it in any worker process), `names` the units `bench/<game>/<method>` that
+    `run_benchmark(cfg, run_dir=run_dir)` reads. A scheduler that runs the jobs itself saves each result with
+    `RunDir(run_dir).save_unit(name, fn(job))`; `run_benchmark` then loads them all and computes nothing.
+
+    Building the jobs records each game's stream (`stream/<game>`) and HIGHLIGHTS-DIV states (`highlights/<game>`) in `run_dir`, loading
+    the agent only for what is not saved yet. Raises `LookupError` when a game has no agent, `ValueError` for an agent of another kind."""
+    cfg = cfg or BenchConfig.from_scale()
+    return _bench_plan(cfg, agents, RunDir(run_dir) if run_dir is not None else None)[:3]
 
 def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scale()
                   agents: dict | None = None,        # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
@@ -751,24 +836,13 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
                   executor=None, max_workers: int = 1,
                   ) -> SaliencyBenchmark:
     """Run the saliency benchmark (Huber et al. 2023): per game a greedy stream, HIGHLIGHTS-DIV example state, and one
-    job per (game, method) with the insertion metric, sanity checks and run time. Raises `LookupError` when a game
+    job per (game, method) with the insertion metric, sanity checks and run time (`benchmark_jobs`). With `run_dir`, a rerun
+    after every job is saved loads everything and computes nothing (no agent is loaded). Raises `LookupError` when a game
     has no agent."""
     cfg = cfg or BenchConfig.from_scale()
     rd = RunDir(run_dir) if run_dir is not None else None
-    jobs, names, agent_names, ex_obs = [], [], {}, []
-    for gi, game in enumerate(cfg.games):
-        spec = (agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else best_zoo_entry(game, cfg.algo))
-        policy, env_kwargs, aname = load_bench_agent(spec, cfg.device)
-        agent_names[game] = aname
-        obs, ep = game_stream(policy, game, cfg, env_kwargs, rd)
-        hl = highlights_div(policy, obs, budget=cfg.highlights_budget, context=cfg.highlights_context, min_gap=cfg.highlights_min_gap,
-                            percentile=cfg.highlights_percentile, episode=ep, seed=cfg.seed)
-        idx = np.arange(len(obs)) if cfg.n_states is None or cfg.n_states >= len(obs) else np.linspace(0, len(obs) - 1, cfg.n_states).round().astype(int)
-        example = obs[hl.indices[:1]]; ex_obs.append(example[0])
-        for meth in list(cfg.methods) + (["random"] if cfg.baseline else []):
-            jobs.append(_BenchJob(cfg, game, meth, spec if not isinstance(spec, Policy) else policy, obs[idx], example))
-            names.append(f"bench/{env_slug(game)}/{meth}")
-    runs = run_jobs(_run_bench_job, jobs, executor=executor, max_workers=max_workers, names=names if rd else None,
+    fn, jobs, names, agent_names, ex_obs = _bench_plan(cfg, agents, rd)
+    runs = run_jobs(fn, jobs, executor=executor, max_workers=max_workers, names=names if rd else None,
                     run_dir=rd, desc="saliency benchmark")
     ins, curves, sanity, rt = [], [], [], []
     methods = tuple(dict.fromkeys(r.method for r in runs))
@@ -789,3 +863,68 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
     return SaliencyBenchmark(pd.concat(ins, ignore_index=True), pd.concat(curves, ignore_index=True),
                              pd.concat(san, ignore_index=True) if san else sanity[0], pd.DataFrame(rt), examples,
                              np.stack(ex_obs), tuple(cfg.games), methods, agent_names, dataclasses.asdict(cfg))
+
+@dataclasses.dataclass(frozen=True)
+class _TuneJob:
+    agent: Any            # zoo folder / SB3 zip path or a Policy
+    device: str
+    game: str
+    method: str
+    grid: tuple | None    # parameter sets; None: DEMO_GRIDS[method]
+    obs: np.ndarray       # (k, C, H, W) uint8 tuning states
+    max_seconds: float
+    seed: int
+
+def _run_tune_job(job: _TuneJob) -> Tuning:
+    if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
+    grid = None if job.grid is None else [dict(g) for g in job.grid]
+    return tune(_job_agent(job.agent, job.device), job.obs, job.method, grid=grid, max_seconds=job.max_seconds, seed=job.seed, game=job.game)
+
+TUNING_METHODS = ("occlusion", "noise_sensitivity", "sarfa")   # the demo's tuned methods (DEMO_GRIDS); paper scale: all of DEMO_GRIDS
+
+def tuning_jobs(cfg: BenchConfig | None = None,     # the benchmark's configuration (its stream, agent and HIGHLIGHTS-DIV parameters)
+                run_dir: str | Path | None = None,  # the benchmark's run folder (the stream and states are read from it)
+                budget: int = 3,                    # HIGHLIGHTS-DIV tuning states (paper: 10)
+                methods: Sequence[str] = TUNING_METHODS, # keys of BENCH_METHODS
+                grids: dict | None = None,          # method -> parameter sets; None (or a missing method): DEMO_GRIDS[method]
+                game: str | None = None,            # the tuned game; None: cfg.games[0] (the paper: Pac-Man)
+                agents: dict | None = None,         # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
+                max_seconds: float = 3.0,           # `tune`'s time budget per map
+                seed: int = 0,                      # `tune`'s seed (insertion start images and ties)
+                ) -> tuple[Callable, list, list[str]]: # (fn, jobs, unit names `tuning/<game>/<method>`)
+    """Parameter tuning (Huber et al. 2023, Section 4, App. C.2) as jobs, one per method, as `run_tuning` hands them to `run_jobs`:
+    `fn(job)` is `tune(agent, states, method, grid, ...)` and returns its `Tuning` (run it in any worker process; it loads its own agent).
+
+    The states are the first `budget` HIGHLIGHTS-DIV states of `game`'s stream with the benchmark's parameters (`cfg.highlights_*`,
+    `cfg.seed`): the greedy choice with a smaller budget is the prefix of the benchmark's own (`highlights/<game>`, read from `run_dir`
+    where `benchmark_jobs` saved it); a budget above `cfg.highlights_budget` selects again (saved as `highlights-<budget>/<game>`).
+    Raises `ValueError` for a budget < 1 or a method without a grid, `LookupError` when the game has no agent."""
+    cfg = cfg or BenchConfig.from_scale()
+    budget = check_int("budget", budget, 1)
+    game = game or cfg.games[0]
+    if game not in cfg.games: raise ValueError(f"game {game!r} is not one of the benchmark's games {cfg.games}.")
+    grids = dict(grids or {})
+    bad = [m for m in methods if m not in grids and m not in DEMO_GRIDS]
+    if bad: raise ValueError(f"no parameter grid for {bad}; pass grids={{method: [{{...}}, ...]}} (DEMO_GRIDS has {list(DEMO_GRIDS)}).")
+    rd = RunDir(run_dir) if run_dir is not None else None
+    gi = cfg.games.index(game)
+    agent = _Agent((agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else best_zoo_entry(game, cfg.algo)), cfg.device)
+    obs, ep = _stream(agent.policy, agent.env_kwargs, game, cfg, rd)
+    hl = _game_highlights(agent.policy, game, obs, ep, cfg, rd, budget if budget > cfg.highlights_budget else None)
+    states = obs[hl.indices[:budget]]
+    jobs = [_TuneJob(agent.spec, cfg.device, game, m, None if grids.get(m) is None else tuple(dict(g) for g in grids[m]), states,
+                     float(max_seconds), int(seed)) for m in methods]
+    return _run_tune_job, jobs, [f"tuning/{env_slug(game)}/{m}" for m in methods]
+
+def run_tuning(cfg: BenchConfig | None = None, run_dir: str | Path | None = None, budget: int = 3,
+               methods: Sequence[str] = TUNING_METHODS, grids: dict | None = None, game: str | None = None,
+               agents: dict | None = None, max_seconds: float = 3.0, seed: int = 0,
+               executor=None, max_workers: int = 1,
+               ) -> list[Tuning]:    # one per method, in the order of `methods`
+    """Run `tuning_jobs` (see there for the arguments) with `run_jobs`: with `run_dir` each method's `Tuning` is saved
+    (`tuning/<game>/<method>`), and a rerun after they are saved loads them and computes nothing."""
+    cfg = cfg or BenchConfig.from_scale()
+    rd = RunDir(run_dir) if run_dir is not None else None
+    fn, jobs, names = tuning_jobs(cfg, rd, budget, methods, grids, game, agents, max_seconds, seed)
+    return run_jobs(fn, jobs, executor=executor, max_workers=max_workers, names=names if rd else None, run_dir=rd, desc="saliency tuning")
+

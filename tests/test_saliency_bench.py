@@ -244,3 +244,73 @@ def test_demo_runs_on_the_zoo_ale_agents(tmp_path):
     hl = highlights_div(agent, o[4:], budget=2, episode=e[4:])
     tn = tune(agent, o[4:][hl.indices], "occlusion", grid=[dict(patch=p) for p in (8, 12)], costs=[0.1, 0.2])
     assert len(tn.table) == 2 and tn.table.chosen.sum() == 1 and np.isfinite(tn.table[["q_auc", "adv_auc"]].to_numpy()).all()
+
+
+# ---------------------------------------------------------------- jobs for a scheduler; reruns compute nothing
+def _boom(*a, **k): raise AssertionError("a rerun after every unit was saved computed something")
+
+
+def test_benchmark_jobs_run_elsewhere_then_run_benchmark_loads_them(tmp_path, monkeypatch):
+    """`benchmark_jobs` gives what `run_benchmark` runs: results of its jobs saved under its names are what `run_benchmark` returns,
+    and a rerun then neither runs a job nor loads an agent, records a stream, selects HIGHLIGHTS-DIV states or runs the network."""
+    pytest.importorskip("ctoybox")
+    from rlexplain.core import RunDir
+    pol = Policy.from_module(small_cnn((4, 84, 84), 4), (4, 84, 84), device="cpu", name="tiny")
+    cfg = BenchConfig.demo(games=("toybox/Breakout",), methods=("occlusion",), n_states=3, n_sanity=1, stream_steps=40,
+                           highlights_budget=3)
+    agents = {"toybox/Breakout": pol}
+    fn, jobs, names = sb.benchmark_jobs(cfg, tmp_path / "a", agents=agents)
+    assert names == ["bench/toybox-breakout/occlusion", "bench/toybox-breakout/random"] and len(jobs) == 2
+    rd = RunDir(tmp_path / "a")
+    assert rd.done("stream/toybox-breakout") and rd.done("highlights/toybox-breakout")
+    for name, job in zip(names, jobs): rd.save_unit(name, fn(job))                 # a scheduler's worker
+    ref = run_benchmark(cfg, agents=agents, run_dir=tmp_path / "b")              # the same, run by run_benchmark
+    for f in ("_run_bench_job", "highlights_div", "collect_stream", "load_bench_agent", "penultimate_features"):
+        monkeypatch.setattr(sb, f, _boom)
+    monkeypatch.setattr(pol, "forward", _boom)
+    for d in ("a", "b"):
+        res = run_benchmark(cfg, agents=agents, run_dir=tmp_path / d)
+        pd.testing.assert_frame_equal(res.insertion, ref.insertion)
+        pd.testing.assert_frame_equal(res.sanity, ref.sanity)
+        np.testing.assert_array_equal(res.examples, ref.examples); np.testing.assert_array_equal(res.example_obs, ref.example_obs)
+        assert res.agents == {"toybox/Breakout": "tiny"}
+
+
+def test_tuning_jobs_match_tune_on_the_highlights_states_and_rerun_computes_nothing(tmp_path, monkeypatch):
+    """`run_tuning` tunes on the first `budget` HIGHLIGHTS-DIV states, the prefix of the benchmark's own selection (greedy: a smaller
+    budget stops earlier), so it equals `tune` on `highlights_div(..., budget)`'s states; saved, a rerun runs nothing."""
+    pytest.importorskip("ctoybox")
+    from rlexplain.core import RunDir
+    pol = Policy.from_module(small_cnn((4, 84, 84), 4), (4, 84, 84), device="cpu", name="tiny")
+    cfg = BenchConfig.demo(games=("toybox/Breakout",), methods=("occlusion",), n_states=3, n_sanity=1, stream_steps=60,
+                           highlights_budget=4, highlights_context=2, highlights_min_gap=2)
+    agents, game = {"toybox/Breakout": pol}, "toybox/Breakout"
+    grids = {"occlusion": [dict(patch=12), dict(patch=21, color=0.5)], "sarfa": [dict(radius=12)]}
+    sb.benchmark_jobs(cfg, tmp_path, agents=agents)                              # records the stream and the 4 states
+    fn, jobs, names = sb.tuning_jobs(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
+    assert names == ["tuning/toybox-breakout/occlusion", "tuning/toybox-breakout/sarfa"]
+    o, e = sb.game_stream(pol, game, cfg, {}, RunDir(tmp_path))
+    hl = highlights_div(pol, o, budget=2, context=2, min_gap=2, episode=e, seed=cfg.seed)
+    assert len(hl.indices) == 2
+    np.testing.assert_array_equal(jobs[0].obs, o[hl.indices])
+    got = sb.run_tuning(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
+    cols = ["method", "params", "q_auc", "adv_auc", "z_q", "z_adv", "score"]
+    for t, m in zip(got, ("occlusion", "sarfa")):
+        want = tune(pol, o[hl.indices], m, grid=grids[m], game=game)
+        pd.testing.assert_frame_equal(t.table.sort_values("params")[cols].reset_index(drop=True),
+                                      want.table.sort_values("params")[cols].reset_index(drop=True))
+    for f in ("_run_tune_job", "tune", "highlights_div", "collect_stream", "load_bench_agent"): monkeypatch.setattr(sb, f, _boom)
+    again = sb.run_tuning(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
+    for a, b in zip(again, got): pd.testing.assert_frame_equal(a.table, b.table)
+    with pytest.raises(ValueError, match="no parameter grid"): sb.tuning_jobs(cfg, tmp_path, methods=("lime_quickshift",), agents=agents)
+    with pytest.raises(ValueError, match="budget"): sb.tuning_jobs(cfg, tmp_path, budget=0, agents=agents)
+
+
+def test_random_map_calibration_is_saved_and_read_back(tmp_path, monkeypatch):
+    "With run_dir the calibration table is computed once: the saved table is the computed one, and a second call computes nothing."
+    want = random_map_calibration(n_pairs=4, shape=(24, 24), seed=3)
+    got = random_map_calibration(n_pairs=4, shape=(24, 24), seed=3, run_dir=tmp_path)
+    pd.testing.assert_frame_equal(got, want)
+    monkeypatch.setattr(sb, "map_similarity", _boom)
+    pd.testing.assert_frame_equal(random_map_calibration(n_pairs=4, shape=(24, 24), seed=3, run_dir=tmp_path), want)
+    with pytest.raises(AssertionError): random_map_calibration(n_pairs=5, shape=(24, 24), seed=3, run_dir=tmp_path)   # other arguments: computed
