@@ -1,4 +1,6 @@
 "Integration tests of rlexplain.xrlbench on hand-checkable linear agents and the XRL-Bench agents (when present)."
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -293,3 +295,57 @@ def test_zoo_agent_benchmark_against_the_paper_and_waterfall():
     fig = waterfall_plot(e, 0, max_display=5); assert isinstance(fig, plt.Figure) and len(fig.axes) >= 1
     with pytest.raises(IndexError, match="state index"): waterfall_plot(e, 4)
     plt.close("all")
+
+
+def test_fidelity_curve_batched_over_k_is_the_one_k_at_a_time_curve(data, monkeypatch):
+    """The k grid goes through the policy in batched forwards (`_rank_curve`); each k's score is the one a forward of that k
+    alone gives, here by hand: a linear agent Q = W x, the top-k features (by |e|) set to 0, the greedy action kept or not."""
+    from rlexplain.attribution.metrics.fidelity import FidelityMetric
+    X, rng = data
+    W = np.array([[1.0, -2.0, 0.5, 0.0], [-1.0, 1.0, 2.0, -0.5], [0.3, 0.3, -1.0, 2.0]], np.float32)
+    pol = linear_policy(W)
+    x, e = X[:30], rng.normal(size=(30, 4))
+    greedy = (x @ W.T).argmax(1)
+    hand = []
+    for k in (1, 2, 3):
+        xm = x.copy()
+        for i in range(30): xm[i, np.argsort(-np.abs(e[i]), kind="stable")[:k]] = 0.0   # |e| has no ties here
+        hand.append(((xm @ W.T).argmax(1) == greedy).astype(float))
+    calls = []
+    outputs = pol.outputs
+    monkeypatch.setattr(pol, "outputs", lambda obs, batch_size=None: (calls.append(len(obs)), outputs(obs, batch_size))[1])
+    r = AIM(pol)(x, e)
+    np.testing.assert_array_equal(r.per_state[0], np.mean(hand, 0))
+    assert calls == [30, 90]                        # the states' outputs, then k = 1, 2, 3 in one forward
+    calls.clear(); monkeypatch.setattr(FidelityMetric, "_CHUNK", 1)   # one k per forward: the same curve
+    r1 = AIM(pol)(x, e)
+    assert calls == [30, 30, 30, 30]
+    np.testing.assert_array_equal(r1.scores, r.scores)
+    for M in (PGI, PGU):                            # noise: n_draws rows per state and k, the draws averaged per k
+        a, b = M(pol, n_draws=3, feature_std=X.std(0))(x, e), None
+        monkeypatch.setattr(FidelityMetric, "_CHUNK", 1 << 23); b = M(pol, n_draws=3, feature_std=X.std(0))(x, e)
+        monkeypatch.setattr(FidelityMetric, "_CHUNK", 1)
+        np.testing.assert_array_equal(a.scores, b.scores)
+
+
+def test_fidelity_both_orders_in_one_score_call(data, monkeypatch):
+    """`score(..., order="both")` gives the |importance| ranking's value and curve, the signed ranking's in `raw`, each equal to
+    its own call's; a map that is never negative ranks alike in both orders and is scored once (half the forwards)."""
+    from rlexplain.attribution import score
+    X, rng = data
+    pol = linear_policy([[1.0, -2.0, 0.5, 0.0], [-1.0, 1.0, 2.0, -0.5]])
+    x = X[:20]
+    e = explain("ig", pol, x, background=X, baseline="zeros")
+    for m in ("AIM", "AUM", "PGI", "PGU"):
+        both = score(m, pol, x, e, order="both", feature_std=X.std(0))
+        ab, rw = (score(m, pol, x, e, order=o, feature_std=X.std(0)) for o in ("abs", "raw"))
+        assert both.value == ab.value and np.mean(both.raw["raw_per_state"]) == rw.value
+        np.testing.assert_array_equal(both.curve, ab.curve); np.testing.assert_array_equal(both.raw["raw_curve"], rw.curve)
+    assert not np.array_equal(both.curve, both.raw["raw_curve"])      # IG's signed map ranks otherwise
+    pos = dataclasses.replace(e, values=np.abs(e.values))
+    calls = []
+    outputs = pol.outputs
+    monkeypatch.setattr(pol, "outputs", lambda obs, batch_size=None: (calls.append(len(obs)), outputs(obs, batch_size))[1])
+    r = score("AIM", pol, x, pos, order="both")
+    assert calls == [20, 60]                        # the states, then k = 1..3 once for both rankings
+    np.testing.assert_array_equal(r.curve, r.raw["raw_curve"])

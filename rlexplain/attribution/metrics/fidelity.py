@@ -156,25 +156,40 @@ class FidelityMetric:
 
     def _score(self, x, sel, a, q, z) -> np.ndarray:
         "Per-state scores `(N,)` of one selection `sel (N, U)` bool of changed units."
-        N = len(x)
-        m = sel.reshape(N, 1, *x.shape[2:]) if self.is_image else sel
+        return self._scores(x, sel[None], a, q, z)[0]
+
+    def _scores(self, x, sel, a, q, z) -> np.ndarray:
+        """Per-state scores `(G, N)` of `G` selections `sel (G, N, U)` bool of changed units: the `G * N` (times `n_draws`)
+        changed states go through the policy in one batched forward (chunks of `batch_size`), each with the arithmetic of one
+        selection at a time."""
+        G, N = sel.shape[:2]
+        m = sel.reshape(G, N, 1, *x.shape[2:]) if self.is_image else sel
         if self.perturbation == "mask":
-            xp = np.where(m, np.float32(self.reference_value), x)
-            return (self.policy.outputs(xp, batch_size=self.batch_size).numpy().argmax(1) == q.argmax(1)).astype(np.float64)
-        xp = x[None] + np.where(m[None], z, 0.0)
+            xp = np.where(m, np.float32(self.reference_value), x[None])                                  # (G, N, *obs_shape) float32
+            act = self.policy.outputs(xp.reshape(G * N, *x.shape[1:]), batch_size=self.batch_size).numpy().argmax(1).reshape(G, N)
+            return (act == q.argmax(1)[None]).astype(np.float64)
+        xp = x[None, None] + np.where(m[:, None], z[None], 0.0)                                          # (G, n_draws, N, ...)
         if self.is_image: xp = np.clip(xp, 0.0, 1.0)
         qp = self.policy.outputs(xp.reshape(-1, *x.shape[1:]).astype(np.float32), batch_size=self.batch_size).double().numpy()
-        qp = qp.reshape(len(z), N, -1)[:, np.arange(N), a]
-        return np.abs(q[np.arange(N), a][None] - qp).mean(0)
+        qp = qp.reshape(G, len(z), N, -1)[:, :, np.arange(N), a]                                         # (G, n_draws, N)
+        qa = q[np.arange(N), a][None]
+        return np.stack([np.abs(qa - g).mean(0) for g in qp])
+
+    _CHUNK = 1 << 23   # changed state values per batched forward of `_curve` (64 MB in float64)
 
     def _curve(self, x, units, a, q, z, order, ks) -> np.ndarray:
-        rank = self._ranking(units, order)
-        rows = np.arange(len(x))[:, None]
-        out = []
-        for k in ks:
-            sel = np.zeros(units.shape, bool); sel[rows, rank[:, :k]] = True
-            out.append(self._score(x, sel, a, q, z))
-        return np.asarray(out)
+        "Scores `(K, N)` at each k of `ks` with the `order` ranking."
+        return self._rank_curve(x, self._ranking(units, order), a, q, z, ks)
+
+    def _rank_curve(self, x, rank, a, q, z, ks) -> np.ndarray:
+        """Scores `(K, N)` at each k of `ks`, changing each state's first k units of `rank (N, U)`: the ks in chunks of about
+        `_CHUNK` changed values, each chunk one batched forward (`_scores`)."""
+        N, U = rank.shape
+        pos = np.empty_like(rank); pos[np.arange(N)[:, None], rank] = np.arange(U)                     # each unit's place in the ranking
+        per_k = N * (1 if z is None else len(z)) * int(np.prod(x.shape[1:]))
+        step = max(1, self._CHUNK // max(1, per_k))
+        return np.concatenate([self._scores(x, pos[None] < np.asarray(ks[s:s + step])[:, None, None], a, q, z)
+                               for s in range(0, len(ks), step)])
 
     def at_k(self, states: Any,         # (N, *obs_shape)
              importance: Any,           # (N, *obs_shape) or an Attribution
@@ -193,7 +208,12 @@ class FidelityMetric:
         importances of the wrong shape, NaN, or actions out of range."""
         x, units, a, q, z, method = self._prepare(states, importance, actions)
         orders = ("abs", "raw") if self.order == "both" else (self.order,)
-        per = np.stack([self._curve(x, units, a, q, z, o, self.ks) for o in orders])     # (n_orders, K, N)
+        done = []                                                                           # [(ranking, curve)]
+        for o in orders:   # a map with |e| = e (never negative) ranks its units alike in both orders: one curve for both
+            rank = self._ranking(units, o)
+            same = next((c for r, c in done if np.array_equal(r, rank)), None)
+            done.append((rank, self._rank_curve(x, rank, a, q, z, self.ks) if same is None else same))
+        per = np.stack([c for _, c in done])                                                # (n_orders, K, N)
         params = {"reference_value": self.reference_value, "noise_std": self.noise_std, "n_draws": self.n_draws,
                   "seed": self.seed, "n_states": int(len(x)), "perturbation": self.perturbation, "which": self.which}
         if self.is_image and self.perturbation == "noise":
@@ -232,7 +252,9 @@ class _Fidelity(Metric):
     def _score(self, policy, x, attribution):
         p = _metric_std(policy, {"order": "abs", **self.params})
         r = FIDELITY_METRICS[self.key](policy, **p)(x, attribution.values, attribution.actions)
-        return r.per_state[0], r.ks, r.scores[0], "k (features or pixels changed)", {"order": r.orders[0]}
+        # order="both": the value and curve are the |importance| ranking's (the paper's); the signed ranking's are in `raw`
+        raw = {"raw_curve": r.scores[1], "raw_per_state": r.per_state[1]} if len(r.orders) > 1 else {}
+        return r.per_state[0], r.ks, r.scores[0], "k (features or pixels changed)", {"order": self.params.get("order", "abs")}, raw
 
 def _fidelity(key: str, higher_is_better: bool, doc: str, source: str) -> type:
     "A `_Fidelity` metric class for `FIDELITY_METRICS[key]`."
