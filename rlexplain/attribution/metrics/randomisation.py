@@ -70,10 +70,40 @@ def hog_features(maps: Any,                       # (H, W) or (N, H, W) maps (mi
                  pixels_per_cell: tuple = (3, 3), # HOG cell size (paper, App. B.1: (3, 3))
                  ) -> np.ndarray:                 # (N, F) scikit-image HOG feature vectors
     "Histogram of oriented gradients of each map (scikit-image `hog`, default orientations and blocks)."
-    from skimage.feature import hog
     m = minmax(maps)
     m = m[None] if m.ndim == 2 else m
+    fast = _hog_l2hys(m, tuple(pixels_per_cell))
+    if fast is not None: return fast
+    from skimage.feature import hog
     return np.stack([hog(x, pixels_per_cell=tuple(pixels_per_cell)) for x in m])
+
+def _hog_l2hys(m: np.ndarray,            # (N, H, W) float64 maps
+               pixels_per_cell: tuple,
+               orientations: int = 9, cells_per_block: tuple = (3, 3), eps: float = 1e-5,
+               ) -> np.ndarray | None:   # (N, F): scikit-image `hog(x, pixels_per_cell=...)` of each map, bit for bit; None: not available
+    """scikit-image's `hog` (default orientations, 3 x 3 blocks, L2-Hys) of a stack of maps with its block normalisation done for all
+    blocks of all maps at once instead of one Python call per block (that loop was 3/4 of its time): the same cell histograms
+    (scikit-image's own gradient and `hog_histograms`) and the same arithmetic per block (each block's 81 values summed as one
+    contiguous row, as `np.sum` sums the block), so the features are equal bit for bit (the tests check it against `hog`).
+    None when this scikit-image has no `hog_histograms` or the maps are too small for one block (callers then use `hog`)."""
+    try: from skimage.feature import _hoghistogram
+    except ImportError: return None
+    N, H, W = m.shape
+    (c_row, c_col), (b_row, b_col) = pixels_per_cell, cells_per_block
+    ncr, ncc = H // c_row, W // c_col
+    nbr, nbc = ncr - b_row + 1, ncc - b_col + 1
+    if nbr <= 0 or nbc <= 0 or m.dtype != np.float64: return None
+    hist = np.zeros((N, ncr, ncc, orientations))
+    for i, img in enumerate(m):   # skimage.feature.hog's gradient (np.gradient's central differences without the 1/2, zero border)
+        g_row = np.zeros_like(img); g_row[1:-1, :] = img[2:, :] - img[:-2, :]
+        g_col = np.zeros_like(img); g_col[:, 1:-1] = img[:, 2:] - img[:, :-2]
+        _hoghistogram.hog_histograms(g_col, g_row, c_col, c_row, W, H, ncc, ncr, orientations, hist[i])
+    blocks = np.lib.stride_tricks.sliding_window_view(hist, (b_row, b_col), axis=(1, 2))   # (N, nbr, nbc, orientations, b_row, b_col)
+    b = np.ascontiguousarray(blocks.transpose(0, 1, 2, 4, 5, 3)).reshape(N, nbr, nbc, -1)   # each block's (b_row, b_col, orientations) values
+    out = b / np.sqrt(np.sum(b ** 2, axis=-1, keepdims=True) + eps ** 2)
+    out = np.minimum(out, 0.2)
+    out = out / np.sqrt(np.sum(out ** 2, axis=-1, keepdims=True) + eps ** 2)
+    return out.reshape(N, -1)
 
 def hog_similarity(a: Any, b: Any,                # (H, W) or (N, H, W) maps (min-max normalised here)
                    pixels_per_cell: tuple = (3, 3),
