@@ -4,7 +4,7 @@
   state in one batch (several states per batch) versus one image per forward pass;
 - the sanity check (cascading re-initialisation of every layer + one saliency map per step) per state, for
   Occlusion Sensitivity at the paper's final parameters (patch 2) and the three similarity measures;
-- the three similarity measures alone per map pair.
+- the three similarity measures alone per map pair, and HOG features vectorised vs scikit-image's `hog` per map.
 
 The network is the benchmark's DQN shape (conv 32@8x8/4, 64@4x4/2, 64@3x3/1, dense 256, 4 actions) with random
 weights on real Toybox Breakout states. CPU timings on a shared machine vary; the load average is printed.
@@ -71,6 +71,11 @@ def main():
     for metric in ("spearman", "ssim", "hog"):
         dt, _ = timed(lambda: map_similarity(m1, m2, metrics=(metric,)))
         print(f"similarity {metric:<8s} (max over map and inverse)                            {dt / 20 * 1e3:8.2f} ms per pair")
+    from skimage.feature import hog
+    from rlexplain.attribution.metrics.randomisation import hog_features, minmax
+    dt_v, fv = timed(lambda: hog_features(m1))
+    dt_s, fs = timed(lambda: np.stack([hog(x, pixels_per_cell=(3, 3)) for x in minmax(m1)]))
+    print(f"HOG features: vectorised {dt_v / 20 * 1e3:6.2f} ms, scikit-image hog {dt_s / 20 * 1e3:6.2f} ms per map (equal: {np.array_equal(fv, fs)})")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
