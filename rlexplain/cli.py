@@ -438,12 +438,29 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
                   f"entropy and high-frequency share of G_S (Figure 2), top-1% mass (Figure 4), coefficient of variation of "
                   f"||grad J||^2 over time (Figure 3); overlap |<G_DDQN, G_SA-DDQN>| = {cmp.overlap[0, 1]:.3f}")
         sec.figure("ranld_vanilla_vs_adversarial", cmp.plot(), f"Figures 2-4 analogue on {env_id}: G_S, its Fourier magnitude and ||grad J||^2 over time, DDQN against SA-DDQN")
+def _saliency_tuning_args(scale: str) -> dict:
+    """The demo's tuning (Huber et al. 2023, App. C.2) at `scale`: `saliency_bench.tuning_jobs`' keyword arguments: 3 HIGHLIGHTS-DIV
+    states of the first game (reference 5, paper 10) and the demo grids of Occlusion, Noise Sensitivity and SARFA (paper: every
+    method's paper grid)."""
+    from rlexplain.saliency_bench import DEMO_GRIDS, paper_grid
+    methods = ["occlusion", "noise_sensitivity", "sarfa"] if scale != "paper" else list(DEMO_GRIDS)
+    return dict(budget={"demo": 3, "reference": 5}.get(scale, 10), methods=methods,
+                grids={k: paper_grid(k) for k in methods} if scale == "paper" else None)
+
+def _saliency_bench_units(sec: Section, scale: str) -> list[tuple]:
+    """The saliency benchmark's units for `run_demo`'s scheduler: one per (game, method) (`saliency_bench.benchmark_jobs`, which
+    records each game's stream and HIGHLIGHTS-DIV states in `<section>/run` first) and one per tuned method (`tuning_jobs`),
+    those not yet saved."""
+    from rlexplain.saliency_bench import BenchConfig, benchmark_jobs, tuning_jobs
+    cfg = BenchConfig.from_scale(scale); rd = RunDir(sec.dir / "run")
+    fn, jobs, names = benchmark_jobs(cfg, rd)
+    tfn, tjobs, tnames = tuning_jobs(cfg, rd, **_saliency_tuning_args(scale))
+    return [(n, _saved_unit, (f, job, str(rd.path), n)) for f, js, ns in ((fn, jobs, names), (tfn, tjobs, tnames))
+            for job, n in zip(js, ns) if not rd.done(n)]
+
 def _demo_saliency_bench(sec: Section, scale: str, executor=None, max_workers: int = 1):
     "The saliency benchmark's part of `rlexplain demo` (Huber et al. 2023): Table 1, Fig. 2, Fig. 3, App. B.1, C.2, D."
-    from rlexplain.agents import best_zoo_entry
-    from rlexplain.core import RunDir
-    from rlexplain.saliency_bench import (DEMO_GRIDS, BenchConfig, game_stream, highlights_div, load_bench_agent, paper_grid,
-                                          paper_tuning_table, random_map_calibration, run_benchmark, tune)
+    from rlexplain.saliency_bench import BenchConfig, paper_tuning_table, random_map_calibration, run_benchmark, run_tuning
     cfg = BenchConfig.from_scale(scale)
     res = run_benchmark(cfg, run_dir=sec.dir / "run", executor=executor, max_workers=max_workers)
     sec.note("Agents: " + "; ".join(f"{g}: {a}" for g, a in res.agents.items()) + ". "
@@ -460,15 +477,12 @@ def _demo_saliency_bench(sec: Section, scale: str, executor=None, max_workers: i
                "Figure 2 analogue: normalised maps of each game's HIGHLIGHTS-DIV state")
     sec.figure("saliency_bench_curves", res.plot_curves(), "mean insertion curves per sub-metric")
     sec.table("saliency_bench_runtime", res.runtime_table(), "Appendix D analogue: seconds per map on this machine (paper: GTX Titan X)")
-    sec.table("saliency_bench_calibration", random_map_calibration().reset_index(), "Appendix B.1: mean similarity of 100 random map pairs")
-    game = cfg.games[0]
-    policy, kw, _ = load_bench_agent(cfg.agents[0] if cfg.agents else best_zoo_entry(game, cfg.algo), cfg.device)
-    o, e = game_stream(policy, game, cfg, kw, RunDir(sec.dir / "run"))   # the stream run_benchmark recorded, reloaded
-    hl = highlights_div(policy, o, budget={"demo": 3, "reference": 5}.get(scale, 10), episode=e, seed=cfg.seed)
-    tabs = [tune(policy, o[hl.indices], k, grid=(paper_grid(k) if scale == "paper" else None), game=game).table
-            for k in (["occlusion", "noise_sensitivity", "sarfa"] if scale != "paper" else list(DEMO_GRIDS))]
+    sec.table("saliency_bench_calibration", random_map_calibration(run_dir=sec.dir / "run").reset_index(),
+              "Appendix B.1: mean similarity of 100 random map pairs")
+    game, targs = cfg.games[0], _saliency_tuning_args(scale)
+    tabs = [t.table for t in run_tuning(cfg, sec.dir / "run", executor=executor, max_workers=max_workers, **targs)]   # saved by its units
     sec.table("saliency_bench_tuning", pd.concat(tabs, ignore_index=True),
-              f"Appendix C.2 analogue: parameter sets on {len(hl.indices)} HIGHLIGHTS-DIV states of {game}, z(q AUC) + z(adv AUC), seconds per map")
+              f"Appendix C.2 analogue: parameter sets on {targs['budget']} HIGHLIGHTS-DIV states of {game}, z(q AUC) + z(adv AUC), seconds per map")
     sec.table("saliency_bench_tuning_paper", paper_tuning_table(),
               "the paper's best parameter sets (Tables 3-6, 8: Pac-Man, 10 HIGHLIGHTS-DIV states, GTX Titan X; final = used in Table 1)")
 
@@ -545,7 +559,7 @@ def _resolve(spec: str) -> Callable:
 # docs: rendering the committed lessons on one worker; docs_execute: re-executing every notebook (issue 28: 10.2 min).
 DEMO_SECONDS = {"ir": 34, "ranld/roadrunner": 140, "ranld/freeway": 133, "ranld/compare/roadrunner": 40, "saliency": 9, "xrlbench/tabular/cartpole": 15,
                 "xrlbench/tabular/lunarlander": 25, "xrlbench/tabular/flappybird": 20, "xrlbench/image/breakout": 200,
-                "xrlbench/image/pong": 200, "saliency_bench": 300, "timeseries/breakout": 200, "timeseries/pong": 250,
+                "xrlbench/image/pong": 200, "saliency_bench/bench/ale-breakout-v5/occlusion": 20, "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 20, "saliency_bench/bench/ale-breakout-v5/sarfa": 20, "saliency_bench/bench/ale-breakout-v5/rise": 20, "saliency_bench/bench/ale-breakout-v5/lime_slic": 20, "saliency_bench/bench/ale-breakout-v5/random": 20, "saliency_bench/bench/ale-mspacman-v5/occlusion": 20, "saliency_bench/bench/ale-mspacman-v5/noise_sensitivity": 20, "saliency_bench/bench/ale-mspacman-v5/sarfa": 20, "saliency_bench/bench/ale-mspacman-v5/rise": 20, "saliency_bench/bench/ale-mspacman-v5/lime_slic": 20, "saliency_bench/bench/ale-mspacman-v5/random": 20, "saliency_bench/tuning/ale-breakout-v5/occlusion": 20, "saliency_bench/tuning/ale-breakout-v5/noise_sensitivity": 20, "saliency_bench/tuning/ale-breakout-v5/sarfa": 20, "timeseries/breakout": 200, "timeseries/pong": 250,
                 "switching": 23, "compare": 31, "docs": 55, "docs_execute": 610}
 # The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
 # processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
@@ -556,7 +570,7 @@ REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970
 # `(section, scale) -> [(unit name, picklable function, argument)]`; each unit saves its result where the section's own
 # function (`DEMOS`) finds it, so that the section, run afterwards in the parent process, only loads and draws.
 DEMO_UNITS: dict[str, str] = {"xrlbench": "rlexplain.cli:_xrlbench_units", "ranld": "rlexplain.cli:_ranld_units",
-                              "timeseries": "rlexplain.cli:_timeseries_units"}
+                              "timeseries": "rlexplain.cli:_timeseries_units", "saliency_bench": "rlexplain.cli:_saliency_bench_units"}
 
 def _unit_seconds(out: Path, key: str, name: str, n_units: int = 1, execute_docs: bool = False) -> float:
     """The expected worker seconds of unit `name` of section `key` (`name == key` for a section run as one unit): this folder's
