@@ -168,12 +168,23 @@ class FidelityMetric:
             xp = np.where(m, np.float32(self.reference_value), x[None])                                  # (G, N, *obs_shape) float32
             act = self.policy.outputs(xp.reshape(G * N, *x.shape[1:]), batch_size=self.batch_size).numpy().argmax(1).reshape(G, N)
             return (act == q.argmax(1)[None]).astype(np.float64)
-        xp = x[None, None] + np.where(m[:, None], z[None], 0.0)                                          # (G, n_draws, N, ...)
-        if self.is_image: xp = np.clip(xp, 0.0, 1.0)
-        qp = self.policy.outputs(xp.reshape(-1, *x.shape[1:]).astype(np.float32), batch_size=self.batch_size).double().numpy()
+        changed, kept = self._changed_values(x, z)
+        xp = np.where(m[:, None], changed[None], kept[None, None])                                      # (G, n_draws, N, ...) float32
+        qp = self.policy.outputs(xp.reshape(-1, *x.shape[1:]), batch_size=self.batch_size).double().numpy()
         qp = qp.reshape(G, len(z), N, -1)[:, :, np.arange(N), a]                                         # (G, n_draws, N)
         qa = q[np.arange(N), a][None]
         return np.stack([np.abs(qa - g).mean(0) for g in qp])
+
+    def _changed_values(self, x, z) -> tuple:
+        """`(changed (n_draws, N, ...), kept (N, ...))` float32: each unit's value when the perturbation `z` changes it, float32 of
+        `x + z` in float64 (images clipped to [0, 1]), and when it does not, float32 of `x + 0.0` (clipped): the values of the
+        whole perturbed state `x + where(sel, z, 0)` unit by unit, computed once per call instead of once per k."""
+        c = getattr(self, "_changed_cache", None)
+        if c is None or c[0] is not x or c[1] is not z:
+            lo_hi = (lambda v: np.clip(v, 0.0, 1.0)) if self.is_image else (lambda v: v)
+            c = (x, z, lo_hi(x[None] + z).astype(np.float32), lo_hi(x.astype(np.float64) + 0.0).astype(np.float32))
+            self._changed_cache = c
+        return c[2], c[3]
 
     _CHUNK = 1 << 23   # changed state values per batched forward of `_curve` (64 MB in float64)
 
