@@ -6,7 +6,12 @@ sequential and `run_jobs` with 2 workers) and of bare Toybox / ALE step loops wi
 the demo's 5 seeds were chosen: the seeds play in lock-step, so more seeds add environment steps but few network calls.
 The machine and its load are printed before and after (the machine is shared; compare rows of one run only).
 Run: `.venv/bin/python bench/timeseries.py [--env ALE/Pong-v5 --algo ppo --seeds 4 --episodes 3 --max-steps 400]`
-or `.venv/bin/python bench/timeseries.py --study --env ALE/Breakout-v5 --study-seeds 3 5 10`."""
+or `.venv/bin/python bench/timeseries.py --study --env ALE/Breakout-v5 --study-seeds 3 5 10`.
+`--cpu` times the demo's study for one game as the CLI's scheduler runs it: one process, one torch thread, max_workers=1,
+in CPU seconds (`time.process_time`, less sensitive to the shared machine's load than wall time):
+`.venv/bin/python bench/timeseries.py --cpu --env ALE/Pong-v5`. On 2026-11-25 at load 9-12 (CPU seconds inflated by the
+contention; old and new ran side by side): Breakout 236 -> 175 CPU s, Pong 260 -> 186 CPU s, from FGSM's one forward per
+chunk and float32 projection (results bit for bit the same)."""
 import argparse
 import os
 import time
@@ -42,6 +47,16 @@ def study_scaling(env_id: str, seed_counts):
               f"(load {os.getloadavg()[0]:.2f})")
 
 
+def study_cpu(env_id: str):
+    "CPU seconds of the demo's `run_study` for one game in this process (max_workers=1, one torch thread)."
+    from rlexplain.timeseries import TimeSeriesConfig, run_study
+    cfg = TimeSeriesConfig.from_scale("demo", env_id=env_id)
+    l0, c0, w0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
+    st = run_study(cfg, max_workers=1)
+    print(f"{env_id}: demo study in one process: {time.process_time() - c0:.1f} CPU s, {time.perf_counter() - w0:.1f} s wall, "
+          f"{int(st.series.steps.sum()):,} env steps (load {l0:.2f} -> {os.getloadavg()[0]:.2f})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=4); ap.add_argument("--episodes", type=int, default=3)
@@ -49,8 +64,11 @@ def main():
     ap.add_argument("--env", default="toybox/Breakout", help="a game the zoo has an --algo agent for")
     ap.add_argument("--study", action="store_true", help="time the demo's run_study at --study-seeds seed counts instead")
     ap.add_argument("--study-seeds", type=int, nargs="+", default=[3, 5, 10])
+    ap.add_argument("--cpu", action="store_true", help="CPU seconds of the demo's study for --env in one process (max_workers=1)")
     a = ap.parse_args()
     print(machine())
+    if a.cpu:
+        study_cpu(a.env if a.env != "toybox/Breakout" else "ALE/Breakout-v5"); print(machine()); return
     if a.study:
         study_scaling(a.env if a.env != "toybox/Breakout" else "ALE/Breakout-v5", a.study_seeds); print(machine()); return
     print(f"raw toybox/Breakout step loop (frameskip 4, 84x84 preprocessing): {raw_loop('toybox/Breakout'):,.0f} steps/s")

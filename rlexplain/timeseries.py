@@ -720,7 +720,9 @@ class TimeSeriesConfig(ScaledConfig):
         """ALE Breakout (pass env_id='ALE/Pong-v5' for Pong), the zoo's A2C and PPO agents, 5 seeds x 6 episodes of at most
         300 steps, FGSM from episode T=3, rolling window 2, horizon 6. The seeds play in lock-step (one network batch per
         step), so seeds cost environment steps but few network calls. Measured with 2 workers on the shared 2-core machine
-        (load 3.6-5.6, so rough): Breakout 196 s (3 seeds: 190 s; 10 seeds: 468 s), Pong 341 s (3 seeds: 192 s)."""
+        (load 3.6-5.6, so rough): Breakout 196 s (3 seeds: 190 s; 10 seeds: 468 s), Pong 341 s (3 seeds: 192 s). In one
+        process (max_workers=1, one torch thread) after the FGSM change of 2026-11-25: Breakout 175 CPU s, Pong 186 CPU s
+        (before: 236 and 260; load 9-12, so inflated by the contention; `bench/timeseries.py --cpu`)."""
         return cls(**{"seeds": tuple(range(5)), "n_episodes": 6, "T": 3, "max_steps": 300, "window": 2, "horizon": 6, **kw})
 
     @classmethod
