@@ -515,9 +515,11 @@ def _shift_items(shifts: dict | Sequence) -> list:
     if not items: raise ValueError("give at least one shift (e.g. ['fgsm', 'blur']).")
     return items
 
-def _protocol_params(cfg: RANLDConfig, items: list) -> dict:
-    "What determines a protocol run besides the agent: the configuration and every shift's name and parameters (JSON types)."
-    p = {**dataclasses.asdict(cfg), "shifts": {k: {"name": s.name, **s.params} for k, s in items}}
+def _protocol_params(cfg: RANLDConfig, items: list, fresh_envs: bool = True) -> dict:
+    """What determines a protocol run besides the agent: the configuration, every shift's name and parameters, and
+    whether each state set was played on a fresh environment (`envs`: "fresh per set") or on one given object ("given")."""
+    p = {**dataclasses.asdict(cfg), "shifts": {k: {"name": s.name, **s.params} for k, s in items},
+         "envs": "fresh per set" if fresh_envs else "given"}
     return json.loads(json.dumps(p, default=json_default))
 
 def ranld_protocol(policy: Policy,                 # the agent
@@ -525,17 +527,28 @@ def ranld_protocol(policy: Policy,                 # the agent
                    shifts: dict | Sequence,        # {label: Shift or name} or a list of Shifts / names
                    config: RANLDConfig | None = None, # sizes; default RANLDConfig.from_scale()
                    progress: bool = False,
+                   env_kwargs: dict | None = None, # make_env's keyword arguments when env is an id
                    ) -> QuotientTable:
     """Korkmaz (2024) Section 3 protocol: per run, a baseline set S, an independent unmodified set S-hat and, for each
     shift, S^Psi collected while the policy sees shifted observations; Lambda(S-hat, S) and Lambda(S^Psi, S) (Tables 1-2).
-    Raises `ValueError` for no shifts or unknown shift names."""
+    Given an env id, every state set is played on a fresh `make_env(env, **env_kwargs)`, so the result depends only on
+    (policy, env id, env_kwargs, shifts, config): an ALE environment's `reset(seed=...)` (without sticky actions,
+    `envs.ALESeedWithoutReload`) reseeds the episode but not all of the emulator's state, and on a used environment an
+    episode can differ from a fresh one's (Freeway, seed 1000: from step 21, after one earlier episode). Given an
+    environment object, every set is played on it, and the result can depend on what it played before. Raises
+    `ValueError` for no shifts, unknown shift names, or env_kwargs with an environment object."""
     cfg = config or RANLDConfig.from_scale()
     items = _shift_items(shifts)
-    env_id = env if isinstance(env, str) else (env.spec.id if env.spec is not None else type(env.unwrapped).__name__)
-    env = make_env(env) if isinstance(env, str) else env
+    if isinstance(env, str):
+        env_id, kw = env, dict(env_kwargs or {})
+        new_env = lambda: make_env(env_id, **kw)   # about 0.15 s per ALE set: small beside a set's rollout and gradients
+    else:
+        if env_kwargs: raise ValueError("env_kwargs are make_env's arguments for an env id; got an environment object as env.")
+        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+        new_env = lambda: env
     ats = ("observed", "env") if cfg.at == "both" else (cfg.at,)
     def play(shift, seed):
-        return collect_shifted_rollout(env, policy, shift, n_episodes=cfg.n_episodes, seed=seed, attack_prob=cfg.attack_prob,
+        return collect_shifted_rollout(new_env(), policy, shift, n_episodes=cfg.n_episodes, seed=seed, attack_prob=cfg.attack_prob,
                                        max_steps=cfg.max_steps, record_obs=True, record_observed=True)
     rows, dirs, labels, base_norms = [], [], [], None
     bar = progress_bar(total=cfg.n_runs * (2 + len(items)), desc="RA-NLD state sets", disable=not progress)
@@ -562,7 +575,7 @@ def ranld_protocol(policy: Policy,                 # the agent
                 if r == 0 and j == 0: dirs.append(P.direction); labels.append(label)
             del ro_p
     bar.close()
-    params = {**_protocol_params(cfg, items), "policy": policy.name, "env_id": env_id}
+    params = {**_protocol_params(cfg, items, isinstance(env, str)), "policy": policy.name, "env_id": env_id}
     return QuotientTable(pd.DataFrame(rows), np.stack(dirs), tuple(labels), np.asarray(base_norms), params)
 
 # %% ../nbs/20_ranld.ipynb #97166142
@@ -620,7 +633,7 @@ def game_name(env_id: str) -> str:
     return str(env_id).split("/")[-1].split("-v")[0].split("NoFrameskip")[0]
 
 # %% ../nbs/20_ranld.ipynb #318ef6d9
-def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id: (Policy, env)}; env default make_env(env_id)
+def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: (Policy, env_kwargs dict)} or {env_id: (Policy, env)}
                  shifts: dict | None = None,       # {label: Shift}; default paper_shifts("all", scale)
                  config: RANLDConfig | None = None, # protocol sizes; default RANLDConfig.from_scale(scale)
                  out: str | Path | None = None,    # folder: one saved QuotientTable per game, reused on a rerun (resume)
@@ -632,22 +645,25 @@ def ranld_tables(agents: dict,                     # {env_id: Policy} or {env_id
     steps whose observation the shift changed), `l2` (mean L2 norm of that change, [0, 1] pixel units), `table`, and the
     paper's `paper_mean`/`paper_std` where it reports the game (NaN otherwise). With `out`, each game's result is saved
     to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun with the same shifts and
-    configuration; a saved result of other shifts or sizes is recomputed and replaced (with a warning). Raises
-    `ValueError` for no agents."""
+    configuration; a saved result of other shifts or sizes is recomputed and replaced (with a warning). With a Policy or
+    (Policy, env_kwargs), every state set is played on a fresh `make_env(env_id, **env_kwargs)`, so the table depends
+    only on the agent, env_id, env_kwargs, shifts and configuration (see `ranld_protocol`); with (Policy, env), on that
+    environment, and the table can depend on what it played before. Raises `ValueError` for no agents."""
     if not agents: raise ValueError("give at least one agent: {env_id: policy}.")
     shifts = shifts if shifts is not None else paper_shifts("all", scale)
     cfg = config or RANLDConfig.from_scale(scale)
     frames = []
     for env_id, a in agents.items():
         policy, env = a if isinstance(a, tuple) else (a, None)
+        env, kw = (None, env) if isinstance(env, dict) else (env, None)
         game = game_name(env_id); folder = Path(out) / game if out is not None else None
         qt = QuotientTable.load(folder) if folder is not None and (folder / "result.json").exists() else None
         if qt is not None:
-            want = _protocol_params(cfg, _shift_items(shifts))
+            want = _protocol_params(cfg, _shift_items(shifts), env is None)
             if {k: qt.params.get(k) for k in want} != want:
-                warnings.warn(f"{folder} holds a run with other shifts or sizes; recomputing it."); qt = None
+                warnings.warn(f"{folder} holds a run with other shifts, sizes or environments; recomputing it."); qt = None
         if qt is None:
-            qt = ranld_protocol(policy, env if env is not None else env_id, shifts, cfg, progress=progress)
+            qt = ranld_protocol(policy, env if env is not None else env_id, shifts, cfg, progress=progress, env_kwargs=kw)
             if folder is not None: qt.save(folder)
         s = qt.summary()
         extra = qt.table.groupby(["condition", "at"], sort=False)[["changed", "l2"]].mean().reset_index()

@@ -259,3 +259,32 @@ def test_episode_direction_saves_and_reloads(tmp_path, monkeypatch):
     assert not np.array_equal(new.direction, want.direction)
     np.testing.assert_array_equal(R.episode_direction(pol, "CartPole-v1", max_steps=30, out=tmp_path).direction, new.direction)
     with pytest.raises(TypeError, match="env_id"): R.episode_direction(pol, make_env("CartPole-v1"))
+
+
+def test_every_state_set_is_played_on_a_fresh_env(monkeypatch):
+    """Given an env id, ranld_protocol plays every state set on a fresh make_env: its values equal ranld on rollouts each
+    played on its own new environment. ALE's seeded reset does not reset all emulator state: on Freeway, run 1's baseline
+    (seed 1000) played after run 0's sets on the same environment differs from step 21 (the old code: Lambda moved)."""
+    from rlexplain.envs import make_env
+    from rlexplain.shifts import Identity, collect_shifted_rollout, make_shift
+    torch.manual_seed(0)
+    tiny = Policy.from_module(nn.Sequential(nn.Conv2d(4, 4, 8, 8), nn.ReLU(), nn.Flatten(), nn.Linear(400, 3)),
+                              obs_shape=(4, 84, 84), device="cpu", name="tiny")
+    cfg = RANLDConfig(n_runs=2, n_episodes=1, max_steps=30)
+    import rlexplain.ranld as R
+    made = []
+    def counting_make_env(*a, **k): made.append(a); return make_env(*a, **k)
+    monkeypatch.setattr(R, "make_env", counting_make_env)
+    qt = ranld_protocol(tiny, "ALE/Freeway-v5", {"blur": "blur"}, cfg)
+    assert made == [("ALE/Freeway-v5",)] * 6              # 2 runs x (S, S-hat, blur): one new environment per set
+    monkeypatch.undo()
+    def one(shift, seed, keep):   # a set on its own new environment, by hand
+        ro = collect_shifted_rollout(make_env("ALE/Freeway-v5"), tiny, shift, seed=seed, max_steps=30)
+        return ranld(tiny, ro.observed if keep is None else ro.obs, keep_gradients=keep is not None)
+    for r in range(2):
+        S = one(Identity(), 1000 * r, True); H = one(Identity(), 1000 * r + 500, True); P = one(make_shift("blur"), 1000 * r + 500, None)
+        got = qt.table[qt.table.run == r].set_index("condition").quotient
+        assert got["unmodified (S-hat)"] == feature_correlation_quotient(H, S)
+        assert got["blur"] == feature_correlation_quotient(P, S)
+    assert qt.params["envs"] == "fresh per set"
+    with pytest.raises(ValueError, match="env_kwargs"): ranld_protocol(tiny, make_env("ALE/Freeway-v5"), ["blur"], cfg, env_kwargs={"mode": 0})
