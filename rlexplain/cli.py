@@ -351,8 +351,9 @@ def _ranld_job(job: tuple):
     ro = collect_rollout(make_env(env_id, **env_kwargs), pol, n_episodes=1, seed=0, max_steps={"demo": 300, "reference": 1000}.get(scale),
                          record_states=False)
     res = ranld(pol, ro.obs, name=env_id.split("/")[-1], keep_gradients=False)
-    # a fresh environment for the tables: reusing the rollout's one changes Lambda by up to 7e-4 (state the seeds do not reset)
-    ranld_tables({env_id: (pol, make_env(env_id, **env_kwargs))}, config=tables_config(scale), out=out, scale=scale)
+    # the tables get the environment's id and arguments: every state set is played on a fresh environment (a used one keeps
+    # emulator state its seeds do not reset, which changed Lambda by up to 7e-4)
+    ranld_tables({env_id: (pol, env_kwargs)}, config=tables_config(scale), out=out, scale=scale)
     return res
 
 def _ranld_plan(scale: str, out: Path) -> tuple:
@@ -410,7 +411,6 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     then made here, in game order, and a vanilla DDQN is compared with an SA-DDQN where the zoo has both."""
     import matplotlib.pyplot as plt
     from rlexplain.core import run_jobs
-    from rlexplain.envs import make_env
     from rlexplain.ranld import plot_tables, ranld_tables, tables_config
     games, jobs, names, notes = _ranld_plan(scale, sec.dir)
     for n in notes: sec.note(n)
@@ -420,7 +420,7 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     finally:
         if pool is not executor: pool.shutdown()
     # every game's table was saved by its job: reloaded here (recomputed only if it was lost)
-    out = [(d, ranld_tables({e: (pol, make_env(e, **kw))}, config=tables_config(scale), out=sec.dir / "quotient_tables", scale=scale))
+    out = [(d, ranld_tables({e: (pol, kw)}, config=tables_config(scale), out=sec.dir / "quotient_tables", scale=scale))
            for d, (e, (pol, kw, _)) in zip(dirs, games.items())]
     for k, (env_id, (res, _)) in enumerate(zip(games, out)):
         fig, axs = plt.subplots(1, 2, figsize=(8, 2.2), gridspec_kw={"width_ratios": [4, 1]})
