@@ -250,17 +250,26 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
     fig.tight_layout(); sec.figure("saliency_maps", fig, "Figure 2 analogue: the five perturbation saliency maps of one Breakout state (paper's final "
                                    "parameters), each min-max scaled to [0, 1] (colour bar), for the agent's greedy action named above it")
 
+def _worker_init() -> None:
+    """A pool worker's start (`_spawned_pool`): one torch thread (`core.torch_threads`: `RLEXPLAIN_THREADS`, else 1) and, unless
+    `RLEXPLAIN_WORKERS` says otherwise, one chunk worker in `Policy.outputs`: the pool's processes already use the cores, and a
+    policy's default of a worker thread per core made two processes run four threads on two cores (measured: an XRL-Bench image
+    job's CPU seconds 101 alone, about 185 beside another)."""
+    from rlexplain.core import torch_threads
+    os.environ.setdefault("RLEXPLAIN_WORKERS", "1")
+    torch_threads()
+
 def _spawned_pool(executor, max_workers: int):
     """The executor for a section whose process has already used torch (loaded agents, calibrated them): `executor` itself
     when given; else, for `max_workers` > 1, a process pool whose workers are spawned, not forked, since a fork of a process
-    whose torch has started its OpenMP thread pool fails in the child ("Invalid thread pool"), each worker at `core.torch_threads()`
-    (one torch thread unless $RLEXPLAIN_THREADS says otherwise); else None (in-process)."""
+    whose torch has started its OpenMP thread pool fails in the child ("Invalid thread pool"), each worker at one torch
+    thread and one `Policy.outputs` worker (`_worker_init`; `RLEXPLAIN_THREADS` / `RLEXPLAIN_WORKERS` override); else None
+    (in-process)."""
     if executor is not None or max_workers <= 1: return executor
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    from rlexplain.core import torch_threads
     # a spawned worker starts at torch's default threads (all cores); rlexplain's policy is one thread per worker process
-    return ProcessPoolExecutor(max_workers, mp_context=multiprocessing.get_context("spawn"), initializer=torch_threads)
+    return ProcessPoolExecutor(max_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
 
 def _xrl_job(job: tuple):
     """One environment of the XRL-Bench demo, a `run_jobs` job `(kind, env_id, scale)`, run in a worker process (it loads its own
