@@ -565,11 +565,25 @@ def _resolve(spec: str) -> Callable:
 # Worker seconds per demo unit on one core, the scheduler's order (longest first) and the time-left estimate's first guess
 # until a run of this folder has measured its own (`<section>/done.json`): a section's key, or "<section>/<unit>" for the
 # sections split into units (`DEMO_UNITS`; a unit without an entry gets its section's time over its number of units).
+# Measured by `rlexplain demo --docs --workers 2` on 2026-11-25, nothing else running on the 2-core machine (11.2 min in all);
 # docs: rendering the committed lessons on one worker; docs_execute: re-executing every notebook (issue 28: 10.2 min).
-DEMO_SECONDS = {"ir": 34, "ranld/roadrunner": 140, "ranld/freeway": 133, "ranld/compare/roadrunner": 40, "saliency": 9, "xrlbench/tabular/cartpole": 15,
-                "xrlbench/tabular/lunarlander": 25, "xrlbench/tabular/flappybird": 20, "xrlbench/image/breakout": 200,
-                "xrlbench/image/pong": 200, "saliency_bench/bench/ale-breakout-v5/occlusion": 20, "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 20, "saliency_bench/bench/ale-breakout-v5/sarfa": 20, "saliency_bench/bench/ale-breakout-v5/rise": 20, "saliency_bench/bench/ale-breakout-v5/lime_slic": 20, "saliency_bench/bench/ale-breakout-v5/random": 20, "saliency_bench/bench/ale-mspacman-v5/occlusion": 20, "saliency_bench/bench/ale-mspacman-v5/noise_sensitivity": 20, "saliency_bench/bench/ale-mspacman-v5/sarfa": 20, "saliency_bench/bench/ale-mspacman-v5/rise": 20, "saliency_bench/bench/ale-mspacman-v5/lime_slic": 20, "saliency_bench/bench/ale-mspacman-v5/random": 20, "saliency_bench/tuning/ale-breakout-v5/occlusion": 20, "saliency_bench/tuning/ale-breakout-v5/noise_sensitivity": 20, "saliency_bench/tuning/ale-breakout-v5/sarfa": 20, "timeseries/breakout": 200, "timeseries/pong": 250,
-                "switching": 23, "compare": 31, "docs": 55, "docs_execute": 610}
+DEMO_SECONDS = {"ir": 48, "ranld/roadrunner": 112, "ranld/freeway": 105, "ranld/compare/roadrunner": 6,
+                "saliency": 10, "xrlbench/image/breakout": 141, "xrlbench/image/pong": 131,
+                "xrlbench/tabular/lunarlander": 26, "xrlbench/tabular/flappybird": 28,
+                "xrlbench/tabular/cartpole": 15, "saliency_bench/bench/ale-breakout-v5/occlusion": 11,
+                "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 20,
+                "saliency_bench/bench/ale-breakout-v5/rise": 24, "saliency_bench/bench/ale-breakout-v5/sarfa": 38,
+                "saliency_bench/bench/ale-breakout-v5/random": 2,
+                "saliency_bench/bench/ale-mspacman-v5/occlusion": 12,
+                "saliency_bench/bench/ale-mspacman-v5/noise_sensitivity": 18,
+                "saliency_bench/bench/ale-breakout-v5/lime_slic": 45,
+                "saliency_bench/bench/ale-mspacman-v5/rise": 20, "saliency_bench/bench/ale-mspacman-v5/sarfa": 32,
+                "saliency_bench/bench/ale-mspacman-v5/random": 2,
+                "saliency_bench/tuning/ale-breakout-v5/occlusion": 1,
+                "saliency_bench/tuning/ale-breakout-v5/noise_sensitivity": 1,
+                "saliency_bench/tuning/ale-breakout-v5/sarfa": 3,
+                "saliency_bench/bench/ale-mspacman-v5/lime_slic": 42, "timeseries/pong": 154,
+                "timeseries/breakout": 157, "switching": 26, "compare": 38, "docs": 37, "docs_execute": 610}
 # The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
 # processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
 REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970, "saliency_bench": 3950, "timeseries": 3270,
