@@ -186,8 +186,11 @@ class ChannelFirst(gym.ObservationWrapper):
 class ALESeedWithoutReload(gym.Wrapper):
     """ale-py's `reset(seed=s)` reloads the ROM (about 0.1 s) to reseed the emulator's generator, which only sticky
     actions use. Without sticky actions this wrapper seeds `np_random` exactly as ale-py's `seed_game` does (the first
-    word of `SeedSequence(s)`) and resets the game without reloading it: the episode is the same, bit for bit
-    (checked below and in tests/test_envs.py), and starts in milliseconds. Wraps the env `gym.make` returns."""
+    word of `SeedSequence(s)`) and resets the game without reloading it: on a fresh environment the episode is the same,
+    bit for bit (checked below and in tests/test_envs.py), and starts in milliseconds. An environment that has already
+    played keeps some emulator state that this reseeding does not reset: RA-NLD measured a Freeway episode of one seed
+    leaving the fresh one's path from step 21 (quotients moved by up to 1e-3), so code that needs an episode to depend on
+    its seed alone makes a new environment (`make_env`) for it. Wraps the env `gym.make` returns."""
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if seed is None: return self.env.reset(options=options)
         np_seed, _ = np.random.SeedSequence(int(seed)).generate_state(n_words=2)
