@@ -329,3 +329,20 @@ def test_hog_features_equal_scikit_image_hog_bit_for_bit():
     m = rng.random((2, 30, 30))                                 # another cell size
     assert np.array_equal(hog_features(m, (5, 5)), np.stack([hog(x, pixels_per_cell=(5, 5)) for x in minmax(m)]))
     assert _hog_l2hys(np.zeros((1, 6, 6)), (3, 3)) is None        # smaller than one 3 x 3-cell block: scikit-image's own hog raises
+
+
+def test_hog_features_falls_back_to_scikit_image_hog_without_its_private_histograms(monkeypatch):
+    """`hog_features` reads scikit-image's private `skimage.feature._hoghistogram`; a scikit-image without it (the module
+    renamed or removed) takes the fallback, one public `hog` call per map, with the same features."""
+    import sys
+    import skimage.feature
+    from skimage.feature import hog
+    from rlexplain.attribution.metrics.randomisation import _hog_l2hys, hog_features, minmax
+    maps = np.random.default_rng(7).random((3, 84, 84))
+    fast = hog_features(maps)
+    monkeypatch.delattr(skimage.feature, "_hoghistogram", raising=False)
+    monkeypatch.setitem(sys.modules, "skimage.feature._hoghistogram", None)   # `from skimage.feature import _hoghistogram` raises ImportError
+    assert _hog_l2hys(minmax(maps), (3, 3)) is None
+    got = hog_features(maps)
+    want = np.stack([hog(x, pixels_per_cell=(3, 3)) for x in minmax(maps)])
+    assert np.array_equal(got, want) and np.array_equal(got, fast)
