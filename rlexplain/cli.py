@@ -158,32 +158,31 @@ def _timeseries_outputs(study) -> tuple[list, dict, str]:
         lines.append(f"- forecast {r.label} at +{c.horizon}: {r.forecast:.2f} ({c.level:.0%} PI [{r.lower:.2f}, {r.upper:.2f}]).")
     return figs, tabs, "\n".join(lines)
 
-def _timeseries_run(sec: Section, scale: str, game: str) -> tuple:
-    "`(config, RunDir)` of one game's time-series study in the demo: `<section>/run/<game>`, recording (or checking) the configuration."
+def _timeseries_run(folder: Path, scale: str, game: str, force: bool = False) -> tuple:
+    "`(config, RunDir)` of one game's time-series study in the demo section `folder`: `<folder>/run/<game>`, recording (or checking) the configuration."
     from rlexplain.timeseries import TimeSeriesConfig
     cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
-    return cfg, RunDir(sec.dir / "run" / _game_slug(game), config=cfg, force=getattr(sec, "force", False))
+    return cfg, RunDir(Path(folder) / "run" / _game_slug(game), config=cfg, force=force)
 
 def _timeseries_unit(job: tuple) -> None:
     """One game's time-series study `(game, scale, section folder)`, a `run_demo` unit run in a worker process: every control and
     treatment run is saved in the study's folder, so that `_demo_timeseries` afterwards only loads them."""
     from rlexplain.timeseries import run_study
     game, scale, folder = job
-    sec = Section(Path(folder).parent, Path(folder).name, "")
-    cfg, rd = _timeseries_run(sec, scale, game)
+    cfg, rd = _timeseries_run(folder, scale, game)
     run_study(cfg, run_dir=rd)
 
 def _timeseries_units(sec: Section, scale: str) -> list[tuple]:
     "The time-series demo's units for `run_demo`'s scheduler: one `_timeseries_unit` per game of `STUDY_GAMES`."
     from rlexplain.timeseries import STUDY_GAMES
-    for game in STUDY_GAMES: _timeseries_run(sec, scale, game)   # every configuration recorded (or refused) before any work
+    for game in STUDY_GAMES: _timeseries_run(sec.dir, scale, game)   # every configuration recorded (or refused) before any work
     return [(_game_slug(g), _timeseries_unit, (g, scale, str(sec.dir))) for g in STUDY_GAMES]
 
 def _demo_timeseries(sec: Section, scale: str, executor=None, max_workers: int = 1):
     "The time-series demo (Fujimoto et al. 2024): one study per game of `STUDY_GAMES` with the zoo's A2C and PPO agents."
     from rlexplain.timeseries import STUDY_GAMES, run_study
     for game in STUDY_GAMES:
-        cfg, rd = _timeseries_run(sec, scale, game)
+        cfg, rd = _timeseries_run(sec.dir, scale, game, force=getattr(sec, "force", False))
         # full treatment runs (no share_pre): the pre-period gap and the placebo then test the fixed-seed assumption
         study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=rd)
         figs, tabs, text = _timeseries_outputs(study)
@@ -354,12 +353,9 @@ def _ranld_job(job: tuple):
     """One game of the RA-NLD demo, a `run_jobs` job `(env_id, policy, env_kwargs, out, scale)`, run in a worker process: the game's
     rows of `ranld.ranld_tables` (saved under `out/<game>` and reloaded on a rerun of the same configuration) and the principal
     non-Lipschitz direction over one episode's visited states (`ranld.ranld`), which it returns (a `PrincipalDirection`)."""
-    from rlexplain.envs import collect_rollout, make_env
-    from rlexplain.ranld import ranld, ranld_tables, tables_config
+    from rlexplain.ranld import episode_direction, ranld_tables, tables_config
     env_id, pol, env_kwargs, out, scale = job
-    ro = collect_rollout(make_env(env_id, **env_kwargs), pol, n_episodes=1, seed=0, max_steps={"demo": 300, "reference": 1000}.get(scale),
-                         record_states=False)
-    res = ranld(pol, ro.obs, name=env_id.split("/")[-1], keep_gradients=False)
+    res = episode_direction(pol, env_id, env_kwargs, max_steps={"demo": 300, "reference": 1000}.get(scale))   # saved by the scheduler
     # the tables get the environment's id and arguments: every state set is played on a fresh environment (a used one keeps
     # emulator state its seeds do not reset, which changed Lambda by up to 7e-4)
     ranld_tables({env_id: (pol, env_kwargs)}, config=tables_config(scale), out=out, scale=scale)
@@ -423,8 +419,8 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     from rlexplain.ranld import plot_tables, ranld_tables, tables_config
     games, jobs, names, notes = _ranld_plan(scale, sec.dir)
     for n in notes: sec.note(n)
-    pool = _spawned_pool(executor, max_workers)
     rd = _ranld_run(sec, scale, games)
+    pool = _spawned_pool(executor, max_workers)
     try: dirs = run_jobs(_ranld_job, jobs, executor=pool, max_workers=max_workers, run_dir=rd, names=names, desc="RA-NLD games")
     finally:
         if pool is not executor: pool.shutdown()
