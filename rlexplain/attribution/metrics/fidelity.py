@@ -186,7 +186,7 @@ class FidelityMetric:
             self._changed_cache = c
         return c[2], c[3]
 
-    _CHUNK = 1 << 23   # changed state values per batched forward of `_curve` (64 MB in float64)
+    _CHUNK = 1 << 23   # changed state values per batched forward of `_rank_curve` (32 MB: the changed states are float32)
 
     def _curve(self, x, units, a, q, z, order, ks) -> np.ndarray:
         "Scores `(K, N)` at each k of `ks` with the `order` ranking."
