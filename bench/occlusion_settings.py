@@ -5,7 +5,7 @@ settings: no_grad vs inference_mode, contiguous vs channels_last, a frozen Torch
 with the machine, its load before and after, and the settings; medians over interleaved rounds; `max|d|/max|v|` compares each
 condition's outputs with the plain contiguous no_grad ones.
 
-    python bench/occlusion_settings.py [--rounds 5] [--busy] [--conditions plain,incremental,settings]
+    python bench/occlusion_settings.py [--rounds 5] [--busy]
 """
 import argparse
 import copy
@@ -101,8 +101,8 @@ def run(args):
     x = torch.as_tensor(x[0])
     print(f"agent: {card['id']}, one state of a seeded rollout (seed 3)")
     conds, n = conditions(pol, x)
-    ref = list(conds.values())[0]()
     out = {k: f() for k, f in conds.items()}   # warm-up, and the values
+    ref = out[next(iter(conds))]               # the first condition's (plain contiguous no_grad) outputs
     times = {k: [] for k in conds}
     cpu = {k: [] for k in conds}   # thread CPU seconds: less sensitive than wall time to other processes on a shared machine
     for r in range(args.rounds):
