@@ -644,16 +644,17 @@ def _docs_unit(job: tuple) -> None:
 def demo_schedule(workers: int = 2,           # worker processes (`--workers`)
                   keys: list[str] | None = None, # sections (default: every one of `DEMOS`)
                   docs: bool = True,          # the docs as one more unit
+                  seconds: dict | None = None, # unit seconds in `DEMO_SECONDS`' form; None: `DEMO_SECONDS`
                   ) -> pd.DataFrame:
     """The demo's expected schedule: `DEMO_SECONDS`' units (a split section's `<section>/<unit>` entries, any other section
     and the docs as one unit) dealt longest first to `workers` processes, each to the first one free, as `run_demo` does.
     Returns one row per unit: `section`, `unit`, `worker`, `start`, `end` (seconds from the start, expected on a quiet
     2-core machine). A section's results land at the `end` of its last unit. Raises `ValueError` for `workers` < 1."""
     if workers < 1: raise ValueError(f"workers must be >= 1; got {workers}.")
-    keys = list(DEMOS) if keys is None else list(keys)
-    units = [(k, k, DEMO_SECONDS[k]) for k in keys if k in DEMO_SECONDS]
-    units += [(k.split("/", 1)[0], k.split("/", 1)[1], s) for k, s in DEMO_SECONDS.items() if "/" in k and k.split("/", 1)[0] in keys]
-    if docs: units.append(("docs", "docs", DEMO_SECONDS["docs"]))
+    keys = list(DEMOS) if keys is None else list(keys); sec = DEMO_SECONDS if seconds is None else seconds
+    units = [(k, k, sec[k]) for k in keys if k in sec]
+    units += [(k.split("/", 1)[0], k.split("/", 1)[1], s) for k, s in sec.items() if "/" in k and k.split("/", 1)[0] in keys]
+    if docs: units.append(("docs", "docs", sec["docs"]))
     free, rows = [0.0] * workers, []
     for k, n, s in sorted(units, key=lambda u: -u[2]):
         w = min(range(workers), key=free.__getitem__)

@@ -438,6 +438,8 @@ def test_demo_schedule_is_longest_first_by_hand(monkeypatch):
     from rlexplain import cli
     monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 5, "b/x": 4, "b/y": 3, "c": 3, "docs": 2, "z/q": 100})
     s = cli.demo_schedule(workers=2, keys=["a", "b", "c"])
+    given = cli.demo_schedule(workers=2, keys=["a", "b", "c"], seconds={"a": 5, "b/x": 4, "b/y": 3, "c": 3, "docs": 2})
+    assert given.equals(s)                                     # `seconds` in place of DEMO_SECONDS
     assert s.groupby("section").end.max().to_dict() == {"a": 5, "b": 8, "c": 7, "docs": 9}
     assert s.set_index("unit").loc[["x", "c", "y"], "start"].tolist() == [0, 4, 5]
     assert cli.demo_schedule(workers=1, keys=["a"], docs=False).end.tolist() == [5]
