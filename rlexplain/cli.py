@@ -447,8 +447,8 @@ def _saliency_tuning_args(scale: str) -> dict:
     """The demo's tuning (Huber et al. 2023, App. C.2) at `scale`: `saliency_bench.tuning_jobs`' keyword arguments: 3 HIGHLIGHTS-DIV
     states of the first game (reference 5, paper 10) and the demo grids of Occlusion, Noise Sensitivity and SARFA (paper: every
     method's paper grid)."""
-    from rlexplain.saliency_bench import DEMO_GRIDS, paper_grid
-    methods = ["occlusion", "noise_sensitivity", "sarfa"] if scale != "paper" else list(DEMO_GRIDS)
+    from rlexplain.saliency_bench import DEMO_GRIDS, TUNING_METHODS, paper_grid
+    methods = list(TUNING_METHODS) if scale != "paper" else list(DEMO_GRIDS)
     return dict(budget={"demo": 3, "reference": 5}.get(scale, 10), methods=methods,
                 grids={k: paper_grid(k) for k in methods} if scale == "paper" else None)
 
