@@ -27,7 +27,7 @@ import matplotlib
 import pandas as pd
 
 from .agents import load_best_agent
-from .core import SCALES, ConfigMismatchError, RunDir, atomic_write, get_scale, load_json, save_json, save_table
+from .core import SCALES, ConfigMismatchError, RunDir, atomic_write, get_scale, load_json, process_pool, save_json, save_table
 
 # %% ../nbs/90_cli.ipynb #40c95c78
 class Section:
@@ -249,27 +249,6 @@ def _demo_saliency(sec: Section, scale: str, executor=None, max_workers: int = 1
     fig.tight_layout(); sec.figure("saliency_maps", fig, "Figure 2 analogue: the five perturbation saliency maps of one Breakout state (paper's final "
                                    "parameters), each min-max scaled to [0, 1] (colour bar), for the agent's greedy action named above it")
 
-def _worker_init() -> None:
-    """A pool worker's start (`_spawned_pool`): one torch thread (`core.torch_threads`: `RLEXPLAIN_THREADS`, else 1) and, unless
-    `RLEXPLAIN_WORKERS` says otherwise, one chunk worker in `Policy.outputs`: the pool's processes already use the cores, and a
-    policy's default of a worker thread per core made two processes run four threads on two cores (measured: an XRL-Bench image
-    job's CPU seconds 101 alone, about 185 beside another)."""
-    from rlexplain.core import torch_threads
-    os.environ.setdefault("RLEXPLAIN_WORKERS", "1")
-    torch_threads()
-
-def _spawned_pool(executor, max_workers: int):
-    """The executor for a section whose process has already used torch (loaded agents, calibrated them): `executor` itself
-    when given; else, for `max_workers` > 1, a process pool whose workers are spawned, not forked, since a fork of a process
-    whose torch has started its OpenMP thread pool fails in the child ("Invalid thread pool"), each worker at one torch
-    thread and one `Policy.outputs` worker (`_worker_init`; `RLEXPLAIN_THREADS` / `RLEXPLAIN_WORKERS` override); else None
-    (in-process)."""
-    if executor is not None or max_workers <= 1: return executor
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    # a spawned worker starts at torch's default threads (all cores); rlexplain's policy is one thread per worker process
-    return ProcessPoolExecutor(max_workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
-
 def _xrl_job(job: tuple):
     """One environment of the XRL-Bench demo, a `run_jobs` job `(kind, env_id, scale)`, run in a worker process (it loads its own
     agent): kind "tabular" generates the agent's dataset and runs `xrlbench.run_benchmark` on `n_explain` of its states; "image"
@@ -319,10 +298,8 @@ def _demo_xrlbench(sec: Section, scale: str, executor=None, max_workers: int = 1
     cfg, jobs, names, cards, notes = _xrl_plan(scale)
     for n in notes: sec.note(n)
     rd = RunDir(sec.dir / "run", config=cfg, force=getattr(sec, "force", False))   # resumable; never mixes two configurations
-    pool = _spawned_pool(executor, max_workers)
-    try: results = run_jobs(_xrl_job, jobs, executor=pool, max_workers=max_workers, run_dir=rd, names=names, desc="XRL-Bench environments")
-    finally:
-        if pool is not executor: pool.shutdown()
+    # run_jobs' own pool is spawned (`core.process_pool`): this process has already used torch (agent cards, calibration)
+    results = run_jobs(_xrl_job, jobs, executor=executor, max_workers=max_workers, run_dir=rd, names=names, desc="XRL-Bench environments")
     tabs, times = [], {}
     for (kind, env_id, _), r in zip(jobs, results):
         if kind != "tabular": continue
@@ -420,10 +397,7 @@ def _demo_ranld(sec: Section, scale: str, executor=None, max_workers: int = 1):
     games, jobs, names, notes = _ranld_plan(scale, sec.dir)
     for n in notes: sec.note(n)
     rd = _ranld_run(sec, scale, games)
-    pool = _spawned_pool(executor, max_workers)
-    try: dirs = run_jobs(_ranld_job, jobs, executor=pool, max_workers=max_workers, run_dir=rd, names=names, desc="RA-NLD games")
-    finally:
-        if pool is not executor: pool.shutdown()
+    dirs = run_jobs(_ranld_job, jobs, executor=executor, max_workers=max_workers, run_dir=rd, names=names, desc="RA-NLD games")
     # every game's table was saved by its job: reloaded here (recomputed only if it was lost)
     out = [(d, ranld_tables({e: (pol, kw)}, config=tables_config(scale), out=sec.dir / "quotient_tables", scale=scale))
            for d, (e, (pol, kw, _)) in zip(dirs, games.items())]
@@ -675,7 +649,7 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
 
     Scheduling: every section's work is a list of units (`DEMO_UNITS` splits XRL-Bench, RA-NLD and the time series per
     environment or game; any other section, and the docs, are one unit each), and all units of all sections share one
-    pool of `max_workers` spawned processes at one torch thread each (`_spawned_pool`; `executor` if given), longest
+    pool of `max_workers` spawned processes at one torch thread each (`core.process_pool`; `executor` if given), longest
     expected first (`_unit_seconds`), so that no core idles while a long section finishes. A split section's units save
     their results in its folder; when the last one is done, the section's own function runs in this process, loads them
     and draws its tables and figures. With `max_workers=1` the units run here, one after the other, in section order.
@@ -719,7 +693,7 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
     if docs and not execute_docs: units.append(("docs", "docs", _docs_unit, (str(nbs), str(out / "docs"))))
     n_units = {k: sum(u[0] == k for u in units) for k in {u[0] for u in units}}
     expected = {u[:2]: _unit_seconds(out, u[0], u[1], n_units[u[0]], execute_docs) for u in units}
-    pool = _spawned_pool(executor, max_workers) if len(units) > 1 else None
+    pool = (executor if executor is not None else process_pool(max_workers) if max_workers > 1 else None) if len(units) > 1 else None
     workers = max_workers if pool is not None else 1
     if pool is not None: units.sort(key=lambda u: -expected[u[:2]])   # longest first: the pool's tail is the shortest units
     eta = lambda: _eta([expected[u[:2]] for u in units if u[:2] not in spent], [(s, expected[u]) for u, s in spent.items()], workers)

@@ -337,28 +337,6 @@ def test_progress_guess_follows_the_scale(tmp_path, monkeypatch):
     assert cli._eta([cli._unit_seconds(tmp_path, "a", "a")], []) == "about 10 min left"
 
 
-def test_section_pools_are_spawned_at_one_torch_thread(monkeypatch):
-    """The XRL-Bench and RA-NLD demo sections run their jobs on `_spawned_pool`: spawned workers (a fork of a process whose
-    torch started its OpenMP pool fails: "Invalid thread pool"), each at rlexplain's one torch thread, not torch's default
-    (which is every core: 2 job processes x 2 threads oversubscribed the 2-core machine). A given executor is used as it is."""
-    import os
-    import torch
-    from rlexplain.cli import _spawned_pool
-    monkeypatch.delenv("RLEXPLAIN_THREADS", raising=False); monkeypatch.delenv("RLEXPLAIN_WORKERS", raising=False)
-    assert _spawned_pool(None, 1) is None
-    sentinel = object(); assert _spawned_pool(sentinel, 2) is sentinel
-    pool = _spawned_pool(None, 2)
-    try:
-        assert pool._mp_context.get_start_method() == "spawn"
-        assert pool.submit(torch.get_num_threads).result(timeout=300) == 1
-        assert pool.submit(os.getenv, "RLEXPLAIN_WORKERS").result(timeout=300) == "1"   # one Policy.outputs worker each
-    finally: pool.shutdown()
-    monkeypatch.setenv("RLEXPLAIN_WORKERS", "3")        # the user's choice wins
-    pool = _spawned_pool(None, 2)
-    try: assert pool.submit(os.getenv, "RLEXPLAIN_WORKERS").result(timeout=300) == "3"
-    finally: pool.shutdown()
-
-
 def _unit_demos(monkeypatch, seconds):
     "Registers tests/_demo_units.py's sections: 'split' (three units) and 'whole' (one), with these first-guess seconds."
     from rlexplain import cli

@@ -569,3 +569,44 @@ def test_calibration_runs_under_no_grad():
     with torch.no_grad():
         s = _calibrate(net, (4, 84, 84), torch.device("cpu"), seconds=0.0, rounds=1, clock=lambda: float(next(ticks)))
     assert s["grad_batch_size"] in (16, 32, 64, 128)
+
+
+def test_process_pool_is_spawned_at_one_torch_thread(monkeypatch):
+    """`run_jobs`' own pool (`process_pool`): spawned workers (a fork of a process whose torch started its OpenMP pool fails:
+    "Invalid thread pool"), each at rlexplain's one torch thread, not torch's default (every core: 2 job processes x 2
+    threads oversubscribed the 2-core machine), and one `Policy.outputs` worker unless the user set RLEXPLAIN_WORKERS."""
+    import os
+    import pytest
+    import torch
+    from rlexplain.core import process_pool
+    monkeypatch.delenv("RLEXPLAIN_THREADS", raising=False); monkeypatch.delenv("RLEXPLAIN_WORKERS", raising=False)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="max_workers"): process_pool(bad)
+    with process_pool(2) as pool:
+        assert pool._mp_context.get_start_method() == "spawn"
+        assert pool.submit(torch.get_num_threads).result(timeout=300) == 1
+        assert pool.submit(os.getenv, "RLEXPLAIN_WORKERS").result(timeout=300) == "1"   # one Policy.outputs worker each
+    monkeypatch.setenv("RLEXPLAIN_WORKERS", "3")        # the user's choice wins
+    with process_pool(1) as pool: assert pool.submit(os.getenv, "RLEXPLAIN_WORKERS").result(timeout=300) == "3"
+
+
+def _conv_sum(seed):
+    "A job that runs torch's intra-op pool: a fork of a process whose pool has started deadlocks here (measured: hung)."
+    g = torch.Generator().manual_seed(seed)
+    return float(torch.nn.functional.conv2d(torch.rand(8, 4, 32, 32, generator=g), torch.rand(8, 4, 3, 3, generator=g)).sum())
+
+
+def test_run_jobs_own_pool_works_after_torch_has_run():
+    """A process that has used torch's thread pool (any network forward) can still run `run_jobs(max_workers=2)` on torch
+    jobs: its pool is spawned, so the workers do not inherit a started OpenMP pool (a forked pool hangs here); results come
+    back in job order and equal the in-process ones (to float rounding: the sum is reduced over other thread counts). Run in a thread with a time limit, so that a hang fails the test."""
+    import threading
+    n0 = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2); torch.nn.Conv2d(4, 8, 3)(torch.rand(8, 4, 32, 32))   # start torch's intra-op pool here
+        out = []
+        t = threading.Thread(target=lambda: out.append(run_jobs(_conv_sum, [3, 1], max_workers=2)), daemon=True)
+        t.start(); t.join(600)
+        assert out, "run_jobs' pool did not return (a forked pool deadlocks after torch's pool has started)"
+        assert out[0] == pytest.approx([_conv_sum(3), _conv_sum(1)], rel=1e-5)   # 1 thread in the workers, 2 here: sums round apart
+    finally: torch.set_num_threads(n0)
