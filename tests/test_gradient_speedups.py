@@ -94,7 +94,10 @@ def old_deep_shap(pol, x, a, refs):
 def test_integrated_gradients_equal_captums(data, kind, method):
     pol, d = data[kind]; x, bg = d["x"], d["bg"]; a = _actions(pol, x)
     new = explain("integrated_gradients", pol, x, a, background=bg, n_background=7, n_steps=9, method=method).values
-    assert close(new, old_ig(pol, x, a, G.IntegratedGradients(pol, bg, n_background=7).references(), 9, method))
+    old = old_ig(pol, x, a, G.IntegratedGradients(pol, bg, n_background=7).references(), 9, method)
+    assert close(new, old)
+    summed = explain("integrated_gradients", pol, x, a, background=bg, n_background=7, n_steps=9, method=method, sum_first_layer=True).values
+    assert close(summed, old)   # the first-layer sum (the fast path on both networks) agrees with captum too
     zeros = explain("integrated_gradients", pol, x, a, baseline="zeros", n_steps=9, method=method).values
     assert close(zeros, old_ig(pol, x, a, np.zeros((1, *x.shape[1:]), np.float32), 9, method))
 
@@ -242,3 +245,132 @@ def test_integrated_gradients_rejects_bad_settings(data):
     with pytest.raises(ValueError, match="rows_per_pass"): G.IntegratedGradients(pol, d["bg"], rows_per_pass=0)
     G.IntegratedGradients(pol, d["bg"], n_steps=1, method="gausslegendre")
     with pytest.raises(ValueError, match="nsamples"): G.GradientSHAP(pol, d["bg"], nsamples=0)
+
+
+# ------------------------------------------------------------- IG's first-layer sum (sum_first_layer)
+def _count_ig_paths(monkeypatch) -> dict:
+    "Counts of the first layer's transposed calls (the summed path) and of plain input-gradient passes during IG."
+    n = {"summed": 0, "plain": 0}
+    real_layer, real_plain = G._layer_input_grad, G.IntegratedGradients._input_grad
+    def layer(*a): n["summed"] += 1; return real_layer(*a)
+    def plain(*a): n["plain"] += 1; return real_plain(*a)
+    monkeypatch.setattr(G, "_layer_input_grad", layer); monkeypatch.setattr(G.IntegratedGradients, "_input_grad", plain)
+    return n
+
+
+def _no_hooks(module) -> bool:
+    return not G._HOOKS and all(not m._forward_hooks and not m._forward_pre_hooks for m in module.modules())
+
+
+def test_ig_first_layer_sum_on_a_hand_checked_linear_net(monkeypatch):
+    """f_0 = sum of a 2x2 convolution (kernel [[1, 2], [3, 4]]) over a 3x3 image: its gradient is each pixel's summed kernel
+    weights, [[1, 3, 2], [4, 10, 6], [3, 7, 4]], so IG from the zero baseline is x times that (left Riemann weights sum to 1);
+    f_1 reads the top-left output (gradient: the kernel in the top-left corner). The summed path must be the one taken."""
+    conv = nn.Conv2d(1, 1, 2, bias=True); head = nn.Linear(4, 2, bias=False)
+    with torch.no_grad():
+        conv.weight.copy_(torch.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])); conv.bias.fill_(0.5)
+        head.weight.copy_(torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]]))
+    pol = Policy.from_module(nn.Sequential(conv, nn.Flatten(), head).eval(), (1, 3, 3), device="cpu")
+    x = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3) / 10
+    n = _count_ig_paths(monkeypatch)
+    v0 = explain("integrated_gradients", pol, x, 0, baseline="zeros", n_steps=8, sum_first_layer=True).values
+    v1 = explain("integrated_gradients", pol, x, 1, baseline="zeros", n_steps=8, sum_first_layer=True).values
+    np.testing.assert_allclose(v0[0, 0], x[0, 0] * np.array([[1, 3, 2], [4, 10, 6], [3, 7, 4]]), rtol=1e-6)
+    np.testing.assert_allclose(v1[0, 0], x[0, 0] * np.array([[1, 2, 0], [3, 4, 0], [0, 0, 0]]), rtol=1e-6)
+    assert n == {"summed": 2, "plain": 0} and _no_hooks(pol.module)
+    plain = explain("integrated_gradients", pol, x, 0, baseline="zeros", n_steps=8, sum_first_layer=False).values   # captum's order
+    assert n == {"summed": 2, "plain": 1} and G.IntegratedGradients(pol, baseline="zeros").params()["sum_first_layer"] is True
+    default = explain("integrated_gradients", pol, x, 0, baseline="zeros", n_steps=8).values   # the default: the summed path
+    assert n == {"summed": 3, "plain": 1}
+    np.testing.assert_allclose(default, v0, rtol=1e-6)
+    np.testing.assert_allclose(plain, v0, rtol=1e-6)
+
+
+def _ig_by_eq3(pol, x, a, refs, n_steps, method="riemann_left"):
+    """Eq. 3 one point at a time: (x - x0) * sum_k w_k grad f_a(x0 + alpha_k (x - x0)), each gradient a separate one-row backward
+    pass through the whole network, then the mean over the references (captum's weights and points)."""
+    from captum.attr._utils.approximation_methods import approximation_parameters
+    sizes, alphas = approximation_parameters(method)
+    out = np.zeros(x.shape, np.float64)
+    for i in range(len(x)):
+        for r in refs:
+            xi, r = torch.as_tensor(x[i]), torch.as_tensor(r)
+            tot = torch.zeros_like(xi, dtype=torch.float64)
+            for wk, ak in zip(sizes(n_steps), alphas(n_steps)):
+                z = (r + ak * (xi - r)).unsqueeze(0).requires_grad_(True)
+                tot += wk * torch.autograd.grad(pol.forward(z)[0, int(a[i])], z)[0][0].double()
+            out[i] += ((xi - r).double() * tot).numpy() / len(refs)
+    return out
+
+
+@pytest.mark.parametrize("kind,layout", [("img", "contiguous"), ("img", "channels_last"), ("tab", "contiguous")])
+def test_ig_first_layer_sum_equals_eq3_and_the_plain_path(data, kind, layout, monkeypatch):
+    "A ReLU network (conv or linear first layer, either memory layout): the summed path is Eq. 3's value and the plain path's."
+    pol, d = data[kind]; x, bg = d["x"][:3], d["bg"]; a = _actions(pol, x)
+    pol = copy.deepcopy(pol).apply_settings(ComputeSettings(1, 1, layout, 64, "override", grad_batch_size=20))
+    refs = G.IntegratedGradients(pol, bg, n_background=4).references()
+    want = _ig_by_eq3(pol, x, a, refs, 6)
+    n = _count_ig_paths(monkeypatch)
+    fast = explain("integrated_gradients", pol, x, a, background=bg, n_background=4, n_steps=6, sum_first_layer=True).values
+    assert n["summed"] > 0 and n["plain"] == 0 and _no_hooks(pol.module)
+    plain = explain("integrated_gradients", pol, x, a, background=bg, n_background=4, n_steps=6, sum_first_layer=False).values
+    assert n["plain"] > 0
+    assert close(fast, want) and close(plain, want) and close(fast, plain, 1e-6)
+    # teeth: the first layer transposed with a slightly wrong weight is seen
+    real = G._layer_input_grad
+    monkeypatch.setattr(G, "_layer_input_grad", lambda layer, g, shape: real(layer, g * 1.001, shape))
+    bad = explain("integrated_gradients", pol, x, a, background=bg, n_background=4, n_steps=6, sum_first_layer=True).values
+    assert not close(bad, want)
+
+
+def test_ig_first_layer_sum_with_an_in_place_activation_after_the_layer(data, monkeypatch):
+    "nn.ReLU(inplace=True) right after the first conv writes to the layer's output: the summed path still runs, with Eq. 3's values."
+    pol = _cnn(lambda: nn.ReLU(inplace=True)); d = data["img"][1]; x, bg = d["x"][:2], d["bg"]; a = _actions(pol, x)
+    n = _count_ig_paths(monkeypatch)
+    fast = explain("integrated_gradients", pol, x, a, background=bg, n_background=3, n_steps=5, sum_first_layer=True).values
+    assert n["summed"] > 0 and n["plain"] == 0 and _no_hooks(pol.module)
+    assert close(fast, _ig_by_eq3(pol, x, a, G.IntegratedGradients(pol, bg, n_background=3).references(), 5))
+
+
+class _Skip(nn.Module):
+    "The input reaches the output through the first conv and also through a linear map of the raw pixels (a skip connection)."
+    def __init__(self):
+        super().__init__(); torch.manual_seed(2)
+        self.conv, self.head, self.skip = nn.Conv2d(2, 3, 3, stride=2), nn.Linear(3 * 7 * 7, 3), nn.Linear(2 * 16 * 16, 3)
+    def forward(self, x): return self.head(torch.relu(self.conv(x)).flatten(1)) + self.skip(x.flatten(1))
+
+
+class _Scaled(nn.Module):
+    "The first conv sees `x * 2`, not the input itself (as an SB3 network's x / 255)."
+    def __init__(self):
+        super().__init__(); torch.manual_seed(3); self.conv, self.head = nn.Conv2d(2, 3, 3, stride=2), nn.Linear(3 * 7 * 7, 3)
+    def forward(self, x): return self.head(torch.relu(self.conv(x * 2.0)).flatten(1))
+
+
+class _Twice(nn.Module):
+    "The first conv is called twice (on the input and on its mirror image)."
+    def __init__(self):
+        super().__init__(); torch.manual_seed(4); self.conv, self.head = nn.Conv2d(2, 3, 3, stride=2), nn.Linear(3 * 7 * 7, 3)
+    def forward(self, x): return self.head(torch.relu(self.conv(x) + self.conv(x.flip(-1))).flatten(1))
+
+
+class _OwnForward(Policy):
+    "A policy that preprocesses in its own `forward`: the cut cannot see what the network is given."
+    def forward(self, obs): return super().forward(obs * 0.5)
+
+
+@pytest.mark.parametrize("net", ["skip", "scaled", "twice", "own_forward"])
+def test_ig_first_layer_sum_falls_back_where_it_does_not_hold(data, net, monkeypatch):
+    "Where the input does not reach the output through one call of the first layer only, IG runs the plain path: its exact values."
+    d = data["img"][1]; x, bg = d["x"][:3], d["bg"]
+    if net == "own_forward":
+        base = data["img"][0]; pol = _OwnForward(copy.deepcopy(base.module), base.n_actions, base.obs_shape, device="cpu")
+    else: pol = Policy.from_module({"skip": _Skip, "scaled": _Scaled, "twice": _Twice}[net]().eval(), (2, 16, 16), device="cpu")
+    pol.apply_settings(ComputeSettings(1, 1, "contiguous", 64, "override", grad_batch_size=20))
+    a = _actions(pol, x)
+    plain = explain("integrated_gradients", pol, x, a, background=bg, n_background=4, n_steps=6, sum_first_layer=False).values
+    n = _count_ig_paths(monkeypatch)
+    got = explain("integrated_gradients", pol, x, a, background=bg, n_background=4, n_steps=6, sum_first_layer=True).values
+    np.testing.assert_array_equal(got, plain)
+    assert n["summed"] == 0 and n["plain"] > 0 and _no_hooks(pol.module)
+    if net != "own_forward": assert close(plain, _ig_by_eq3(pol, x, a, G.IntegratedGradients(pol, bg, n_background=4).references(), 6))
