@@ -346,3 +346,67 @@ def test_hog_features_falls_back_to_scikit_image_hog_without_its_private_histogr
     got = hog_features(maps)
     want = np.stack([hog(x, pixels_per_cell=(3, 3)) for x in minmax(maps)])
     assert np.array_equal(got, want) and np.array_equal(got, fast)
+
+
+# ---------------------------------------------------------------- sanity re-explanations: shared layers run once
+SANITY_EXPLAINERS = [("sarfa", {}), ("noise_sensitivity", {}), ("rise", dict(n_masks=40)), ("lime_slic", dict(num_samples=60))]
+
+def _recorded(method, over, policy, obs, n, seed):
+    plan = sb._sanity_plan(policy, sb._bench_explainer(method, **over), seed, None, len(obs), n); store = {}
+    return plan, store, sb._maps(method, sb._recording_policy(policy, plan, store), obs, **over)
+
+@pytest.mark.parametrize("method,over", SANITY_EXPLAINERS)
+def test_sanity_steps_equal_randomized_attributions_bit_for_bit_with_fewer_conv_passes(cnn, method, over, monkeypatch):
+    from rlexplain.attribution.metrics.randomisation import randomized_attributions
+    obs = np.random.default_rng(5).random((3, *SHAPE), dtype=np.float32)
+    plain = sb._maps(method, cnn, obs, **over)
+    plan, store, ref = _recorded(method, over, cnn, obs, 2, 4)
+    assert np.array_equal(ref.pixels(), plain.pixels())          # recording changes nothing
+    assert plan.record == (2, 5, 7) and plan.first == [7, 5, 2, 0]   # Sequential: conv 0, conv 2, Linear 5, Linear 7
+    calls = {"n": 0}
+    conv_fwd = nn.Conv2d.forward
+    def counting(self, x): calls["n"] += 1; return conv_fwd(self, x)
+    monkeypatch.setattr(nn.Conv2d, "forward", counting)
+    new = sb._sanity_steps(cnn, obs[:2], ref[:2], plan, store); n_new = calls["n"]; calls["n"] = 0
+    old = randomized_attributions(cnn, obs[:2], plain[:2], 4); n_old = calls["n"]; calls["n"] = 0
+    assert [n for n, _ in new] == [n for n, _ in old] == ["7", "5", "2", "0"]
+    for (_, a), (_, b) in zip(new, old):
+        assert np.array_equal(a.pixels(), b.pixels()) and np.array_equal(a.actions, b.actions)
+    ref._explainer.explain(cnn, obs[:2], ref.actions[:2]); passes = calls["n"] // 2   # forward passes of one re-explanation (2 convs each)
+    # old: 4 steps x 2 convs per pass. New: steps 1, 2 (Linear layers randomised) run only their first (unperturbed) pass's convs,
+    # step 3 (conv 2 randomised) replays conv 0 after its first pass, step 4 runs in full
+    # (+ 2 in the old: cascading_randomization's model_layers orders the layers by one probe pass; the plan made it before counting)
+    assert (n_old, n_new) == (8 * passes + 2, 2 + 2 + (2 + passes - 1) + 2 * passes)
+
+def test_sanity_steps_fall_back_and_replay_checks_its_inputs(cnn, monkeypatch):
+    obs = np.random.default_rng(6).random((3, *SHAPE), dtype=np.float32)
+    assert sb._sanity_plan(cnn, sb._bench_explainer("occlusion", patch=4), 0) is None   # incremental passes: no replay
+    plan, store, ref = _recorded("sarfa", {}, cnn, obs, 2, 1)
+    full = sb._sanity_steps(cnn, obs[:2], ref[:2], plan, store)
+    monkeypatch.setattr(sb, "_REPLAY_BUDGET", 0)          # nothing recorded: every step runs in full, the same maps
+    plan0, store0, ref0 = _recorded("sarfa", {}, cnn, obs, 2, 1)
+    assert not any(store0.get(k) for k in plan0.record)
+    for (_, a), (_, b) in zip(full, sb._sanity_steps(cnn, obs[:2], ref0[:2], plan0, store0)): assert np.array_equal(a.pixels(), b.pixels())
+    chain = list(cnn.module); store = {}
+    x = torch.rand(3, *SHAPE)
+    rec = sb._Replay(chain, store, record=(5,), budget=1 << 20)
+    with torch.no_grad(): y = rec(x); rec(x[:2])
+    assert torch.equal(y, cnn.module(x)) and len(store[5]) == 2
+    rep = sb._Replay(chain, store, split=5)
+    with torch.no_grad():
+        assert torch.equal(rep(x), y) and rep.replayed == 1
+        assert torch.equal(rep(x[:2] + 1), cnn.module(x[:2] + 1)) and rep.replayed == 1 and rep._live   # out of step: the rest in full
+        rep(x[:2]); assert rep.replayed == 1
+    one = x.clone(); one[0, 0, 0, 1] += 0.25                 # a single value changed (not on any subsampling stride)
+    rep = sb._Replay(chain, store, split=5)
+    with torch.no_grad():
+        assert torch.equal(rep(one), cnn.module(one)) and rep.replayed == 0   # no recorded pass matches: the full network ran
+
+def test_prefill_sanity_gives_the_sanity_metrics_their_re_explanations(cnn):
+    obs = np.random.default_rng(7).random((3, *SHAPE), dtype=np.float32)
+    plan, store, ref = _recorded("sarfa", {}, cnn, obs, 2, 42)
+    ref, plain = ref[:2], sb._maps("sarfa", cnn, obs)[:2]
+    sb._prefill_sanity(ref, 42, None, sb._sanity_steps(cnn, obs[:2], ref, plan, store))
+    a = sb._sanity_scores(cnn, obs[:2], ref, "sarfa", ("spearman", "ssim", "hog"), 42, None, False, "g")[0]
+    b = sb._sanity_scores(cnn, obs[:2], plain, "sarfa", ("spearman", "ssim", "hog"), 42, None, False, "g")[0]
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
