@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import json
 import math
 import multiprocessing
@@ -15,7 +14,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Sequence
 
 # %% auto #0
 __all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'PAPER_CALIBRATION', 'DEMO_GRIDS', 'PAPER_GAMES', 'PAPER_RUNTIMES', 'TUNING_METHODS',
@@ -570,161 +569,15 @@ def _job_agent(agent: Any, device: str = "auto") -> Policy:
     if key not in _JOB_AGENTS: _JOB_AGENTS[key] = load_bench_agent(agent, device)[0]
     return _JOB_AGENTS[key]
 
-_REPLAY_EXPLAINERS = ("SARFAExplainer", "NoiseSensitivity", "RISEExplainer", "LIMESlic", "LIMEQuickshift", "LIMEFelzenszwalb")
-_REPLAY_BUDGET = 384 * 2 ** 20   # bytes of recorded activations (all layers); passes beyond it run in full
-
-@functools.lru_cache(maxsize=8)
-def _tag_vector(n: int) -> Tensor:
-    "A fixed random float64 vector of length `n` in [0.5, 1.5) (`_Replay._tag`): the projection of two float32 inputs that differ is equal only by a measure-zero chance."
-    return torch.rand(n, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) + 0.5
-
-class _Replay(nn.Module):
-    """A network `layers` (its `_chain`) that records or replays the activations entering some of its layers.
-
-    Recording (`record`: layer indices), it runs every layer and keeps, for each forward pass `x (B, C, H, W)`, the activations
-    `(B, ...)` entering each recorded layer while they fit in its share of `budget` bytes (shared out at the first pass for `limit`
-    images, the deepest layers first) and `limit` images. Replaying from layer `split` (the randomised copy shares `layers[:split]`
-    with the recorded network), a pass that matches the next recorded one (its shape and each image's projection on a fixed random
-    vector, `_tag`, which any change of any input value moves; the first match
-    among the first 4 recorded) takes the recorded activations instead of running `layers[:split]`; passes before the first match,
-    and every pass from the first one that does not match, run in full. A run that explains the same states with the same
-    perturbations makes the same passes in the same order, so a replayed output is bit for bit the full network's."""
-    def __init__(self, layers: list, store: dict, record: Sequence[int] = (), split: int | None = None, budget: int | None = None,
-                 limit: int | None = None):   # record at most this many images (the passes the sanity states need); None: no limit
-        super().__init__()
-        self.mods = nn.ModuleList([l for l in layers if isinstance(l, nn.Module)])   # registered: layout and device as the network's
-        self._layers, self.store, self.record, self.split, self.p, self.replayed = layers, store, tuple(record), split, None, 0
-        self.budget = _REPLAY_BUDGET if budget is None else int(budget)   # None: _REPLAY_BUDGET
-        self._live, self.limit = False, limit
-    @staticmethod
-    def _tag(x: Tensor) -> tuple:
-        "(shape, `(B,)` float64 projections of each image's every value on a fixed random vector): inputs that differ anywhere differ here."
-        flat = x.detach().reshape(len(x), -1).to(torch.float64)
-        return tuple(x.shape), flat @ _tag_vector(flat.shape[1])
-    def forward(self, x: Tensor) -> Tensor:
-        st, z, start = self.store, x, 0
-        if self.record:
-            n = len(st.setdefault("tags", [])); st["tags"].append(self._tag(x))
-            seen = st.get("images", 0); st["images"] = seen + len(x)
-            keep = {}
-            for i, l in enumerate(self._layers):
-                if i in self.record: keep[i] = z
-                z = l(z)
-            if "quota" not in st:   # the budget shared out at the first pass: the deepest layers first (they save the most work per byte)
-                left, st["quota"] = self.budget, {}
-                for i in sorted(keep, reverse=True):
-                    want = keep[i].numel() // max(len(x), 1) * keep[i].element_size() * (self.limit if self.limit is not None else 1 << 40)
-                    st["quota"][i] = min(left, want); left -= st["quota"][i]
-            if self.limit is None or seen < self.limit:
-                for i in keep:
-                    acts, size = st.setdefault(i, []), keep[i].numel() * keep[i].element_size()
-                    if len(acts) == n and st.get(("bytes", i), 0) + size <= st["quota"][i]:   # a prefix of the passes, within its quota
-                        acts.append(keep[i]); st[("bytes", i)] = st.get(("bytes", i), 0) + size
-            return z
-        if self.split is not None and not self._live:
-            acts, tags, tag = self.store.get(self.split, []), self.store.get("tags", []), self._tag(x)
-            match = lambda k: k < len(acts) and tags[k][0] == tag[0] and torch.equal(tags[k][1], tag[1])
-            # not started yet: the recording's first passes may be the unperturbed states (the reference run explained more states)
-            k = self.p if self.p is not None else next((k for k in range(min(len(acts), 4)) if match(k)), None)
-            if k is not None and match(k): z, start, self.p, self.replayed = acts[k], self.split, k + 1, self.replayed + 1
-            elif self.p is not None: self._live = True   # out of step or past the recording: the rest in full
-        for l in self._layers[start:]: z = l(z)
-        return z
-
-def _first_change(chain0: list, chain: list) -> int:
-    "Index of the first layer of `chain` that is not the same computation as `chain0`'s (type, parameters and buffers); len: none."
-    if len(chain0) != len(chain): return 0
-    for i, (a, b) in enumerate(zip(chain0, chain)):
-        if not (isinstance(a, nn.Module) and type(a) is type(b)): return i
-        ta, tb = list(a.parameters()) + list(a.buffers()), list(b.parameters()) + list(b.buffers())
-        if len(ta) != len(tb) or any(u.shape != v.shape or not torch.equal(u, v) for u, v in zip(ta, tb)): return i
-        if a.extra_repr() != b.extra_repr() or a.training != b.training: return i
-    return len(chain)
-
-class _SanityPlan(NamedTuple):
-    "The cascading randomisation of a sanity check and where each step's network first differs from the trained one (`_sanity_plan`)."
-    steps: list     # cascading_randomization(policy, seed, layers)
-    chain0: list    # the trained network's `_chain`
-    chains: list    # each step's `_chain`
-    first: list     # each step's first changed layer index (`_first_change`)
-    record: tuple   # the layer indices the reference run records (every step's first change but the input layer)
-    limit: int | None  # images the reference run records (its unperturbed passes and the sanity states' perturbed ones); None: no limit
-
-def _passes_per_state(explainer_: Explainer, H: int, W: int) -> int | None:
-    "Perturbed images per state of the replayed explainers with their parameters (None: not known): grid points, masks or samples."
-    from .attribution.explainers.lime import LIME_SEGMENTATIONS
-    p, name = explainer_.params, type(explainer_).__name__
-    if name in ("SARFAExplainer", "NoiseSensitivity") and isinstance(p.get("radius"), int): return math.ceil(H / p["radius"]) * math.ceil(W / p["radius"])
-    if name == "RISEExplainer" and isinstance(p.get("n_masks"), int): return p["n_masks"]
-    if name.startswith("LIME"):
-        n = p.get("num_samples") or LIME_SEGMENTATIONS.get(p.get("segmentation"), (None, None))[1]
-        return int(n) if n else None
-    return None
-
-def _sanity_plan(policy: Policy, explainer_: Explainer, seed: int, layers: Sequence[str] | None = None,
-                 n_states: int | None = None,   # the reference run's states (the first `n_sanity` of them are checked); None: no limit
-                 n_sanity: int | None = None) -> _SanityPlan | None:
-    """The plan of `_sanity_steps`, or None when the replay does not apply: an explainer that uses the network other than through
-    its forward (occlusion's incremental passes), several worker threads, a non-CPU device, a network that is not a plain chain."""
-    from .attribution.explainers.perturbation import _chain
-    st = policy.settings
-    if type(explainer_).__name__ not in _REPLAY_EXPLAINERS or st.workers != 1 or torch.device(policy.device).type != "cpu": return None
-    chain0 = _chain(policy.module)
-    if len(chain0) < 2: return None
-    rand = cascading_randomization(policy, seed, layers)
-    chains = [_chain(pk.module) for _, pk in rand]
-    first = [_first_change(chain0, ch) for ch in chains]
-    record = tuple(sorted({f for f in first if 0 < f < len(chain0)}))
-    per = _passes_per_state(explainer_, *policy.obs_shape[-2:]) if n_states is not None and n_sanity is not None else None
-    limit = None if per is None else 2 * int(n_states) + int(n_sanity) * per   # the unperturbed passes (greedy actions, _prepare) and the perturbed
-    return _SanityPlan(rand, chain0, chains, first, record, limit) if record else None
-
-def _recording_policy(policy: Policy, plan: _SanityPlan, store: dict) -> Policy:
-    "`policy` whose forward passes also record the activations `plan.record` needs in `store` (the same outputs, bit for bit)."
-    return Policy(_Replay(plan.chain0, store, record=plan.record, limit=plan.limit), policy.n_actions, policy.obs_shape, kind=policy.kind,
-                  stochastic=policy.stochastic, device=policy.device, name=policy.name).apply_settings(policy.settings)
-
-def _sanity_steps(policy: Policy, x: Any, ref: Attribution, plan: _SanityPlan, store: dict) -> list:
-    """`randomized_attributions(policy, x, ref, seed, layers)` of `plan`'s seed and layers (cascading randomisation, output layer
-    first, the explainer re-run on every randomised copy), bit for bit, with less work. The reference maps of the same states ran
-    through `_recording_policy` (their first states first, as `x`), which recorded the activations entering each step's first
-    randomised layer; each step's network replays them (`_Replay`) instead of running the trained layers before it. Every step
-    still runs the whole explainer on its own network (the protocol); only computations identical to the reference run's are not
-    repeated, and any pass that does not match the recording runs in full."""
-    from .attribution._base import _reexplainer
-    ex = _reexplainer(ref, None)
-    steps = []
-    for k, (name, pk) in enumerate(plan.steps):
-        f = plan.first[k]
-        pol = pk if f not in plan.record else Policy(_Replay(plan.chains[k], store, split=f), pk.n_actions, pk.obs_shape, kind=pk.kind,
-                                                     stochastic=pk.stochastic, device=pk.device, name=pk.name).apply_settings(pk.settings)
-        try: steps.append((name, ex.explain(pol, x, ref.actions)))
-        except ValueError as err:     # as randomized_attributions: the step gives None
-            steps.append((name, None)); object.__setattr__(ref, "_sanity_errors", {**getattr(ref, "_sanity_errors", {}), name: str(err)})
-    return steps
-
-def _prefill_sanity(ref: Attribution, seed: int, layers: Sequence[str] | None, steps: list) -> None:
-    "Put `steps` in `ref`'s cache of re-explanations, where the sanity metrics (with their default explainer) read them."
-    cache = getattr(ref, "_sanity_cache", None)
-    if cache is None: cache = {}; object.__setattr__(ref, "_sanity_cache", cache)
-    cache[(int(seed), tuple(layers) if layers else None, repr(None))] = steps   # randomized_attributions' key for explainer None
-
 def _run_bench_job(job: _BenchJob) -> MethodRun:
     if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
     policy = _job_agent(job.agent, job.cfg.device)
     cfg = job.cfg
-    n = min(cfg.n_sanity, len(job.obs))
-    # the reference run records the activations the sanity steps' networks share with it (`_sanity_steps`)
-    plan = _sanity_plan(policy, _bench_explainer(job.method), cfg.seed, None, len(job.obs), n) if job.method != "random" and n > 0 else None
-    store: dict = {}
-    mpol = _recording_policy(policy, plan, store) if plan is not None else policy
-    t0 = time.perf_counter(); maps = _maps(job.method, mpol, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
+    t0 = time.perf_counter(); maps = _maps(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
     ins = _insertion(policy, job.obs, maps, cfg.starts, job.game, pixels_per_step=cfg.pixels_per_step, seed=cfg.seed, batch_size=cfg.batch_size)
+    n = min(cfg.n_sanity, len(job.obs))
     if job.method != "random" and n > 0:       # the sanity metrics re-explain with the explainer kept on the maps
-        ref = maps[:n]
-        if plan is not None: _prefill_sanity(ref, cfg.seed, None, _sanity_steps(policy, job.obs[:n], ref, plan, store))   # the same maps, less work
-        store.clear()
-        sanity = _sanity_scores(policy, job.obs[:n], ref, job.method, cfg.sanity_metrics, cfg.seed, None, cfg.ssim_flat, job.game)[0]
+        sanity = _sanity_scores(policy, job.obs[:n], maps[:n], job.method, cfg.sanity_metrics, cfg.seed, None, cfg.ssim_flat, job.game)[0]
     else: sanity = pd.DataFrame(columns=_SANITY_COLUMNS)
     example = _maps(job.method, policy, job.example).pixels()[0]
     params = {k: v for k, v in maps.params.items() if isinstance(v, (int, float, str, bool))}
