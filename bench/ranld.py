@@ -25,12 +25,18 @@ flat` makes the synthetic top eigenvalues nearly equal, the hard case for Lanczo
     python bench/ranld.py [--n 1000 10000] [--d 28224] [--threads 1] [--grads 256]
     python bench/ranld.py --switch [--n 25 50 100 200 400 800 1600] [--d 28224] [--real] [--spectrum flat]
     python bench/ranld.py --shifts [--env ALE/RoadRunner-v5] [--steps 10]
+    python bench/ranld.py --attacks [--env ALE/Freeway-v5] [--steps 6]
 
 `--shifts` breaks down where the demo's `ranld_tables` job spends its CPU (issue 28): for the zoo's DDQN agent of `--env`,
 the CPU milliseconds per step (`time.process_time`, one torch thread) of a `collect_shifted_rollout` under each shift of
 `paper_shifts("all", "demo")` (every step attacked, as in the protocol), of an identity rollout and of `ranld` on 40
 states, and the job's estimated CPU seconds: `tables_config("demo")` plays each shift on n_runs x max_steps = 80 steps,
 plus 4 identity rollouts, 22 `ranld` calls and the 300-step direction episode. Episodes that end early make it an upper bound.
+
+`--attacks` compares, for the demo protocol's three ART attacks (C&W, DeepFool, Elastic-Net) on `--steps` states the zoo's DDQN
+agent of `--env` visits (seed 500), ART's own `PyTorchClassifier` (`shift.attack(art_classifier(policy)).generate(x)`) with the
+shift itself (`shift(x, policy)`, on `shifts._OneForwardClassifier`): CPU ms per state (one torch thread) and the largest
+absolute difference of the adversarial observations (0: bit-equal).
 """
 import argparse
 import json
@@ -177,6 +183,32 @@ def shifts_timing(env_id: str, steps: int) -> None:
           f"estimated job CPU (without the 300-step direction episode) {total + g * n_ranld:.0f} s; load {os.getloadavg()[0]:.2f}")
 
 
+def attacks_timing(env_id: str, steps: int) -> None:
+    "ART's PyTorchClassifier against the shifts' one-forward classifier on the demo protocol's attacks (see the module docstring)."
+    import torch
+    torch.set_num_threads(1)
+    from rlexplain.agents import load_best_agent
+    from rlexplain.envs import collect_rollout, make_env
+    from rlexplain.ranld import paper_shifts
+    from rlexplain.shifts import art_classifier
+    pol, card = load_best_agent(env_id, "ddqn")
+    ro = collect_rollout(make_env(env_id, **card.get("env_kwargs", {})), pol, n_episodes=1, seed=500, max_steps=20 * steps,
+                         record_states=False)
+    X = pol.obs(ro.obs[::max(1, len(ro.obs) // steps)][:steps])
+    print(machine()); print(f"{env_id}, agent {card['id']}, {len(X)} states")
+    for label, sh in paper_shifts("adversarial", "demo").items():
+        if not hasattr(sh, "attack"): continue   # Nesterov momentum: no ART attack
+        t_art = t_new = 0.0; diff = 0.0
+        for i in range(len(X)):
+            x = X[i:i + 1]
+            t = time.process_time(); a = np.clip(sh.attack(art_classifier(pol, sh.temperature)).generate(x.numpy().copy()), 0, 1)
+            t_art += time.process_time() - t
+            t = time.process_time(); b = sh(x, pol).numpy(); t_new += time.process_time() - t
+            diff = max(diff, float(np.abs(a - b).max()))
+        print(f"{label:16s} ART PyTorchClassifier {1e3 * t_art / len(X):7.0f} ms CPU/state, one-forward {1e3 * t_new / len(X):7.0f} "
+              f"ms CPU/state ({t_art / max(t_new, 1e-9):.2f}x), max |diff| {diff:.3g}; load {os.getloadavg()[0]:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[1000, 10000], help="numbers of gradient rows")
@@ -190,7 +222,8 @@ def main():
     ap.add_argument("--real", action="store_true", help="--switch: real gradients of the zoo's Toybox Breakout DQN")
     ap.add_argument("--spectrum", choices=sorted(SPECTRA), default="steep", help="--switch: synthetic top spectrum")
     ap.add_argument("--shifts", action="store_true", help="per-step CPU cost of each shift of the demo's ranld_tables job instead")
-    ap.add_argument("--env", default="ALE/RoadRunner-v5", help="--shifts: the game (its zoo DDQN agent)")
+    ap.add_argument("--attacks", action="store_true", help="ART's classifier against the one-forward classifier on the demo's attacks instead")
+    ap.add_argument("--env", default="ALE/RoadRunner-v5", help="--shifts, --attacks: the game (its zoo DDQN agent)")
     ap.add_argument("--steps", type=int, default=10, help="--shifts: steps timed per shift")
     ap.add_argument("--one", nargs=3, metavar=("N", "METHOD", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -198,6 +231,8 @@ def main():
         return one(int(a.one[0]), a.d, a.one[1], a.one[2], a.threads)
     if a.shifts:
         return shifts_timing(a.env, a.steps)
+    if a.attacks:
+        return attacks_timing(a.env, a.steps)
     if a.switch:
         return switch_point(a.n if a.n != [1000, 10000] else [25, 50, 100, 200, 400, 800, 1600], a.d, a.threads, a.repeats,
                             a.real, a.spectrum)

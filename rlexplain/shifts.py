@@ -139,6 +139,92 @@ class _ARTShift(Shift):
         adv = self.attack(clf).generate(x.detach().cpu().numpy().astype(np.float32))
         return torch.from_numpy(np.asarray(adv, np.float32))
 
+def _one_forward_class():
+    "The class `_OneForwardClassifier` (built on first use: ART is imported lazily)."
+    global _ONE_FORWARD
+    if _ONE_FORWARD is not None: return _ONE_FORWARD
+    from art.estimators.classification import PyTorchClassifier
+
+    class _OneForwardClassifier(PyTorchClassifier):
+        """ART `PyTorchClassifier` whose `predict` and `class_gradient` share ONE forward pass per distinct input, and whose
+        class gradients are gradients w.r.t. the input only. ART's own class runs a forward for every call and its
+        `backward` also fills every weight's `.grad`, which no attack reads (about half the backward's time). C&W calls
+        `predict(x)` after each update and then `class_gradient(x)` twice at the same x; EAD `predict` and two
+        `class_gradient`s per iteration; DeepFool `predict` and `nb_grads` `class_gradient`s per step: here each of these
+        groups is one forward (with gradients, its graph kept until the next input) and one `torch.autograd.grad` per class.
+        The values are ART's bit for bit: the same forward and backward kernels in the same order (no-grad and grad-mode
+        forwards give equal outputs), and no preprocessing (ART's default standardisation `(x - 0) / 1` is the identity
+        on floats). Falls back to ART's own methods for training mode, preprocessing, RNNs, layer gradients and inputs
+        larger than `batch_size` (ART's batching). Call `clear()` after an attack to free the kept graph."""
+        _last = None
+
+        def clear(self): self._last = None
+
+        def _own(self, training_mode) -> bool:
+            return not (training_mode or self.preprocessing_operations or self.is_rnn or self._layer_idx_gradients >= 0)
+
+        def _forward(self, x: np.ndarray):
+            c = self._last
+            if c is not None and c[0].shape == x.shape and c[0].dtype == x.dtype and np.array_equal(c[0], x): return c[1], c[2]
+            if any(m.training for m in self._model.modules()): self._model.train(mode=False)   # as ART's train(False), without 40 setattrs
+            xg = torch.from_numpy(np.array(x)).to(self._device).requires_grad_(True)
+            preds = self._model(xg)[-1]
+            self._last = (np.array(x), xg, preds)   # a copy: the attacks change their arrays in place
+            return xg, preds
+
+        def predict(self, x, batch_size: int = 128, training_mode: bool = False, **kwargs):
+            if not self._own(training_mode) or not 0 < len(x) <= batch_size: return super().predict(x, batch_size, training_mode, **kwargs)
+            out = self._forward(x)[1].detach().cpu().numpy().astype(np.float32)
+            if out.ndim == 1: out = np.expand_dims(out, axis=1).astype(np.float32)
+            return self._apply_postprocessing(preds=out, fit=False)
+
+        def class_gradient(self, x, label=None, training_mode: bool = False, **kwargs):
+            if not self._own(training_mode) or len(x) == 0: return super().class_gradient(x, label, training_mode, **kwargs)
+            if isinstance(label, list): label = np.array(label)
+            if not ((label is None) or (isinstance(label, (int, np.integer)) and label in range(self.nb_classes))
+                    or (isinstance(label, np.ndarray) and len(label.shape) == 1 and (label < self.nb_classes).all()
+                        and label.shape[0] == x.shape[0])):
+                raise ValueError(f"Label {label} is out of range.")
+            xg, preds = self._forward(x)
+            ones = torch.tensor([1.0] * len(preds[:, 0])).to(self._device)
+            grad = lambda i: torch.autograd.grad(preds[:, i], xg, ones, retain_graph=True)[0].cpu().numpy().copy()
+            if label is None:   # ART's layout: (B, classes, *input_shape), or (B, 1, ...) for one label
+                n = 1 if len(preds.shape) == 1 or preds.shape[1] == 1 else self.nb_classes
+                return np.swapaxes(np.array([grad(i) for i in range(n)]), 0, 1)
+            if isinstance(label, (int, np.integer)): return np.swapaxes(np.array([grad(label)]), 0, 1)
+            uniq = list(np.unique(label))
+            g = np.swapaxes(np.array([grad(i) for i in uniq]), 0, 1)[np.arange(len(x)), [uniq.index(i) for i in label]]
+            return np.swapaxes(np.array(g[None, ...]), 0, 1)
+
+    _ONE_FORWARD = _OneForwardClassifier
+    return _ONE_FORWARD
+
+_ONE_FORWARD = None
+_ONE_FORWARD_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+def _one_forward_classifier(policy: Policy, temperature: float = 1.0, clip: bool = True):
+    "`art_classifier`'s model, loss, shape, classes, clip values and device in a `_OneForwardClassifier` (cached per policy, weakly)."
+    if not temperature > 0: raise ValueError(f"temperature must be > 0; got {temperature}.")
+    if not isinstance(policy, Policy): raise TypeError(f"policy must be an rlexplain Policy; got {type(policy).__name__}.")
+    key = (float(temperature), bool(clip)); cache = _ONE_FORWARD_CACHE.setdefault(policy, {})
+    if key not in cache:
+        model = policy.module if temperature == 1.0 else _Tempered(policy.module, temperature)
+        cache[key] = _one_forward_class()(model=model, loss=nn.CrossEntropyLoss(), input_shape=tuple(policy.obs_shape),
+                                          nb_classes=policy.n_actions, clip_values=(0.0, 1.0) if clip else None, preprocessing=None,
+                                          device_type="gpu" if policy.device.type == "cuda" else "cpu")
+    return cache[key]
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class _OneForwardShift(_ARTShift):
+    """An ART attack run on `_OneForwardClassifier` (C&W, DeepFool, EAD: many `predict`/`class_gradient` calls per state):
+    the same adversarial observations as on ART's `PyTorchClassifier` (`attack(art_classifier(policy)).generate(x)`), bit
+    for bit, with one forward per distinct input and input-only gradients."""
+    def apply(self, x, policy):
+        clf = _one_forward_classifier(policy, self.temperature, clip=x.ndim == 4)
+        try: adv = self.attack(clf).generate(x.detach().cpu().numpy().astype(np.float32))
+        finally: clf.clear()   # frees the kept graph
+        return torch.from_numpy(np.asarray(adv, np.float32))
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class FGSM(_ARTShift):
     """Fast gradient sign method (Goodfellow et al. 2015): `x + eps * sign(grad J)`, `||delta||_inf <= eps`. ART
@@ -197,7 +283,7 @@ class PGD(_ARTShift):
                                         num_random_init=self.num_random_init, batch_size=self.batch_size, verbose=False)
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class CarliniWagnerL2(_ARTShift):
+class CarliniWagnerL2(_OneForwardShift):
     "Carlini & Wagner (2017) L2 attack, Korkmaz (2024) Eq. 4; the paper's kappa 10, lr 0.01, initial constant 10. ART `CarliniL2Method`."
     confidence: float = 10.0        # kappa: required margin of the wrong action's logit
     learning_rate: float = 0.01
@@ -218,7 +304,7 @@ class CarliniWagnerL2(_ARTShift):
                                batch_size=self.batch_size, verbose=False)
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class DeepFool(_ARTShift):
+class DeepFool(_OneForwardShift):
     """DeepFool (Moosavi-Dezfooli et al. 2016): steps to the nearest linearised decision boundary. ART `DeepFool`, with
     the original paper's overshoot 0.02 (ART's default 1e-6 lands on the boundary of a linear model, leaving a tie)."""
     max_iter: int = 100
@@ -234,7 +320,7 @@ class DeepFool(_ARTShift):
                    batch_size=self.batch_size, verbose=False)
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class ElasticNet(_ARTShift):
+class ElasticNet(_OneForwardShift):
     """Elastic-net attack EAD (Chen et al. 2018): `c J + beta ||d||_1 + ||d||_2^2`; the paper's beta 1e-4, lr 0.1,
     300 iterations (about 2,700 gradient evaluations per observation with ART's 9 binary-search steps: slow). ART `ElasticNet`."""
     beta: float = 1e-4

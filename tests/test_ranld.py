@@ -288,3 +288,63 @@ def test_every_state_set_is_played_on_a_fresh_env(monkeypatch):
         assert got["blur"] == feature_correlation_quotient(P, S)
     assert qt.params["envs"] == "fresh per set"
     with pytest.raises(ValueError, match="env_kwargs"): ranld_protocol(tiny, make_env("ALE/Freeway-v5"), ["blur"], cfg, env_kwargs={"mode": 0})
+
+
+# --- The protocol's ART attacks (C&W, DeepFool, EAD) on `shifts._OneForwardClassifier` (issue 28) -------------------------
+
+def _conv_policy(seed=0, n_actions=4):
+    torch.manual_seed(seed)
+    net = nn.Sequential(nn.Conv2d(2, 4, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 5 * 5, 16), nn.ReLU(),
+                        nn.Linear(16, n_actions))
+    return Policy.from_module(net, obs_shape=(2, 12, 12), device="cpu", name="conv")
+
+
+_PROTOCOL_ATTACKS = {"cw": dict(confidence=0.0, binary_search_steps=2, max_iter=10, initial_const=10.0),
+                     "deepfool": dict(max_iter=10, nb_grads=3), "ead": dict(binary_search_steps=2, max_iter=20, initial_const=10.0)}
+
+
+@pytest.mark.parametrize("name", sorted(_PROTOCOL_ATTACKS))
+@pytest.mark.parametrize("T", [1.0, 2.5])
+def test_one_forward_attacks_equal_art_bit_for_bit(name, T):
+    "The shifts' C&W, DeepFool and EAD give the observations of ART's own attack on ART's PyTorchClassifier, bit for bit."
+    from rlexplain.shifts import art_classifier, make_shift
+    pol = _conv_policy(1); sh = make_shift(name, temperature=T, **_PROTOCOL_ATTACKS[name])
+    x = torch.rand(3, 2, 12, 12, generator=torch.Generator().manual_seed(2))
+    for i in range(len(x)):                       # one state per call, as in a rollout
+        want = np.clip(sh.attack(art_classifier(pol, T)).generate(x[i:i + 1].numpy().copy()), 0, 1)
+        np.testing.assert_array_equal(sh(x[i:i + 1], pol).numpy(), want)
+    want = np.clip(sh.attack(art_classifier(pol, T)).generate(x.numpy().copy()), 0, 1)   # a batch (ART's batch_size 1)
+    np.testing.assert_array_equal(sh(x, pol).numpy(), want)
+
+
+def test_one_forward_classifier_matches_art_methods():
+    "predict and class_gradient (all, one, per-sample labels) equal PyTorchClassifier's; the weights' .grad stays empty."
+    from rlexplain.shifts import _one_forward_classifier, art_classifier
+    pol = _conv_policy(2); a, b = art_classifier(pol), _one_forward_classifier(pol)
+    x = np.random.default_rng(0).random((3, 2, 12, 12), dtype=np.float32)
+    for p in pol.module.parameters(): p.grad = None
+    np.testing.assert_array_equal(b.predict(x), a.predict(x))
+    np.testing.assert_array_equal(b.predict(x, logits=True, batch_size=1), a.predict(x, batch_size=1))   # > batch_size: ART's batching
+    labels = (None, 2, np.array([0, 3, 3]))
+    got = [b.class_gradient(x, label=label) for label in labels]
+    assert all(p.grad is None for p in pol.module.parameters())          # input gradients only
+    for g, label in zip(got, labels): np.testing.assert_array_equal(g, a.class_gradient(x, label=label))
+    with pytest.raises(ValueError, match="out of range"): b.class_gradient(x, label=9)
+    b.clear()
+
+
+@pytest.mark.parametrize("name", sorted(_PROTOCOL_ATTACKS))
+def test_one_forward_per_distinct_input(name):
+    """No forward repeats the input of the forward before it (C&W's predict then two class gradients at one x, EAD's, DeepFool's
+    predict and nb_grads class gradients: one forward each); ART's own classifier runs one forward per call, so more."""
+    from rlexplain.shifts import art_classifier, make_shift
+    pol = _conv_policy(3); sh = make_shift(name, **_PROTOCOL_ATTACKS[name]); seen = []
+    first = next(m for m in pol.module.modules() if isinstance(m, nn.Conv2d))   # ART runs a Sequential's layers one by one
+    hook = first.register_forward_hook(lambda m, inp, out: seen.append(inp[0].detach().numpy().copy()))
+    x = torch.rand(1, 2, 12, 12, generator=torch.Generator().manual_seed(4))
+    try:
+        sh(x, pol); ours = list(seen); seen.clear()
+        sh.attack(art_classifier(pol)).generate(x.numpy().copy()); theirs = list(seen)
+    finally: hook.remove()
+    repeats = lambda xs: sum(np.array_equal(a, b) for a, b in zip(xs, xs[1:]))
+    assert repeats(ours) == 0 and repeats(theirs) > 0 and len(ours) < len(theirs)
