@@ -34,10 +34,14 @@ def switching_series(team: Policy,               # the deployed team's policy (p
                      agent: str = "team",        # the series' `agent` label
                      condition: str | None = None, # its `condition` label; default "control" (k = 0) or "<k> switched from T"
                      deterministic: bool = True, # greedy actions (False: sampled with seeded generators)
+                     pre: PerformanceSeries | None = None, # a series whose episodes before T are reused (e.g. the control's); None: play them
                      ) -> PerformanceSeries:     # one row per (seed, episode): team return, `shifted` = switched episode
     """Team returns per episode when `k` of the `N` agents are replaced by `replacement` from episode `T` on
-    (Fujimoto et al. 2024, Section 5, Figure 4). `attacked` holds the switched fraction k/N of the team. Raises
-    `ValueError` for k outside [0, N], T outside [0, n_episodes], no seeds or n_episodes < 1."""
+    (Fujimoto et al. 2024, Section 5, Figure 4). `attacked` holds the switched fraction k/N of the team. Episodes before
+    `T` are the unswitched team's whatever `k` and `replacement`: `pre`, another `switching_series` result of the same team,
+    seeds, T, environment and `deterministic` (the control, say), gives them without replaying them. Raises `ValueError` for
+    k outside [0, N], T outside [0, n_episodes], no seeds, n_episodes < 1, or a `pre` of another team, T or agent count
+    or without every (seed, episode < T)."""
     seeds = [int(s) for s in np.atleast_1d(np.asarray(seeds))]
     if not seeds: raise ValueError("switching_series needs at least one seed; got none.")
     if int(n_episodes) < 1: raise ValueError(f"n_episodes must be >= 1; got {n_episodes}.")
@@ -46,16 +50,30 @@ def switching_series(team: Policy,               # the deployed team's policy (p
     if not 0 <= int(k) <= n_slots: raise ValueError(f"k (agents switched) must be in [0, {n_slots}] for {env_id}; got {k}.")
     label = condition or ("control" if k == 0 else f"{k} switched from {T}")
     rows = []
+    pre_R = None if pre is None or int(T) == 0 else _pre_returns(pre, team, seeds, int(T), n_slots)
     for lo, hi, pols in ((0, T, [team] * n_slots), (T, n_episodes, [team] * (n_slots - k) + [replacement] * k)):
         if hi <= lo: continue
         ids = [(i, t) for i in seeds for t in range(lo, hi)]
-        R = team_returns(env_id, pols, [episode_seed(i, t) for i, t in ids], env_kwargs, deterministic)
+        R = (pre_R if lo == 0 and pre_R is not None
+             else team_returns(env_id, pols, [episode_seed(i, t) for i, t in ids], env_kwargs, deterministic))
         rows += [{"agent": agent, "seed": i, "episode": t, "return": float(r.sum()), "condition": label,
                   "shifted": bool(t >= T and k > 0), "attacked": (k / n_slots) if t >= T else 0.0,
                   **{f"return_{j}": float(x) for j, x in enumerate(r)}} for (i, t), r in zip(ids, R)]
     table = pd.DataFrame(rows).sort_values(["seed", "episode"], kind="stable").reset_index(drop=True)
     return PerformanceSeries(table, env_id, {"k": int(k), "T": int(T), "n_slots": n_slots, "team": team.name,
                                              "replacement": getattr(replacement, "name", "random")})
+
+def _pre_returns(pre: PerformanceSeries, team: Policy, seeds: list, T: int, n_slots: int) -> np.ndarray:
+    "`(M*T, N)` per-agent returns of `pre`'s episodes before T in `switching_series`' order (seed-major). Raises `ValueError` as it."
+    p = pre.params
+    if p.get("T") != T or p.get("n_slots") != n_slots or p.get("team") != team.name:
+        raise ValueError(f"pre must come from switching_series with the same team, T and agents (team {team.name!r}, T={T}, "
+                         f"{n_slots} agents); got team {p.get('team')!r}, T={p.get('T')}, {p.get('n_slots')} agents.")
+    t = pre.table[pre.table.episode < T].set_index(["seed", "episode"])[[f"return_{j}" for j in range(n_slots)]]
+    ids = pd.MultiIndex.from_tuples([(i, e) for i in seeds for e in range(T)], names=["seed", "episode"])
+    missing = ids.difference(t.index)
+    if len(missing): raise ValueError(f"pre lacks {len(missing)} (seed, episode) pairs before T={T}, e.g. {tuple(missing[0])}.")
+    return t.loc[ids].to_numpy(np.float64)
 
 # %% ../nbs/51_switching.ipynb #9d6a5a60
 @dataclasses.dataclass(frozen=True)
@@ -177,6 +195,7 @@ def run_switching_study(cfg: SwitchingConfig | None = None, # None: SwitchingCon
     kw = dict(seeds=cfg.seeds, n_episodes=cfg.n_episodes, T=cfg.T, env_id=cfg.env_id, agent=f"team {cfg.team}",
               deterministic=cfg.deterministic)
     parts = [switching_series(teams["team"], None, 0, **kw)]
+    kw["pre"] = parts[0]   # before T every condition is the control's unswitched team: those episodes are played once
     parts += [switching_series(teams["team"], teams["donor"], k, condition=f"{k} from team {cfg.donor}", **kw) for k in cfg.ks]
     parts += [switching_series(teams["team"], teams["untrained"], k, condition=f"{k} untrained", **kw) for k in cfg.untrained_ks]
     perf = PerformanceSeries.concat(parts)

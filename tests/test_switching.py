@@ -95,3 +95,20 @@ def test_config_valid_or_clear_error(n_episodes, T, n_boot, window, horizon, see
     assert 1 <= c.T < c.n_episodes and c.n_boot >= 1 and c.horizon >= 1 and 0 < c.ci_level < 1
     assert c.window is None or 1 <= c.window <= c.n_episodes
     assert len(set(c.seeds)) == len(c.seeds) >= 2 and min(c.seeds) >= 0
+
+
+def test_pre_period_reused_from_the_control_is_what_replaying_gives(monkeypatch):
+    "Before T every condition runs the unswitched team: `pre` (the control's series) gives those episodes without replaying them."
+    import rlexplain.switching as sw
+    a, b = team(0), team(1)
+    kw = dict(seeds=[3, 1, 2], n_episodes=4, T=2)
+    ctl = switching_series(a, None, 0, **kw)
+    played = switching_series(a, b, 1, condition="1 from b", **kw)
+    episodes, tr = [], sw.team_returns
+    monkeypatch.setattr(sw, "team_returns", lambda env_id, pols, seeds, *r: (episodes.append(len(seeds)), tr(env_id, pols, seeds, *r))[1])
+    reused = switching_series(a, b, 1, condition="1 from b", pre=ctl, **kw)
+    assert episodes == [3 * 2]                      # only the post-period (3 seeds x 2 episodes) is played
+    import pandas as pd
+    pd.testing.assert_frame_equal(reused.table, played.table)
+    with pytest.raises(ValueError, match="same team, T"): switching_series(b, a, 1, pre=ctl, **kw)
+    with pytest.raises(ValueError, match="lacks"): switching_series(a, b, 1, pre=ctl, **{**kw, "seeds": [3, 9]})
