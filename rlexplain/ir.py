@@ -23,7 +23,7 @@ import torch
 from scipy.special import entr
 import scipy.stats
 
-from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, seed_everything, ScaledConfig, progress as progress_bar
+from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, seed_everything, ScaledConfig, to_obs_tensor, progress as progress_bar
 from .envs import ToyboxEnv, toybox_game, collect_rollout, make_env
 
 # %% ../nbs/10_ir.ipynb #c26e005c
@@ -282,7 +282,8 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
     v = np.ones((J, P), bool) if valid is None else np.asarray(valid, bool)
     probs = np.zeros((J * P, len(agents), A.pop()))
     rows = np.flatnonzero(v.ravel())
-    for i, a in enumerate(agents): probs[rows, i] = agent_probs(a, flat[rows])
+    x = to_obs_tensor(flat[rows], shape) if len(rows) else flat[rows]   # uint8 frames / 255 once, not once per agent
+    for i, a in enumerate(agents): probs[rows, i] = agent_probs(a, x)
     sto = np.array([a.stochastic for a in agents]); n = len(agents)
     R = np.full(J * P, np.nan); Rj = np.full((n, J * P), np.nan)
     if len(rows):
@@ -380,17 +381,30 @@ class _IRJob:
     sampler: str          # zoo path of G_0 (last checkpoint)
     agents: tuple         # zoo paths of G_1..G_n
 
-def _run_ir_job(job: _IRJob) -> IRMatrix:
+_IR_CELLS: dict = {}   # the last (game, sampler, p, seed, base, interventions) -> (states, interventions, obs, valid) of this process
+
+def _ir_cells(job: _IRJob) -> tuple:
+    """`(states, interventions, obs, valid)` of a job: Algorithm 3's states sampled by G_0 and every intervened observation.
+    They depend on the game, the sampler (the pipeline's last seed-0 checkpoint) and the configuration, not on the checkpoint
+    of the measured agents, so the checkpoints of one pipeline (consecutive jobs) share them: the last one is kept."""
     from rlexplain.agents import load_agent, load_card
     from rlexplain.interventions import registry
+    c = job.cfg
+    key = (job.game, job.sampler, c.p, c.seed, c.intervention_base, c.interventions)
+    if key not in _IR_CELLS:
+        card = load_card(job.sampler)
+        env = make_env(job.game, **card.get("env_kwargs", {}))
+        states = sample_states(load_agent(job.sampler, device="auto"), env, p=c.p, seed=c.seed)
+        ivs = registry(job.game.split("/", 1)[1])
+        if c.interventions is not None: ivs = [iv for iv in ivs if iv.name in set(c.interventions)]
+        obs, valid, _ = intervened_observations(env, states, ivs, base=c.intervention_base)
+        _IR_CELLS.clear(); _IR_CELLS[key] = (states, ivs, obs, valid)
+    return _IR_CELLS[key]
+
+def _run_ir_job(job: _IRJob) -> IRMatrix:
+    from rlexplain.agents import load_agent
     torch.set_num_threads(1)
-    card = load_card(job.sampler)
-    env = make_env(job.game, **card.get("env_kwargs", {}))
-    g0 = load_agent(job.sampler, device="auto")
-    states = sample_states(g0, env, p=job.cfg.p, seed=job.cfg.seed)
-    ivs = registry(job.game.split("/", 1)[1])
-    if job.cfg.interventions is not None: ivs = [iv for iv in ivs if iv.name in set(job.cfg.interventions)]
-    obs, valid, skipped = intervened_observations(env, states, ivs, base=job.cfg.intervention_base)
+    states, ivs, obs, valid = _ir_cells(job)
     agents = [load_agent(a, device="auto") for a in job.agents]
     return ir_matrix(agents, obs, valid, t=job.cfg.t, mode=job.cfg.mode, seed=job.cfg.seed,
                      interventions=["none"] + [iv.name for iv in ivs], state_steps=[s.step for s in states],

@@ -267,3 +267,22 @@ def test_zoo_study_tables_plots_and_both_intervention_bases():
     plt.close("all")
     # the unintervened row does not depend on where interventions are applied
     assert tables["state"].original.iloc[0] == tables["original"].original.iloc[0] == 1.0
+
+
+def test_checkpoints_of_a_pipeline_share_the_sampled_states(monkeypatch):
+    """Algorithm 3's states and their intervened observations depend on the pipeline's sampler G_0, not on the measured
+    agents' checkpoint: `run_ir` samples them once per pipeline (the demo sampled them once per checkpoint), and every
+    job computed alone, from scratch, gives the same R matrix."""
+    import rlexplain.ir as ir
+    if not _TB_DQN.exists(): pytest.skip("the demo zoo's Breakout DQN agents are absent")
+    frames = sorted(int(p.name) for p in (_TB_DQN / "seed1").iterdir() if p.name.isdigit())
+    cfg = IRConfig(pipelines=("dqn",), checkpoints=(50_000, frames[-1]), n_agents=2, p=3, t=2, interventions=("paddle_width_48",))
+    calls, sample = [], ir.sample_states
+    monkeypatch.setattr(ir, "sample_states", lambda *a, **k: (calls.append(1), sample(*a, **k))[1])
+    ir._IR_CELLS.clear()
+    study = run_ir(cfg)
+    assert len(study.matrices) == 2 and len(calls) == 1
+    for job, m in zip(ir.ir_jobs(cfg), study.matrices):
+        ir._IR_CELLS.clear()
+        np.testing.assert_array_equal(ir._run_ir_job(job).R, m.R)
+    assert len(calls) == 3
