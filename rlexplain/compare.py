@@ -78,13 +78,17 @@ class Comparison(Result):
 
     @staticmethod
     def _rank(means: np.ndarray, sign: np.ndarray) -> np.ndarray:
-        "`(M, J)` average ranks, 1 = best, of method means (NaN stays NaN)."
+        "`(..., M, J)` average ranks over the methods, 1 = best, of method means (NaN and infinite means give NaN)."
         from scipy.stats import rankdata
-        r = np.full(means.shape, np.nan)
-        for j in range(means.shape[1]):
-            ok = np.isfinite(means[:, j])
-            if ok.any(): r[ok, j] = rankdata(sign[j] * means[ok, j], method="average")
-        return r
+        m = np.where(np.isfinite(means), means, np.nan)
+        return rankdata(sign * m, method="average", axis=-2, nan_policy="omit")
+
+    @staticmethod
+    def _boot_means(v: np.ndarray, n_boot: int, seed: int, chunk: int = 100) -> np.ndarray:
+        """`(n_boot, M, J)` means over states of `v (M, J, N)` in `n_boot` paired resamples of the N states (each drawn with
+        `np.random.default_rng(seed).integers(0, N, N)` in turn), `chunk` resamples per array operation."""
+        N = v.shape[-1]; idx = np.random.default_rng(seed).integers(0, N, (int(n_boot), N))
+        return np.concatenate([np.moveaxis(np.nanmean(v[:, :, idx[i:i + chunk]], -1), -1, 0) for i in range(0, len(idx), chunk)])
 
     def ranks(self, n_boot: int = 500,  # bootstrap resamples of the states
               seed: int = 0, level: float = 0.95) -> pd.DataFrame:
@@ -95,8 +99,7 @@ class Comparison(Result):
         with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
             __import__("warnings").simplefilter("ignore", RuntimeWarning)
             full = self._rank(np.nanmean(v, -1), sign)
-            rng = np.random.default_rng(seed); N = v.shape[-1]
-            boot = np.stack([self._rank(np.nanmean(v[:, :, rng.integers(0, N, N)], -1), sign) for _ in range(int(n_boot))])
+            boot = self._rank(self._boot_means(v, n_boot, seed), sign)
             lo, hi = np.nanpercentile(boot, [100 * (1 - level) / 2, 100 * (1 + level) / 2], axis=0)
             mean = np.nanmean(v, -1)
         rows = [{"method": m, "metric": j, "mean": mean[a, b], "rank": full[a, b], "rank_lo": lo[a, b], "rank_hi": hi[a, b],
@@ -107,10 +110,9 @@ class Comparison(Result):
     def table(self, n_boot: int = 500, seed: int = 0) -> pd.DataFrame:
         "Method x metric: the mean over states with its 95% bootstrap interval, as text; the header row says each metric's direction."
         v, sign = self._cube()
-        rng = np.random.default_rng(seed); N = v.shape[-1]
         with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
             __import__("warnings").simplefilter("ignore", RuntimeWarning)
-            boot = np.stack([np.nanmean(v[:, :, rng.integers(0, N, N)], -1) for _ in range(int(n_boot))])
+            boot = self._boot_means(v, n_boot, seed)
             lo, hi = np.nanpercentile(boot, [2.5, 97.5], axis=0); mean = np.nanmean(v, -1)
         cells = [[f"{mean[a, b]:.3g} [{lo[a, b]:.3g}, {hi[a, b]:.3g}]" if np.isfinite(mean[a, b]) else "n/a"
                   for b in range(len(self.metrics))] for a in range(len(self.methods))]

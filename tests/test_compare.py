@@ -24,6 +24,38 @@ def test_ranks_follow_each_metrics_direction():
     with pytest.raises(ValueError, match="n_boot"): Comparison(toy(), pd.DataFrame()).ranks(n_boot=0)
 
 
+def test_bootstrap_ranks_and_intervals_by_hand():
+    """The bootstrap (ranks and table, done as array operations) is the loop it replaced: resample b draws
+    `rng.integers(0, N, N)` in turn, takes each cell's nanmean and ranks the methods per metric (average ranks of ties,
+    an all-NaN cell left out and NaN)."""
+    from scipy.stats import rankdata
+    v = {("a", "up"): [1, 2, 3, 4], ("b", "up"): [2, 2, 2, 2], ("c", "up"): [np.nan] * 4,
+         ("a", "down"): [1, 1, 1, 1], ("b", "down"): [1, 1, 1, 1], ("c", "down"): [0, np.nan, 5, 0]}
+    df = pd.DataFrame([{"method": m, "metric": j, "state": s, "value": x, "higher_is_better": j == "up"}
+                       for (m, j), xs in v.items() for s, x in enumerate(xs)])
+    c = Comparison(df, pd.DataFrame())
+    cube = np.array([[v[(m, j)] for j in ("up", "down")] for m in "abc"], np.float64)      # (M, J, N)
+    sign = np.array([-1.0, 1.0]); rng = np.random.default_rng(3); ranks, means = [], []
+    for _ in range(30):
+        with np.errstate(all="ignore"), pytest.warns(RuntimeWarning): mu = np.nanmean(cube[:, :, rng.integers(0, 4, 4)], -1)
+        r = np.full(mu.shape, np.nan)
+        for j in range(2):
+            ok = np.isfinite(mu[:, j])
+            r[ok, j] = rankdata(sign[j] * mu[ok, j], method="average")
+        ranks.append(r); means.append(mu)
+    lo, hi = np.nanpercentile(np.stack(ranks), [2.5, 97.5], axis=0)
+    got = c.ranks(n_boot=30, seed=3).set_index(["method", "metric"])
+    for a, m in enumerate("abc"):
+        for b, j in enumerate(("up", "down")):
+            assert got.loc[(m, j), "rank_lo"] == lo[a, b] or (np.isnan(lo[a, b]) and np.isnan(got.loc[(m, j), "rank_lo"]))
+            assert got.loc[(m, j), "rank_hi"] == hi[a, b] or (np.isnan(hi[a, b]) and np.isnan(got.loc[(m, j), "rank_hi"]))
+    full = got["rank"]
+    assert full[("a", "up")] == 1 and full[("b", "up")] == 2 and np.isnan(full[("c", "up")])   # c has no values: no rank
+    assert full[("a", "down")] == full[("b", "down")] == 1.5 and full[("c", "down")] == 3        # a tie shares ranks 1 and 2 (c: 5/3)
+    blo, bhi = np.nanpercentile(np.stack(means), [2.5, 97.5], axis=0)
+    assert c.table(n_boot=30, seed=3).loc["c", "down (lower better)"] == f"{np.nanmean(cube[2, 1]):.3g} [{blo[2, 1]:.3g}, {bhi[2, 1]:.3g}]"
+
+
 def test_finding_is_computed_from_the_ranks():
     t = toy(("insertion_black_q", "AIM", "sanity_spearman", "RIS"), lower=("AIM", "sanity_spearman", "RIS"))
     c = Comparison(t, pd.DataFrame(), "image", {"agent": "toy", "n_states": 6})
