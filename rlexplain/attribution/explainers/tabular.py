@@ -112,7 +112,11 @@ class _TabularLIME(_FittedExplainer):
         self._make()                                        # restart LIME's random state: reproducible explanations
         predict = lambda z: self.policy.outputs(z.astype(np.float32), batch_size=self.batch_size).numpy().astype(np.float64)
         per = np.zeros((N, A, D))
-        with warnings.catch_warnings():
+        import sklearn
+        # LIME fits and scores one small scikit-learn ridge per label and state: skipping their input checks (finiteness,
+        # parameters) changes no value (LIME's samples and the policy's outputs are finite) and took 24% off the CPU time of
+        # 40 CartPole states (1.36 -> 1.04 s, num_samples=5000)
+        with warnings.catch_warnings(), sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
             warnings.simplefilter("ignore")                 # "Prediction probabilities do not sum to 1": raw Q-values by design
             for i in progress_bar(range(N), desc="LIME", disable=not self._progress):
                 exp = self._lime.explain_instance(x[i].astype(np.float64), predict, labels=range(A), num_features=D,
