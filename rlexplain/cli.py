@@ -535,25 +535,26 @@ def _resolve(spec: str) -> Callable:
 # Worker seconds per demo unit on one core, the scheduler's order (longest first) and the time-left estimate's first guess
 # until a run of this folder has measured its own (`<section>/done.json`): a section's key, or "<section>/<unit>" for the
 # sections split into units (`DEMO_UNITS`; a unit without an entry gets its section's time over its number of units).
-# Measured by `rlexplain demo --docs --workers 2` on 2026-11-25, nothing else running on the 2-core machine (11.2 min in all);
-# docs: rendering the committed lessons on one worker; docs_execute: re-executing every notebook (issue 28: 10.2 min).
-DEMO_SECONDS = {"ir": 48, "ranld/roadrunner": 112, "ranld/freeway": 105, "ranld/compare/roadrunner": 6,
-                "saliency": 10, "xrlbench/image/breakout": 141, "xrlbench/image/pong": 131,
-                "xrlbench/tabular/lunarlander": 26, "xrlbench/tabular/flappybird": 28,
-                "xrlbench/tabular/cartpole": 15, "saliency_bench/bench/ale-breakout-v5/occlusion": 11,
-                "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 20,
-                "saliency_bench/bench/ale-breakout-v5/rise": 24, "saliency_bench/bench/ale-breakout-v5/sarfa": 38,
-                "saliency_bench/bench/ale-breakout-v5/random": 2,
-                "saliency_bench/bench/ale-mspacman-v5/occlusion": 12,
-                "saliency_bench/bench/ale-mspacman-v5/noise_sensitivity": 18,
-                "saliency_bench/bench/ale-breakout-v5/lime_slic": 45,
-                "saliency_bench/bench/ale-mspacman-v5/rise": 20, "saliency_bench/bench/ale-mspacman-v5/sarfa": 32,
+# Measured by `rlexplain demo --docs --workers 2` on 2026-11-27, nothing else running on the 2-core machine (4.8 min in all,
+# 562 worker-s; the same code's units on 2026-11-25's machine took about 1.8x as long); docs: rendering the committed lessons
+# on one worker; docs_execute: re-executing every notebook (2026-11-25: 10.2 min).
+DEMO_SECONDS = {"ir": 15, "ranld/roadrunner": 35, "ranld/freeway": 38, "ranld/compare/roadrunner": 5,
+                "saliency": 5, "xrlbench/image/breakout": 49, "xrlbench/image/pong": 51,
+                "xrlbench/tabular/lunarlander": 14, "xrlbench/tabular/flappybird": 15,
+                "xrlbench/tabular/cartpole": 8, "saliency_bench/bench/ale-breakout-v5/occlusion": 7,
+                "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 8,
+                "saliency_bench/bench/ale-breakout-v5/rise": 9, "saliency_bench/bench/ale-breakout-v5/sarfa": 16,
+                "saliency_bench/bench/ale-breakout-v5/random": 1,
+                "saliency_bench/bench/ale-mspacman-v5/occlusion": 6,
+                "saliency_bench/bench/ale-mspacman-v5/noise_sensitivity": 8,
+                "saliency_bench/bench/ale-breakout-v5/lime_slic": 21,
+                "saliency_bench/bench/ale-mspacman-v5/rise": 9, "saliency_bench/bench/ale-mspacman-v5/sarfa": 15,
                 "saliency_bench/bench/ale-mspacman-v5/random": 2,
                 "saliency_bench/tuning/ale-breakout-v5/occlusion": 1,
                 "saliency_bench/tuning/ale-breakout-v5/noise_sensitivity": 1,
-                "saliency_bench/tuning/ale-breakout-v5/sarfa": 3,
-                "saliency_bench/bench/ale-mspacman-v5/lime_slic": 42, "timeseries/pong": 154,
-                "timeseries/breakout": 157, "switching": 26, "compare": 38, "docs": 37, "docs_execute": 610}
+                "saliency_bench/tuning/ale-breakout-v5/sarfa": 2,
+                "saliency_bench/bench/ale-mspacman-v5/lime_slic": 21, "timeseries/pong": 79,
+                "timeseries/breakout": 77, "switching": 9, "compare": 17, "docs": 18, "docs_execute": 610}
 # The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
 # processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
 REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970, "saliency_bench": 3950, "timeseries": 3270,
