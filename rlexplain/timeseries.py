@@ -162,83 +162,66 @@ def _batched_job(job: dict) -> list[dict]:
     """engine='batched': the seeds of `job` play in lock-step, one environment each; every step sends all M
     observations through the network as one batch of constant size M (finished lanes are padded), and the attacked
     lanes' observations through the shift as one batch. Per lane and episode, the action sampler and
-    the attack coin are seeded with `episode_seed(i, t)`, as in `collect_shifted_rollout`. `_lockstep_job` with one condition."""
-    return _lockstep_job({"conditions": [job]})[0]
-
-def _lockstep_job(job: dict) -> list[list[dict]]:
-    """engine='batched' for several conditions of one agent at once: `job["conditions"]` is a list of `_batched_job` jobs
-    (same policy; each its own seeds, shift, attack probability and episodes). Every lane (condition c, seed i) has its own
-    environment, attack coin and action sampler exactly as in `_batched_job`, and each condition's attacked lanes go
-    through its shift as one batch, as there; but one network forward per step takes the observations of every condition
-    still playing (its finished lanes padded, as in `_batched_job`), M_1 + M_2 + ... rows instead of one call of M rows
-    per condition: the network's per-call cost is paid once per step (4 conditions x 5 seeds: about half the CPU time of
-    four batches of 5, measured). A row's outputs do not depend on the other rows of its batch for batches of 2 or more
-    rows (measured bit for bit on the zoo's Atari A2C and PPO agents; one row takes another kernel), so
-    `run_study` merges conditions only when every condition has at least 2 seeds. Returns one row list per condition."""
+    the attack coin are seeded with `episode_seed(i, t)`, as in `collect_shifted_rollout`."""
     torch.set_num_threads(1)
-    conds = list(job["conditions"])
-    if not conds: raise ValueError("_lockstep_job needs at least one condition.")
-    pol: Policy = conds[0]["policy"]
-    C = len(conds)
-    seeds = [list(c["seeds"]) for c in conds]
-    shifts = [make_shift(c["shift"]) if c["shift"] is not None else Identity() for c in conds]
-    dets = [(not pol.stochastic) if c["deterministic"] is None else bool(c["deterministic"]) for c in conds]
-    # lanes: every (condition, seed) in order; lane L's condition is cond_of[L]; condition c's lanes are lanes[c]
-    cond_of = [c for c in range(C) for _ in seeds[c]]
-    lane_seed = [s for c in range(C) for s in seeds[c]]
-    lanes, k = [], 0
-    for c in range(C): lanes.append(list(range(k, k + len(seeds[c])))); k += len(seeds[c])
-    R = k
-    envs = [make_env(conds[cond_of[L]]["env_id"], **conds[cond_of[L]]["env_kwargs"]) for L in range(R)]
-    ep = [conds[cond_of[L]]["first_episode"] for L in range(R)]
-    obs, coins, gens, acts, hits, rew = [None] * R, [None] * R, [None] * R, [None] * R, [None] * R, [0.0] * R
-    rows = [[] for _ in range(C)]
-    active = [ep[L] < conds[cond_of[L]]["n_episodes"] for L in range(R)]
-    def start(L):
-        s = episode_seed(lane_seed[L], ep[L]); obs[L], _ = envs[L].reset(seed=s)
-        coins[L], gens[L] = np.random.default_rng(s), torch.Generator().manual_seed(s)
-        acts[L], hits[L], rew[L] = [], [], 0.0
-    for L in range(R):
-        if active[L]: start(L)
-    on, hit = [False] * R, [False] * R
+    pol: Policy = job["policy"]; seeds = list(job["seeds"]); M = len(seeds)
+    shift = make_shift(job["shift"]) if job["shift"] is not None else Identity()
+    det = (not pol.stochastic) if job["deterministic"] is None else bool(job["deterministic"])
+    envs = [make_env(job["env_id"], **job["env_kwargs"]) for _ in seeds]
+    N, T0, cap, p = job["n_episodes"], job["start_episode"], job["max_steps"], job["attack_prob"]
+    ep = [job["first_episode"]] * M; obs, coins, gens, acts, hits, rew = [None] * M, [None] * M, [None] * M, [None] * M, [None] * M, [0.0] * M
+    rows, active = [], [job["first_episode"] < N] * M
+    def start(i):
+        s = episode_seed(seeds[i], ep[i]); obs[i], _ = envs[i].reset(seed=s)
+        coins[i], gens[i] = np.random.default_rng(s), torch.Generator().manual_seed(s)
+        acts[i], hits[i], rew[i] = [], [], 0.0
+    for i in range(M):
+        if active[i]: start(i)
     while any(active):
-        playing = [c for c in range(C) if any(active[L] for L in lanes[c])]   # a finished condition leaves the batch
-        batch = [L for c in playing for L in lanes[c]]                           # its lanes padded until its last lane ends
-        x = pol.obs(np.stack([np.asarray(obs[L]) for L in batch]))
-        row, r0 = {}, 0
-        for c in playing:
-            sh, T0, p = shifts[c], conds[c]["start_episode"], conds[c]["attack_prob"]
-            for L in lanes[c]:
-                on[L] = active[L] and ep[L] >= T0 and not isinstance(sh, Identity)
-                hit[L] = bool(coins[L].random() < p) and on[L] if active[L] else False
-            if any(hit[L] for L in lanes[c]):   # shift only this condition's attacked lanes (one batch, as in _batched_job)
-                idx = torch.tensor([r0 + j for j, L in enumerate(lanes[c]) if hit[L]], device=x.device)
-                x[idx] = sh(x[idx], pol).to(x.device)   # x is this step's own new tensor (pol.obs): no copy needed
-            for j, L in enumerate(lanes[c]): row[L] = r0 + j
-            r0 += len(lanes[c])
-        with torch.inference_mode(): out = pol.forward(x).float().cpu()
-        for L in batch:
-            if not active[L]: continue
-            c, r_ = cond_of[L], row[L]
-            a = int(out[r_].argmax()) if dets[c] else int(torch.multinomial(torch.softmax(out[r_:r_ + 1], -1), 1, generator=gens[L])[0, 0])
-            obs[L], r, term, trunc, _ = envs[L].step(a)
-            acts[L].append(a); hits[L].append(hit[L]); rew[L] += float(r)
-            cap = conds[c]["max_steps"]
-            if term or trunc or (cap is not None and len(acts[L]) >= cap):
-                rows[c].append(_row(conds[c], lane_seed[L], ep[L], on[L], acts[L], rew[L], hits[L])); ep[L] += 1
-                if ep[L] < conds[c]["n_episodes"]: start(L)
-                else: active[L] = False
+        x = pol.obs(np.stack([np.asarray(o) for o in obs]))
+        on = [active[i] and ep[i] >= T0 and not isinstance(shift, Identity) for i in range(M)]
+        hit = [bool(coins[i].random() < p) and on[i] if active[i] else False for i in range(M)]
+        if any(hit):                       # shift only the attacked lanes (one batch); the network always sees M rows
+            idx = torch.tensor([i for i in range(M) if hit[i]], device=x.device)
+            x[idx] = shift(x[idx], pol).to(x.device)   # x is this step's own new tensor (pol.obs): no copy needed
+        with torch.no_grad(): out = pol.forward(x).float().cpu()
+        for i in range(M):
+            if not active[i]: continue
+            a = int(out[i].argmax()) if det else int(torch.multinomial(torch.softmax(out[i:i + 1], -1), 1, generator=gens[i])[0, 0])
+            obs[i], r, term, trunc, _ = envs[i].step(a)
+            acts[i].append(a); hits[i].append(hit[i]); rew[i] += float(r)
+            if term or trunc or (cap is not None and len(acts[i]) >= cap):
+                rows.append(_row(job, seeds[i], ep[i], on[i], acts[i], rew[i], hits[i])); ep[i] += 1
+                if ep[i] < N: start(i)
+                else: active[i] = False
     for e in envs: e.close()
-    return [sorted(rows[c], key=lambda r: (seeds[c].index(r["seed"]), r["episode"])) for c in range(C)]
+    return sorted(rows, key=lambda r: (seeds.index(r["seed"]), r["episode"]))
 
 # %% ../nbs/50_shift_timeseries.ipynb #18d188b7
-def _series_plan(policy: Policy, env_id: str, seeds: Sequence[int], n_episodes: int, shift: Shift | str | None = None,
-                 attack_prob: float = 1.0, start_episode: int = 0, first_episode: int = 0, condition: str | None = None,
-                 agent: str | None = None, env_kwargs: dict | None = None, max_steps: int | None = None,
-                 deterministic: bool | None = None, engine: str = "batched", seeds_per_job: int | None = None, executor=None,
-                 max_workers: int = 1, run_dir: RunDir | str | None = None) -> dict:
-    """`performance_series`'s checks and jobs, without running them: `{"jobs", "names", "rd", "desc", "params", "env_id"}`
-    (one job per seed group; `names` are the run_dir units, None without a run_dir). Raises what `performance_series` raises."""
+def performance_series(policy: Policy,              # the agent A
+                       env_id: str,                 # an id for make_env, e.g. "toybox/Breakout", "ALE/Pong-v5"
+                       seeds: Sequence[int],        # the fixed seed set S (M >= 1 seeds)
+                       n_episodes: int,             # N episodes per seed
+                       shift: Shift | str | None = None, # a Shift (e.g. FGSM(eps=2/255)), a name, or None (control)
+                       attack_prob: float = 1.0,    # probability that a step's observation is shifted (observational design if < 1)
+                       start_episode: int = 0,      # T: the first shifted episode (treatment group)
+                       first_episode: int = 0,      # run only episodes t >= first_episode (e.g. the post period)
+                       condition: str | None = None, # label; default "control" or e.g. "fgsm eps=0.0078 from t=6"
+                       agent: str | None = None,    # label; default policy.name
+                       env_kwargs: dict | None = None, # extra make_env arguments (e.g. the zoo card's env_kwargs)
+                       max_steps: int | None = None, # cap each episode at this many steps
+                       deterministic: bool | None = None, # greedy actions? default: the policy's convention (sampled with a seeded generator)
+                       engine: str = "batched",     # "batched": seeds in lock-step, one network batch per step; "rollout": collect_shifted_rollout per episode
+                       seeds_per_job: int | None = None, # seeds per run_jobs job; default: all seeds split over max_workers ("rollout": 1)
+                       executor=None,               # concurrent.futures.Executor; None: local pool with max_workers
+                       max_workers: int = 1,        # 1: in-process
+                       run_dir: RunDir | str | None = None, # resume: finished jobs are loaded, not rerun
+                       ) -> PerformanceSeries:
+    """Per-episode undiscounted returns x^{A,i}(t) of `policy` for every seed i and episode t < N (Fujimoto et al.,
+    Definition 1). Episodes t >= `start_episode` act on `shift(obs)` with probability `attack_prob` per step.
+    With `run_dir`, finished jobs are loaded instead of rerun; their unit names hold a hash of the episodes' parameters
+    (environment, sizes, shift, policy name), so a rerun with other parameters recomputes. Raises `ValueError` for an empty or duplicate seed list, n_episodes < 1, start_episode outside [0, N],
+    attack_prob outside [0, 1], or ALE sticky actions (they break the fixed-seed assumption)."""
     if not isinstance(policy, Policy): raise TypeError(f"policy must be an rlexplain Policy; got {type(policy).__name__}.")
     seeds = [int(s) for s in seeds]
     if not seeds: raise ValueError("seeds must hold at least one seed.")
@@ -270,70 +253,13 @@ def _series_plan(policy: Policy, env_id: str, seeds: Sequence[int], n_episodes: 
                                   sort_keys=True, default=str).encode()).hexdigest()[:10]
     names = [f"{agent}__{condition}__{engine}__from{first_episode}__seeds{'-'.join(map(str, g))}__{key}".replace("/", "_").replace(" ", "_")
              for g in groups] if rd is not None else None
+    out = run_jobs(_batched_job if engine == "batched" else _series_job, jobs, executor=executor, max_workers=max_workers,
+                   names=names, run_dir=rd, desc=f"{agent}: {condition}")
+    rows = [r for part in out for r in (part.to_dict("records") if isinstance(part, pd.DataFrame) else part)]
     params = dict(env_id=env_id, seeds=seeds, n_episodes=int(n_episodes), shift=sh.name, shift_params=sh.params,
                   attack_prob=float(attack_prob), start_episode=int(start_episode), first_episode=int(first_episode),
                   max_steps=max_steps, deterministic=deterministic, env_kwargs=env_kwargs, engine=engine)
-    return dict(jobs=jobs, names=names, rd=rd, desc=f"{agent}: {condition}", params=params, env_id=env_id)
-
-def _series_result(plan: dict, out: list) -> PerformanceSeries:
-    "The `PerformanceSeries` of a `_series_plan` from its jobs' row lists `out` (or their reloaded units), in job order."
-    rows = [r for part in out for r in (part.to_dict("records") if isinstance(part, pd.DataFrame) else part)]
-    return PerformanceSeries(pd.DataFrame(rows), plan["env_id"], plan["params"])
-
-def performance_series(policy: Policy,              # the agent A
-                       env_id: str,                 # an id for make_env, e.g. "toybox/Breakout", "ALE/Pong-v5"
-                       seeds: Sequence[int],        # the fixed seed set S (M >= 1 seeds)
-                       n_episodes: int,             # N episodes per seed
-                       shift: Shift | str | None = None, # a Shift (e.g. FGSM(eps=2/255)), a name, or None (control)
-                       attack_prob: float = 1.0,    # probability that a step's observation is shifted (observational design if < 1)
-                       start_episode: int = 0,      # T: the first shifted episode (treatment group)
-                       first_episode: int = 0,      # run only episodes t >= first_episode (e.g. the post period)
-                       condition: str | None = None, # label; default "control" or e.g. "fgsm eps=0.0078 from t=6"
-                       agent: str | None = None,    # label; default policy.name
-                       env_kwargs: dict | None = None, # extra make_env arguments (e.g. the zoo card's env_kwargs)
-                       max_steps: int | None = None, # cap each episode at this many steps
-                       deterministic: bool | None = None, # greedy actions? default: the policy's convention (sampled with a seeded generator)
-                       engine: str = "batched",     # "batched": seeds in lock-step, one network batch per step; "rollout": collect_shifted_rollout per episode
-                       seeds_per_job: int | None = None, # seeds per run_jobs job; default: all seeds split over max_workers ("rollout": 1)
-                       executor=None,               # concurrent.futures.Executor; None: local pool with max_workers
-                       max_workers: int = 1,        # 1: in-process
-                       run_dir: RunDir | str | None = None, # resume: finished jobs are loaded, not rerun
-                       ) -> PerformanceSeries:
-    """Per-episode undiscounted returns x^{A,i}(t) of `policy` for every seed i and episode t < N (Fujimoto et al.,
-    Definition 1). Episodes t >= `start_episode` act on `shift(obs)` with probability `attack_prob` per step.
-    With `run_dir`, finished jobs are loaded instead of rerun; their unit names hold a hash of the episodes' parameters
-    (environment, sizes, shift, policy name), so a rerun with other parameters recomputes. Raises `ValueError` for an empty or duplicate seed list, n_episodes < 1, start_episode outside [0, N],
-    attack_prob outside [0, 1], or ALE sticky actions (they break the fixed-seed assumption)."""
-    plan = _series_plan(policy, env_id, seeds, n_episodes, shift, attack_prob, start_episode, first_episode, condition, agent,
-                        env_kwargs, max_steps, deterministic, engine, seeds_per_job, executor, max_workers, run_dir)
-    out = run_jobs(_batched_job if engine == "batched" else _series_job, plan["jobs"], executor=executor, max_workers=max_workers,
-                   names=plan["names"], run_dir=plan["rd"], desc=plan["desc"])
-    return _series_result(plan, out)
-
-def _series_many(specs: Sequence[dict],  # per condition: performance_series' condition arguments (shift, attack_prob, start_episode, ...)
-                 **common,              # the arguments shared by all: policy, env_id, seeds, n_episodes, env_kwargs, run_dir, ...
-                 ) -> list[PerformanceSeries]:
-    """`[performance_series(**spec, **common) for spec in specs]` (the same values, the same run_dir units), but with engine
-    'batched' the conditions' jobs of each seed group play in one `_lockstep_job`: one network forward per step for all of
-    them instead of one per condition. Conditions run one by one (as `performance_series`) when a job has a single seed (a
-    batch of one row takes another kernel than larger batches) or with engine 'rollout'. Units already in the run_dir are loaded."""
-    plans = [_series_plan(**spec, **common) for spec in specs]
-    if common.get("engine", "batched") != "batched" or len(plans) < 2 or any(len(j["seeds"]) < 2 for p in plans for j in p["jobs"]):
-        return [performance_series(**spec, **common) for spec in specs]
-    outs, todo = [[None] * len(p["jobs"]) for p in plans], []
-    for g in range(max(len(p["jobs"]) for p in plans)):
-        members = []
-        for i, p in enumerate(plans):
-            if g >= len(p["jobs"]): continue
-            if p["rd"] is not None and p["rd"].done(p["names"][g]): outs[i][g] = p["rd"].load_unit(p["names"][g])
-            else: members.append(i)
-        if members: todo.append((g, members))
-    res = run_jobs(_lockstep_job, [{"conditions": [plans[i]["jobs"][g] for i in m]} for g, m in todo], executor=common.get("executor"),
-                   max_workers=common.get("max_workers", 1), desc=" + ".join(plans[i]["desc"] for i in todo[0][1]) if todo else "")
-    for (g, m), parts in zip(todo, res):
-        for i, rows in zip(m, parts):
-            p = plans[i]; outs[i][g] = p["rd"].save_unit(p["names"][g], rows) if p["rd"] is not None else rows
-    return [_series_result(p, o) for p, o in zip(plans, outs)]
+    return PerformanceSeries(pd.DataFrame(rows), env_id, params)
 
 # %% ../nbs/50_shift_timeseries.ipynb #0cca1237
 @dataclasses.dataclass(frozen=True)
@@ -920,15 +846,12 @@ def run_study(cfg: TimeSeriesConfig | None = None,
     obs_label = f"fgsm eps={cfg.obs_eps * 255:g}/255 p={cfg.attack_prob:g}"
     for name, pol in policies.items():
         if share_pre: check_fixed_seed(pol, cfg.env_id, cfg.seeds[:2], 1, env_kwargs=env_kwargs or {}, max_steps=cfg.max_steps)
-        conds = [(lab, sh, f"{lab} from t={cfg.T}") for lab, sh in shifts.items()]
-        # the agent's control, treatments and observational runs play in lock-step, one network forward per step for all
-        specs = ([dict(agent=name, condition="control")]
-                 + [dict(shift=sh, start_episode=cfg.T, agent=name, condition=cond, first_episode=cfg.T if share_pre else 0)
-                    for _, sh, cond in conds]
-                 + [dict(shift=FGSM(eps=cfg.obs_eps), attack_prob=cfg.attack_prob, agent=name, condition=obs_label)])
-        ctrl, *trs, obs_run = _series_many(specs, policy=pol, env_id=cfg.env_id, seeds=cfg.seeds, n_episodes=cfg.n_episodes, **kw)
+        ctrl = performance_series(pol, cfg.env_id, cfg.seeds, cfg.n_episodes, agent=name, condition="control", **kw)
         parts.append(ctrl)
-        for (lab, _, cond), tr in zip(conds, trs):
+        for lab, sh in shifts.items():
+            cond = f"{lab} from t={cfg.T}"
+            tr = performance_series(pol, cfg.env_id, cfg.seeds, cfg.n_episodes, shift=sh, start_episode=cfg.T, agent=name,
+                                    condition=cond, first_episode=cfg.T if share_pre else 0, **kw)
             if share_pre:
                 pre = ctrl.table[ctrl.table.episode < cfg.T].assign(condition=cond)
                 tr = PerformanceSeries(pd.concat([pre, tr.table], ignore_index=True).sort_values(["seed", "episode"], kind="stable")
@@ -937,7 +860,8 @@ def run_study(cfg: TimeSeriesConfig | None = None,
             ci = causal_impact(tr, ctrl, cfg.T, agg=cfg.agg, n_boot=cfg.n_boot, level=cfg.ci_level, label=f"{name}: {lab}",
                                interval=cfg.interval)
             impacts.append({"agent": name, "shift": lab, **ci.to_dict()})
-        parts.append(obs_run)
+        parts.append(performance_series(pol, cfg.env_id, cfg.seeds, cfg.n_episodes, shift=FGSM(eps=cfg.obs_eps),
+                                        attack_prob=cfg.attack_prob, agent=name, condition=obs_label, **kw))
     allp = PerformanceSeries.concat(parts)
     obs = PerformanceSeries(allp.table[allp.table.condition == obs_label], cfg.env_id)
     fc = forecast(obs, cfg.horizon, cfg.level, cfg.window, cfg.agg)

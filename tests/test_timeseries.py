@@ -346,8 +346,8 @@ def test_study_rerun_in_the_same_folder_plays_no_episode(tiny, tmp_path, monkeyp
     import rlexplain.timeseries as T
     cfg = TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1), n_episodes=4, T=2, window=2, horizon=2, max_steps=15,
                            n_boot=20, eps=(1 / 255,))
-    played, real = [], T._lockstep_job   # run_study plays an agent's conditions in one lock-step job
-    monkeypatch.setattr(T, "_lockstep_job", lambda job: played.extend(c["condition"] for c in job["conditions"]) or real(job))
+    played, real = [], T._batched_job
+    monkeypatch.setattr(T, "_batched_job", lambda job: played.append(job["condition"]) or real(job))
     first = T.run_study(cfg, policies={"a": tiny}, run_dir=tmp_path / "study")
     assert played == ["control", "fgsm eps=1/255 from t=2", "fgsm eps=1/255 p=0.5"]   # the counter sees the rollouts
     played.clear()
@@ -355,35 +355,3 @@ def test_study_rerun_in_the_same_folder_plays_no_episode(tiny, tmp_path, monkeyp
     assert played == []
     pd.testing.assert_frame_equal(first.series, second.series)
     pd.testing.assert_frame_equal(first.impacts, second.impacts)
-
-
-def test_lockstep_conditions_equal_one_by_one_and_share_units(tiny, tmp_path, monkeypatch):
-    """`_series_many` (what `run_study` uses) plays control, treatment and observational conditions of one agent in one
-    lock-step job (one network forward per step for all lanes); every row (returns, lengths, action hashes, attacked
-    fractions) equals `performance_series` run per condition, for a sampling (logits) agent with seeded action samplers and
-    attack coins per lane, and its run_dir units are `performance_series`' own: a rerun of one condition plays nothing, and
-    a deleted unit is the only one played again."""
-    import rlexplain.timeseries as T
-    from rlexplain.shifts import FGSM
-    pol = Policy.from_module(_Tiny(), (4, 84, 84), kind="logits", device="cpu", name="tiny-pi")
-    common = dict(policy=pol, env_id="toybox/Breakout", seeds=[0, 1, 2], n_episodes=3, max_steps=25)
-    specs = [dict(condition="control"), dict(shift=FGSM(eps=8 / 255), start_episode=1, condition="fgsm from 1"),
-             dict(shift=FGSM(eps=8 / 255), attack_prob=0.5, condition="fgsm p=0.5")]
-    calls, real = [], T._lockstep_job
-    monkeypatch.setattr(T, "_lockstep_job", lambda job: calls.append([c["condition"] for c in job["conditions"]]) or real(job))
-    many = T._series_many(specs, run_dir=tmp_path / "rd", **common)
-    assert calls == [["control", "fgsm from 1", "fgsm p=0.5"]]   # one job, all three conditions
-    one = [performance_series(**s, **common) for s in specs]
-    for m, o in zip(many, one): pd.testing.assert_frame_equal(m.table, o.table)
-    t = many[1].table   # the attack acts (the check can fail): treatment episodes t >= 1 differ from the control's
-    assert (t[t.episode >= 1].attacked == 1.0).all() and (t[t.episode < 1].actions_hash.values == many[0].table.query("episode < 1").actions_hash.values).all()
-    assert (t[t.episode >= 1].actions_hash.values != many[0].table.query("episode >= 1").actions_hash.values).any()
-    assert 0 < many[2].table.attacked.mean() < 1
-    calls.clear()
-    again = performance_series(**specs[1], run_dir=tmp_path / "rd", **common)   # the unit _series_many saved
-    pd.testing.assert_frame_equal(again.table, many[1].table)
-    units = sorted((tmp_path / "rd" / "units").iterdir()); assert len(units) == 3
-    victim = next(u for u in units if "p=0.5" in u.name); victim.unlink()
-    redo = T._series_many(specs, run_dir=tmp_path / "rd", **common)
-    assert calls == [["fgsm p=0.5"]]
-    for m, o in zip(redo, one): pd.testing.assert_frame_equal(m.table, o.table)
