@@ -104,25 +104,22 @@ def _relu_hook(module, inputs, output):
     run = getattr(_LIFT, "run", None)
     return None if run is None else run(inputs[0], output)
 
-_HOOKS: dict = {}                # (id(module), hook function) -> [hook handle, explain calls using it]: one hook per module and
-_HOOKS_LOCK = threading.Lock()   # function however many calls (DeepSHAP's ReLU hooks, IG's first-layer cut)
+_HOOKS: dict = {}                # id(ReLU module) -> [hook handle, explain calls using it]: one hook per module however many calls
+_HOOKS_LOCK = threading.Lock()
 
-def _hook(modules: list, fn=_relu_hook, pre: bool = False) -> None:
-    "Register `fn` on each of `modules` (a forward pre-hook when `pre`, else a forward hook), or count one more call using it."
+def _hook(relus: list) -> None:
     with _HOOKS_LOCK:
-        for m in modules:
-            k = (id(m), fn)
-            if k in _HOOKS: _HOOKS[k][1] += 1
-            else: _HOOKS[k] = [m.register_forward_pre_hook(fn) if pre else m.register_forward_hook(fn), 1]
+        for m in relus:
+            if id(m) in _HOOKS: _HOOKS[id(m)][1] += 1
+            else: _HOOKS[id(m)] = [m.register_forward_hook(_relu_hook), 1]
 
-def _unhook(modules: list, fn=_relu_hook) -> None:
-    "Undo one `_hook(modules, fn)`: the hook is removed when no call uses it any more."
+def _unhook(relus: list) -> None:
     with _HOOKS_LOCK:
-        for m in modules:
-            h = _HOOKS.get((id(m), fn))
+        for m in relus:
+            h = _HOOKS.get(id(m))
             if h is None: continue
             h[1] -= 1
-            if h[1] == 0: h[0].remove(); del _HOOKS[(id(m), fn)]
+            if h[1] == 0: h[0].remove(); del _HOOKS[id(m)]
 
 _LINEAR_LEAVES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.Flatten, nn.Identity)
 
@@ -315,63 +312,13 @@ class GradientSHAP(_GradientExplainer):
         w = self.grad_workers
         return np.concatenate(map_batches(chunk, torch.arange(len(x), device=x.device), _rows(len(x), max(1, rows // S), w), w))
 
-# %% ../../../nbs/attribution/16_gradient.ipynb #a7c3e1f0
-_CUT = threading.local()   # the first-layer cut of the IG pass this thread runs, if any: hooks stay inert in every other thread
-_FIRST_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
-
-def _first_layer(module: nn.Module) -> nn.Module | None:
-    """The first `nn.Linear` / `nn.Conv1d` / `nn.Conv2d` / `nn.Conv3d` of `module` in `modules()` order (exact types: a subclass may
-    change `forward`) when `_layer_input_grad` can transpose it (convolutions: zero padding given as numbers), else None. Whether
-    the network's input reaches its output through this layer only is checked on every pass (`_FirstLayerCut`)."""
-    m = next((m for m in module.modules() if type(m) in _FIRST_LAYERS), None)
-    if m is None or isinstance(m, nn.Linear): return m
-    return m if m.padding_mode == "zeros" and not isinstance(m.padding, str) else None
-
-def _layer_input_grad(layer: nn.Module, g: Tensor, in_shape: tuple) -> Tensor:
-    """`J^T g`, the gradient at the input `(B, *in_shape[1:])` of the linear `layer` (`_first_layer`) for the gradients `g` at its
-    output: `g @ W` for `nn.Linear`, the convolution's backward-data (`torch.nn.grad.conv{1,2,3}d_input`) for `nn.ConvNd`. The
-    bias does not enter (the Jacobian of `W u + b` is `W`'s map). Contiguous float32."""
-    if isinstance(layer, nn.Linear): return (g @ layer.weight).contiguous()
-    f = {nn.Conv1d: torch.nn.grad.conv1d_input, nn.Conv2d: torch.nn.grad.conv2d_input, nn.Conv3d: torch.nn.grad.conv3d_input}[type(layer)]
-    return f(tuple(in_shape), layer.weight, g, stride=layer.stride, padding=layer.padding, dilation=layer.dilation,
-             groups=layer.groups).contiguous()
-
-class _FirstLayerCut:
-    """One IG pass cut at the first layer (`layer` of `root`, the policy's module). The hooks (`_cut_root`, `_cut_pre`, `_cut_out`,
-    acting only in the thread whose `_CUT.run` this is) record the module's input, count the layer's calls, note whether the layer
-    was given the module's input itself, and hand the network a copy of `h`, a leaf copy of the layer's output, so that a backward
-    pass stops there. `ok(gz)`: the cut is exact, i.e. one call of the layer on the input itself, and no other path from the input to the
-    output (`gz`, the gradient at the input over that backward pass, is None)."""
-    def __init__(self, root: nn.Module, layer: nn.Module):
-        self.root, self.layer, self.root_in, self.calls, self.direct, self.h = root, layer, None, 0, False, None
-    def ok(self, gz) -> bool: return self.calls == 1 and self.direct and self.h is not None and gz is None
-
-def _cut_root(module, args):
-    c = getattr(_CUT, "run", None)
-    if c is not None and module is c.root and c.root_in is None and args: c.root_in = args[0]
-
-def _cut_pre(module, args):
-    c = getattr(_CUT, "run", None)
-    if c is not None and module is c.layer:
-        c.calls += 1; c.direct = bool(args) and c.root_in is not None and args[0] is c.root_in
-
-def _cut_out(module, args, out):
-    c = getattr(_CUT, "run", None)
-    if c is None or module is not c.layer or not isinstance(out, Tensor): return None
-    c.h = out.detach().requires_grad_(True)
-    return c.h.clone()   # not the leaf itself: an in-place activation after the layer (nn.ReLU(inplace=True)) writes to its output
-
-
 # %% ../../../nbs/attribution/16_gradient.ipynb #d0edd1de
 class IntegratedGradients(_GradientExplainer):
     """Integrated Gradients (Sundararajan et al. 2017, Eq. 1-3) averaged over the references, as XRL-Bench: per (state, reference)
     pair `(x - x0) * sum_k w_k grad f_a(x0 + alpha_k (x - x0))` with captum's quadrature (`approximation_parameters(method)`:
     weights `w_k`, points `alpha_k`) and captum's float32 arithmetic, then the mean over references. Captum's batching is done here:
     chunks of pairs, all `n_steps` points of a pair in one forward + backward pass of about `rows_per_pass` rows, on the policy's
-    workers. With `sum_first_layer` each pass's backward stops at the network's first layer, where the pair's weighted sum is
-    taken, and that (linear) layer's backward-data runs once per pair (`_FirstLayerCut`; passes it does not fit run the plain
-    gradient): the same values up to float rounding. Values `(N, *obs_shape)`, output units. Raises `ValueError` for an unknown
-    `method` or baseline, or too few steps."""
+    workers. Values `(N, *obs_shape)`, output units. Raises `ValueError` for an unknown `method` or baseline, or too few steps."""
     name = "IG"
     reference = "Sundararajan et al. (2017), Eq. 1-3; Xiong et al. (2024) Sec. 3.2"
 
@@ -380,7 +327,6 @@ class IntegratedGradients(_GradientExplainer):
                  method: str = "riemann_left",        # captum's integration rule; the benchmark's code is left Riemann
                  baseline: Any = "background",        # "background" (average over the references), "zeros", "mean", or an array (M, *obs_shape)
                  rows_per_pass: int | None = None,    # network rows per pass; default: tabular 16384, images the policy's gradient batch (`grad_rows`)
-                 sum_first_layer: bool = True,        # sum each pair's weighted gradients at the first layer's output (one backward-data of it per pair); False: captum's order of sums
                  **kw):
         from captum.attr._utils.approximation_methods import SUPPORTED_METHODS
         if isinstance(baseline, str) and baseline not in ("background", "zeros", "mean"):
@@ -392,11 +338,10 @@ class IntegratedGradients(_GradientExplainer):
         super().__init__(policy, background, **kw)
         self.n_steps, self.method, self.baseline = int(n_steps), method, baseline
         self.rows_per_pass = None if rows_per_pass is None else int(rows_per_pass)
-        self.sum_first_layer, self._cut, self._plain = bool(sum_first_layer), None, False
 
     def params(self) -> dict:
         return {**super().params(), "n_steps": self.n_steps, "method": self.method,
-                "baseline": self.baseline if isinstance(self.baseline, str) else "array", "sum_first_layer": self.sum_first_layer}
+                "baseline": self.baseline if isinstance(self.baseline, str) else "array"}
 
     def references(self) -> np.ndarray:
         if isinstance(self.baseline, str):
@@ -404,39 +349,6 @@ class IntegratedGradients(_GradientExplainer):
             refs = super().references()
             return refs.mean(0, keepdims=True) if self.baseline == "mean" else refs
         return as_states(self.baseline, self.policy, "baseline")
-
-    def _start(self, x, refs):
-        "`sum_first_layer`: hook the policy's module and its first layer (`_first_layer`) for this call, if the policy is a plain `Policy`."
-        self._cut, self._plain = None, False
-        if not self.sum_first_layer or not isinstance(self.policy, Policy) or type(self.policy).forward is not Policy.forward: return
-        layer = _first_layer(self.policy.module)
-        if layer is None: return
-        self._cut = (self.policy.module, layer)
-        _hook([self.policy.module], _cut_root, pre=True); _hook([layer], _cut_pre, pre=True); _hook([layer], _cut_out)
-
-    def _stop(self):
-        if self._cut is not None:
-            root, layer = self._cut
-            _unhook([root], _cut_root); _unhook([layer], _cut_pre); _unhook([layer], _cut_out)
-        self._cut = None
-
-    def _summed_grad(self, z: Tensor, acts: Tensor, w: Tensor, n: int) -> Tensor | None:
-        """`sum_k w_k grad f_a(z_k)` `(n, *obs_shape)` of `n` pairs whose `K` points are the step-major rows of `z (K n, *obs_shape)`,
-        with the sum taken at the first layer's output and that layer's backward-data run once per pair; None when the pass does not
-        fit the cut (`_FirstLayerCut.ok`)."""
-        K, D = len(w), z.shape[1:]
-        c = _FirstLayerCut(*self._cut)
-        _CUT.run = c
-        try:
-            with torch.enable_grad():
-                z = z.detach().requires_grad_(True)   # any path from the input that bypasses the cut shows as a gradient at z
-                sel = self.policy.forward(z).gather(1, acts.view(-1, 1)).sum()
-        finally: _CUT.run = None
-        if c.h is None or not sel.requires_grad: return None
-        gh, gz = torch.autograd.grad(sel, (c.h, z), allow_unused=True)
-        if gh is None or not c.ok(gz): return None
-        g = (gh.reshape(K, -1) * w).reshape(K, n, *gh.shape[1:]).sum(0)   # captum's weighted sum over the points, at the layer's output
-        return _layer_input_grad(c.layer, g, (n, *D)).detach()
 
     def _attribute(self, acts, x, refs):
         from captum.attr._utils.approximation_methods import approximation_parameters
@@ -447,12 +359,8 @@ class IntegratedGradients(_GradientExplainer):
         def chunk(p: Tensor) -> Tensor:   # pairs p (state p // M, reference p % M), all K points each, step-major rows as captum's
             b = refs[p % M]; d = x[p // M] - b
             z = (b.unsqueeze(0) + al * d.unsqueeze(0)).reshape(K * len(p), *D)   # captum: baseline + alpha * (input - baseline)
-            a = acts[p // M].repeat(K)
-            total = None if self._cut is None or self._plain else self._summed_grad(z, a, w, len(p))
-            if total is None:   # the plain gradient (a pass that does not fit the cut: the rest of the call runs plain too)
-                self._plain = self._cut is not None
-                g = self._input_grad(self.policy.forward, z, a)
-                total = (g.view(K, -1) * w).reshape(K, len(p), *D).sum(0)      # captum: scaled grads, _reshape_and_sum
+            g = self._input_grad(self.policy.forward, z, acts[p // M].repeat(K))
+            total = (g.view(K, -1) * w).reshape(K, len(p), *D).sum(0)          # captum: scaled grads, _reshape_and_sum
             return total * d
         wk = self.grad_workers
         per = max(1, (self.rows_per_pass or self.grad_rows) // K)             # pairs per pass
