@@ -994,7 +994,8 @@ def process_pool(max_workers: int,          # worker processes, >= 1
                  ) -> ProcessPoolExecutor:  # the caller shuts it down (or uses it in a `with` block)
     """A local pool of `max_workers` spawned processes, each at one torch thread and one `Policy.outputs` worker
     (`RLEXPLAIN_THREADS` / `RLEXPLAIN_WORKERS` override). `run_jobs` uses it when given no executor (and sends a
-    notebook's own functions and objects by value); other callers' jobs and functions must be picklable by reference.
+    notebook's own functions by value); other callers' jobs and functions must be picklable by reference, and a script
+    that calls it must guard its top level with `if __name__ == "__main__":` (each spawned process imports the script).
     Raises `ValueError` for `max_workers` < 1."""
     if isinstance(max_workers, bool) or not isinstance(max_workers, (int, np.integer)) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer; got {max_workers!r}.")
@@ -1002,11 +1003,12 @@ def process_pool(max_workers: int,          # worker processes, >= 1
     return ProcessPoolExecutor(int(max_workers), mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
 
 # %% ../nbs/00_core.ipynb #be4c88d9
-def _call_pickled(blob: bytes):
-    "A `process_pool` worker's call of a job that `run_jobs` sent as `cloudpickle.dumps((fn, job))`: `fn(job)`."
+def _call_pickled(blob: bytes) -> bytes:
+    """A `process_pool` worker's call of a job that `run_jobs` sent as `cloudpickle.dumps((fn, job))`: `fn(job)`, returned as
+    `cloudpickle.dumps` too, so that a result holding an object of a notebook's own class reaches the parent as that class."""
     import cloudpickle
     fn, job = cloudpickle.loads(blob)
-    return fn(job)
+    return cloudpickle.dumps(fn(job))
 
 def run_jobs(fn: Callable,                  # picklable function of one job argument
              jobs: Iterable,                # job arguments
@@ -1017,9 +1019,11 @@ def run_jobs(fn: Callable,                  # picklable function of one job argu
              desc: str = "jobs",
              ) -> list:                     # results in job order
     """Run `fn(job)` for each job, in parallel on `executor`, with a progress bar and optional resume from `run_dir`. With
-    no executor and `max_workers` > 1 the jobs run on `process_pool` (spawned processes), each sent with cloudpickle: a
-    function defined in a notebook or an interactive session, and a job holding one of its objects, go by value. Raises
-    `ValueError` when `names` and `jobs` differ in length; a job's exception is raised again here."""
+    no executor and `max_workers` > 1 the jobs run on `process_pool` (spawned processes). A function defined in a notebook
+    or an interactive session (module `__main__`), which a spawned process cannot import, is sent with cloudpickle, by
+    value, together with its jobs and results (all its jobs are pickled at submission); any other function and its jobs go
+    as pickle sends them, by reference. Raises `ValueError` when `names` and `jobs` differ in length; a job's exception is
+    raised again here."""
     jobs = list(jobs)
     if names is not None and len(names) != len(jobs): raise ValueError(f"got {len(names)} names for {len(jobs)} jobs.")
     results: list = [None] * len(jobs)
@@ -1036,11 +1040,13 @@ def run_jobs(fn: Callable,                  # picklable function of one job argu
         own = executor is None
         ex = process_pool(max_workers) if own else executor
         try:
-            if own:   # spawned processes import what pickle names: a notebook's own function or class would be missing
+            by_value = own and getattr(fn, "__module__", None) == "__main__"   # a spawned process cannot import a notebook's own
+            if by_value:
                 import cloudpickle
                 futs = {ex.submit(_call_pickled, cloudpickle.dumps((fn, jobs[i]))): i for i in todo}
-            else: futs = {ex.submit(fn, jobs[i]): i for i in todo}   # a given executor (threads, dask) sends its own way
-            for f in as_completed(futs): _finish(futs[f], f.result()); bar.update()
+            else: futs = {ex.submit(fn, jobs[i]): i for i in todo}   # a package's function; a given executor (threads, dask) sends its own way
+            for f in as_completed(futs):
+                _finish(futs[f], cloudpickle.loads(f.result()) if by_value else f.result()); bar.update()
         finally:
             if own: ex.shutdown()
     bar.close()

@@ -391,15 +391,17 @@ def _ir_cells(job: _IRJob) -> tuple:
     from rlexplain.interventions import registry
     c = job.cfg
     key = (job.game, job.sampler, c.p, c.seed, c.intervention_base, c.interventions)
-    if key not in _IR_CELLS:
+    hit = _IR_CELLS.get(key)
+    if hit is None:
         card = load_card(job.sampler)
         env = make_env(job.game, **card.get("env_kwargs", {}))
         states = sample_states(load_agent(job.sampler, device="auto"), env, p=c.p, seed=c.seed)
         ivs = registry(job.game.split("/", 1)[1])
         if c.interventions is not None: ivs = [iv for iv in ivs if iv.name in set(c.interventions)]
         obs, valid, _ = intervened_observations(env, states, ivs, base=c.intervention_base)
-        _IR_CELLS.clear(); _IR_CELLS[key] = (states, ivs, obs, valid)
-    return _IR_CELLS[key]
+        hit = (states, ivs, obs, valid)
+        _IR_CELLS.clear(); _IR_CELLS[key] = hit
+    return hit   # this call's own entry, even if another thread has replaced the cache's since
 
 def _run_ir_job(job: _IRJob) -> IRMatrix:
     from rlexplain.agents import load_agent

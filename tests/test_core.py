@@ -616,11 +616,15 @@ def test_run_jobs_sends_a_notebooks_own_function_and_objects_by_value():
     """A spawned worker imports what pickle names, so it cannot find what a notebook defines (module `__main__`): before,
     a lesson's own `run_study(max_workers=2)` broke the pool ("Can't get attribute '_lockstep_job' on <module
     '__main__'>"). `run_jobs` sends its own pool's jobs with cloudpickle: a `__main__` function, the `__main__` helper it
-    calls and a job object of a `__main__` class go by value, and the results come back in job order."""
+    calls, a job object of a `__main__` class and a result of that class go by value, and the results come back in job
+    order, as instances of the notebook's own class."""
     ns = {"__name__": "__main__"}
     exec("class Box:\n    def __init__(self, v): self.v = v\n"
          "def _helper(v): return 10 * v\n"
-         "def work(box): return _helper(box.v) + 1\n", ns)
+         "def work(box): return _helper(box.v) + 1\n"
+         "def boxed(box): return Box(box.v * 2)\n", ns)
     assert ns["work"].__module__ == ns["Box"].__module__ == "__main__"
     assert run_jobs(ns["work"], [ns["Box"](v) for v in (3, 1, 2)], max_workers=2) == [31, 11, 21]
+    out = run_jobs(ns["boxed"], [ns["Box"](v) for v in (3, 1)], max_workers=2)
+    assert [type(b) is ns["Box"] for b in out] == [True, True] and [b.v for b in out] == [6, 2]
     assert run_jobs(_slow_square, [4, 5], max_workers=2) == [16, 25]   # a package-level function still goes by reference
