@@ -535,11 +535,12 @@ def _resolve(spec: str) -> Callable:
 # Worker seconds per demo unit on one core, the scheduler's order (longest first) and the time-left estimate's first guess
 # until a run of this folder has measured its own (`<section>/done.json`): a section's key, or "<section>/<unit>" for the
 # sections split into units (`DEMO_UNITS`; a unit without an entry gets its section's time over its number of units).
-# Measured by `rlexplain demo --docs --workers 2` on 2026-11-27, nothing else running on the 2-core machine (4.8 min in all,
-# 562 worker-s; the same code's units on 2026-11-25's machine took about 1.8x as long); docs: rendering the committed lessons
-# on one worker; docs_execute: re-executing every notebook (2026-11-25: 10.2 min).
+# Measured by `rlexplain demo --docs --workers 2` on 2026-11-27, nothing else running on the 2-core machine (an Intel Xeon
+# VM; 2026-11-25's AMD EPYC VM took about 1.8x as long for the same units); the time series' and XRL-Bench's image units
+# from that day's run of the same code for them; docs: rendering the committed lessons on one worker; docs_execute:
+# re-executing every notebook (2026-11-25: 10.2 min).
 DEMO_SECONDS = {"ir": 15, "ranld/roadrunner": 35, "ranld/freeway": 38, "ranld/compare/roadrunner": 5,
-                "saliency": 5, "xrlbench/image/breakout": 49, "xrlbench/image/pong": 51,
+                "saliency": 5, "xrlbench/image/breakout": 86, "xrlbench/image/pong": 83,
                 "xrlbench/tabular/lunarlander": 14, "xrlbench/tabular/flappybird": 15,
                 "xrlbench/tabular/cartpole": 8, "saliency_bench/bench/ale-breakout-v5/occlusion": 7,
                 "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 8,
@@ -553,8 +554,8 @@ DEMO_SECONDS = {"ir": 15, "ranld/roadrunner": 35, "ranld/freeway": 38, "ranld/co
                 "saliency_bench/tuning/ale-breakout-v5/occlusion": 1,
                 "saliency_bench/tuning/ale-breakout-v5/noise_sensitivity": 1,
                 "saliency_bench/tuning/ale-breakout-v5/sarfa": 2,
-                "saliency_bench/bench/ale-mspacman-v5/lime_slic": 21, "timeseries/pong": 79,
-                "timeseries/breakout": 77, "switching": 9, "compare": 17, "docs": 18, "docs_execute": 610}
+                "saliency_bench/bench/ale-mspacman-v5/lime_slic": 21, "timeseries/pong": 119,
+                "timeseries/breakout": 116, "switching": 9, "compare": 17, "docs": 18, "docs_execute": 610}
 # The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
 # processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
 REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970, "saliency_bench": 3950, "timeseries": 3270,
