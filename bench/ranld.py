@@ -224,7 +224,7 @@ def main():
     ap.add_argument("--shifts", action="store_true", help="per-step CPU cost of each shift of the demo's ranld_tables job instead")
     ap.add_argument("--attacks", action="store_true", help="ART's classifier against the one-forward classifier on the demo's attacks instead")
     ap.add_argument("--env", default="ALE/RoadRunner-v5", help="--shifts, --attacks: the game (its zoo DDQN agent)")
-    ap.add_argument("--steps", type=int, default=10, help="--shifts: steps timed per shift")
+    ap.add_argument("--steps", type=int, default=10, help="--shifts: steps timed per shift; --attacks: states attacked")
     ap.add_argument("--one", nargs=3, metavar=("N", "METHOD", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:

@@ -614,8 +614,8 @@ def test_run_jobs_own_pool_works_after_torch_has_run():
 
 def test_run_jobs_sends_a_notebooks_own_function_and_objects_by_value():
     """A spawned worker imports what pickle names, so it cannot find what a notebook defines (module `__main__`): before,
-    a lesson's own `run_study(max_workers=2)` broke the pool ("Can't get attribute '_lockstep_job' on <module
-    '__main__'>"). `run_jobs` sends its own pool's jobs with cloudpickle: a `__main__` function, the `__main__` helper it
+    a lesson's own `run_study(max_workers=2)` broke the pool ("Can't get attribute '<the lesson's job function>' on
+    <module '__main__'>"). `run_jobs` sends its own pool's jobs with cloudpickle: a `__main__` function, the `__main__` helper it
     calls, a job object of a `__main__` class and a result of that class go by value, and the results come back in job
     order, as instances of the notebook's own class."""
     ns = {"__name__": "__main__"}
