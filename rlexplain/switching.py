@@ -39,9 +39,10 @@ def switching_series(team: Policy,               # the deployed team's policy (p
     """Team returns per episode when `k` of the `N` agents are replaced by `replacement` from episode `T` on
     (Fujimoto et al. 2024, Section 5, Figure 4). `attacked` holds the switched fraction k/N of the team. Episodes before
     `T` are the unswitched team's whatever `k` and `replacement`: `pre`, another `switching_series` result of the same team,
-    seeds, T, environment and `deterministic` (the control, say), gives them without replaying them. Raises `ValueError` for
-    k outside [0, N], T outside [0, n_episodes], no seeds, n_episodes < 1, or a `pre` of another team, T or agent count
-    or without every (seed, episode < T)."""
+    seeds, T, environment, environment arguments and `deterministic` (the control, say), gives them without replaying
+    them. Raises `ValueError` for k outside [0, N], T outside [0, n_episodes], no seeds, n_episodes < 1, or a `pre` of
+    another team, T, agent count, environment, environment arguments or action rule, or without every (seed, episode < T)
+    exactly once."""
     seeds = [int(s) for s in np.atleast_1d(np.asarray(seeds))]
     if not seeds: raise ValueError("switching_series needs at least one seed; got none.")
     if int(n_episodes) < 1: raise ValueError(f"n_episodes must be >= 1; got {n_episodes}.")
@@ -50,7 +51,8 @@ def switching_series(team: Policy,               # the deployed team's policy (p
     if not 0 <= int(k) <= n_slots: raise ValueError(f"k (agents switched) must be in [0, {n_slots}] for {env_id}; got {k}.")
     label = condition or ("control" if k == 0 else f"{k} switched from {T}")
     rows = []
-    pre_R = None if pre is None or int(T) == 0 else _pre_returns(pre, team, seeds, int(T), n_slots)
+    pre_R = None if pre is None or int(T) == 0 else _pre_returns(pre, team, seeds, int(T), n_slots, env_id, env_kwargs,
+                                                                 deterministic)
     for lo, hi, pols in ((0, T, [team] * n_slots), (T, n_episodes, [team] * (n_slots - k) + [replacement] * k)):
         if hi <= lo: continue
         ids = [(i, t) for i in seeds for t in range(lo, hi)]
@@ -61,15 +63,24 @@ def switching_series(team: Policy,               # the deployed team's policy (p
                   **{f"return_{j}": float(x) for j, x in enumerate(r)}} for (i, t), r in zip(ids, R)]
     table = pd.DataFrame(rows).sort_values(["seed", "episode"], kind="stable").reset_index(drop=True)
     return PerformanceSeries(table, env_id, {"k": int(k), "T": int(T), "n_slots": n_slots, "team": team.name,
-                                             "replacement": getattr(replacement, "name", "random")})
+                                             "replacement": getattr(replacement, "name", "random"),
+                                             "env_kwargs": dict(env_kwargs or {}), "deterministic": bool(deterministic)})
 
-def _pre_returns(pre: PerformanceSeries, team: Policy, seeds: list, T: int, n_slots: int) -> np.ndarray:
-    "`(M*T, N)` per-agent returns of `pre`'s episodes before T in `switching_series`' order (seed-major). Raises `ValueError` as it."
+def _pre_returns(pre: PerformanceSeries, team: Policy, seeds: list, T: int, n_slots: int, env_id: str,
+                 env_kwargs: dict | None, deterministic: bool) -> np.ndarray:
+    """`(M*T, N)` per-agent returns of `pre`'s episodes before T in `switching_series`' order (seed-major). Raises `ValueError`
+    when `pre` was played by another team, environment, environment arguments, T, agent count or action rule
+    (`deterministic`), or lacks or repeats a (seed, episode < T) pair."""
     p = pre.params
-    if p.get("T") != T or p.get("n_slots") != n_slots or p.get("team") != team.name:
-        raise ValueError(f"pre must come from switching_series with the same team, T and agents (team {team.name!r}, T={T}, "
-                         f"{n_slots} agents); got team {p.get('team')!r}, T={p.get('T')}, {p.get('n_slots')} agents.")
+    want = {"team": team.name, "T": T, "n_slots": n_slots, "env_id": env_id, "env_kwargs": dict(env_kwargs or {}),
+            "deterministic": bool(deterministic)}
+    got = {"team": p.get("team"), "T": p.get("T"), "n_slots": p.get("n_slots"), "env_id": pre.env_id,
+           "env_kwargs": p.get("env_kwargs"), "deterministic": p.get("deterministic")}
+    if got != want:
+        diff = ", ".join(f"{k} {got[k]!r} (wanted {want[k]!r})" for k in want if got[k] != want[k])
+        raise ValueError(f"pre must come from switching_series with the same team, T, agents, environment and action rule; got {diff}.")
     t = pre.table[pre.table.episode < T].set_index(["seed", "episode"])[[f"return_{j}" for j in range(n_slots)]]
+    if t.index.has_duplicates: raise ValueError(f"pre repeats (seed, episode) pairs before T={T}, e.g. {tuple(t.index[t.index.duplicated()][0])}.")
     ids = pd.MultiIndex.from_tuples([(i, e) for i in seeds for e in range(T)], names=["seed", "episode"])
     missing = ids.difference(t.index)
     if len(missing): raise ValueError(f"pre lacks {len(missing)} (seed, episode) pairs before T={T}, e.g. {tuple(missing[0])}.")

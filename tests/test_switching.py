@@ -1,5 +1,6 @@
 "Ad hoc switching (rlexplain.switching): the causal design's hand checks on random-weight teams, and the zoo's teams."
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -108,7 +109,12 @@ def test_pre_period_reused_from_the_control_is_what_replaying_gives(monkeypatch)
     monkeypatch.setattr(sw, "team_returns", lambda env_id, pols, seeds, *r: (episodes.append(len(seeds)), tr(env_id, pols, seeds, *r))[1])
     reused = switching_series(a, b, 1, condition="1 from b", pre=ctl, **kw)
     assert episodes == [3 * 2]                      # only the post-period (3 seeds x 2 episodes) is played
-    import pandas as pd
     pd.testing.assert_frame_equal(reused.table, played.table)
     with pytest.raises(ValueError, match="same team, T"): switching_series(b, a, 1, pre=ctl, **kw)
     with pytest.raises(ValueError, match="lacks"): switching_series(a, b, 1, pre=ctl, **{**kw, "seeds": [3, 9]})
+    with pytest.raises(ValueError, match=r"deterministic True \(wanted False\)"):   # a greedy control, a sampled run
+        switching_series(a, b, 1, pre=ctl, deterministic=False, **kw)
+    with pytest.raises(ValueError, match="env_kwargs"):                # the control played with other environment arguments
+        switching_series(a, b, 1, pre=switching_series(a, None, 0, env_kwargs={"max_cycles": 5}, **kw), **kw)
+    twice = type(ctl)(pd.concat([ctl.table, ctl.table.iloc[:1]], ignore_index=True), ctl.env_id, ctl.params)
+    with pytest.raises(ValueError, match="repeats"): switching_series(a, b, 1, pre=twice, **kw)
