@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import weakref
 from typing import Any, ClassVar
@@ -99,22 +100,28 @@ class _Tempered(nn.Module):
 
 _ART_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
+def _classifier(policy: Policy, temperature: float, clip: bool, cls: type, **kw):
+    """An ART classifier of class `cls` around `policy.module` (logits = output / temperature), with cross-entropy loss, the
+    policy's shape and actions, clip values (0, 1) if `clip`, and `kw`; one per (policy, class, temperature, clip), kept while
+    the policy lives. Raises `ValueError` if temperature <= 0 and `TypeError` for a policy that is not an rlexplain `Policy`."""
+    if not temperature > 0: raise ValueError(f"temperature must be > 0; got {temperature}.")
+    if not isinstance(policy, Policy): raise TypeError(f"policy must be an rlexplain Policy; got {type(policy).__name__}.")
+    key = (cls, float(temperature), bool(clip))
+    cache = _ART_CACHE.setdefault(policy, {})
+    if key not in cache:
+        model = policy.module if temperature == 1.0 else _Tempered(policy.module, temperature)
+        cache[key] = cls(model=model, loss=nn.CrossEntropyLoss(), input_shape=tuple(policy.obs_shape), nb_classes=policy.n_actions,
+                         clip_values=(0.0, 1.0) if clip else None, device_type="gpu" if policy.device.type == "cuda" else "cpu", **kw)
+    return cache[key]
+
 def art_classifier(policy: Policy,           # q-values or logits (B, A)
                    temperature: float = 1.0, # softmax temperature of the cross-entropy loss
                    clip: bool = True,        # clip values (0, 1) (images); False for tabular states
                    ):
-    "ART `PyTorchClassifier` around `policy.module` (logits = output / temperature). Raises `ValueError` if temperature <= 0."
+    """ART `PyTorchClassifier` around `policy.module` (logits = output / temperature). Raises `ValueError` if temperature <= 0,
+    `TypeError` for a policy that is not an rlexplain `Policy`."""
     from art.estimators.classification import PyTorchClassifier
-    if not temperature > 0: raise ValueError(f"temperature must be > 0; got {temperature}.")
-    if not isinstance(policy, Policy): raise TypeError(f"policy must be an rlexplain Policy; got {type(policy).__name__}.")
-    key = (float(temperature), bool(clip))
-    cache = _ART_CACHE.setdefault(policy, {})
-    if key not in cache:
-        model = policy.module if temperature == 1.0 else _Tempered(policy.module, temperature)
-        cache[key] = PyTorchClassifier(model=model, loss=nn.CrossEntropyLoss(), input_shape=tuple(policy.obs_shape),
-                                       nb_classes=policy.n_actions, clip_values=(0.0, 1.0) if clip else None,
-                                       device_type="gpu" if policy.device.type == "cuda" else "cpu")
-    return cache[key]
+    return _classifier(policy, temperature, clip, PyTorchClassifier)
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class _ARTShift(Shift):
@@ -139,10 +146,9 @@ class _ARTShift(Shift):
         adv = self.attack(clf).generate(x.detach().cpu().numpy().astype(np.float32))
         return torch.from_numpy(np.asarray(adv, np.float32))
 
-def _one_forward_class():
+@functools.cache
+def _one_forward_class() -> type:
     "The class `_OneForwardClassifier` (built on first use: ART is imported lazily)."
-    global _ONE_FORWARD
-    if _ONE_FORWARD is not None: return _ONE_FORWARD
     from art.estimators.classification import PyTorchClassifier
 
     class _OneForwardClassifier(PyTorchClassifier):
@@ -167,9 +173,10 @@ def _one_forward_class():
             c = self._last
             if c is not None and c[0].shape == x.shape and c[0].dtype == x.dtype and np.array_equal(c[0], x): return c[1], c[2]
             if any(m.training for m in self._model.modules()): self._model.train(mode=False)   # as ART's train(False), without 40 setattrs
-            xg = torch.from_numpy(np.array(x)).to(self._device).requires_grad_(True)
+            key = np.array(x)   # a copy: the attacks change their arrays in place (the network only reads it)
+            xg = torch.from_numpy(key).to(self._device).requires_grad_(True)
             preds = self._model(xg)[-1]
-            self._last = (np.array(x), xg, preds)   # a copy: the attacks change their arrays in place
+            self._last = (key, xg, preds)
             return xg, preds
 
         def predict(self, x, batch_size: int = 128, training_mode: bool = False, **kwargs):
@@ -196,23 +203,12 @@ def _one_forward_class():
             g = np.swapaxes(np.array([grad(i) for i in uniq]), 0, 1)[np.arange(len(x)), [uniq.index(i) for i in label]]
             return np.swapaxes(np.array(g[None, ...]), 0, 1)
 
-    _ONE_FORWARD = _OneForwardClassifier
-    return _ONE_FORWARD
-
-_ONE_FORWARD = None
-_ONE_FORWARD_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+    return _OneForwardClassifier
 
 def _one_forward_classifier(policy: Policy, temperature: float = 1.0, clip: bool = True):
-    "`art_classifier`'s model, loss, shape, classes, clip values and device in a `_OneForwardClassifier` (cached per policy, weakly)."
-    if not temperature > 0: raise ValueError(f"temperature must be > 0; got {temperature}.")
-    if not isinstance(policy, Policy): raise TypeError(f"policy must be an rlexplain Policy; got {type(policy).__name__}.")
-    key = (float(temperature), bool(clip)); cache = _ONE_FORWARD_CACHE.setdefault(policy, {})
-    if key not in cache:
-        model = policy.module if temperature == 1.0 else _Tempered(policy.module, temperature)
-        cache[key] = _one_forward_class()(model=model, loss=nn.CrossEntropyLoss(), input_shape=tuple(policy.obs_shape),
-                                          nb_classes=policy.n_actions, clip_values=(0.0, 1.0) if clip else None, preprocessing=None,
-                                          device_type="gpu" if policy.device.type == "cuda" else "cpu")
-    return cache[key]
+    """`art_classifier` as a `_OneForwardClassifier` (ART's default identity preprocessing left out). Raises `ValueError` if
+    temperature <= 0, `TypeError` for a policy that is not an rlexplain `Policy`."""
+    return _classifier(policy, temperature, clip, _one_forward_class(), preprocessing=None)
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class _OneForwardShift(_ARTShift):
