@@ -19,12 +19,14 @@ from typing import Any
 
 # %% auto #0
 __all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'SA_START', 'TABULAR_PIPELINES', 'MULTIAGENT_PIPELINES', 'PIPELINES',
-           'TOYBOX_PIPELINES', 'ZOO_DIR', 'LIST_KEYS', 'CARD_KEYS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO',
-           'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO', 'CompactCNN', 'NatureConv', 'DuelingHead',
-           'DuelingQNetwork', 'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN', 'sa_margin', 'sa_regulariser', 'SADDQN',
-           'Pipeline', 'LinearSteps', 'CosineSteps', 'OnProgress', 'get_pipeline', 'env_slug', 'entry_dir', 'TrainJob',
-           'evaluate_policy_returns', 'train_agent', 'load_card', 'list_zoo', 'load_agent', 'untrained_agent',
-           'evaluate_entry', 'train_zoo', 'train_demo_zoo', 'best_zoo_entry', 'load_best_agent']
+           'TOYBOX_PIPELINES', 'ZOO_DIR', 'LIST_KEYS', 'CARD_KEYS', 'GATE', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO',
+           'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO', 'CAMPAIGN', 'CompactCNN', 'NatureConv',
+           'DuelingHead', 'DuelingQNetwork', 'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN', 'sa_margin',
+           'sa_regulariser', 'SADDQN', 'Pipeline', 'LinearSteps', 'CosineSteps', 'OnProgress', 'get_pipeline',
+           'env_slug', 'entry_dir', 'TrainJob', 'evaluate_policy_returns', 'train_agent', 'load_card', 'list_zoo',
+           'load_agent', 'untrained_agent', 'evaluate_entry', 'action_diversity', 'q_spread', 'return_gap',
+           'gate_verdict', 'quality_gate', 'gate_zoo', 'train_zoo', 'train_demo_zoo', 'train_campaign',
+           'best_zoo_entry', 'load_best_agent']
 
 # %% ../nbs/02_agents.ipynb #2f3ea5b9
 import gymnasium as gym
@@ -34,8 +36,8 @@ import torch
 from torch import nn
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
-from .core import Policy, SB3Head, sb3_class, atomic_write, get_device, load_json, run_jobs, save_json
-from .envs import collect_rollout, is_multiagent, make_env, make_parallel_env, team_returns
+from .core import Policy, SB3Head, sb3_class, atomic_write, get_device, load_json, progress, run_jobs, save_json
+from .envs import collect_rollout, is_multiagent, make_env, make_parallel_env, play_episodes, team_returns
 
 # %% ../nbs/02_agents.ipynb #1a760056
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
@@ -499,6 +501,38 @@ def evaluate_policy_returns(policy: Policy | None, env_id: str, n_episodes: int 
                            max_steps=max_steps, epsilon=epsilon).returns()
 
 # %% ../nbs/02_agents.ipynb #0f16f404
+def _continue_entry(job: TrainJob, model, root: Path) -> int | None:
+    """Continue a run from its latest zoo entry when no resume snapshot exists (a fresh machine: snapshots are not in
+    git). Loads the entry's float16 inference weights into `model` (target networks synced), sets its step count and
+    wall clock, and for an off-policy run delays the first update until the replay buffer is refilled (`_refill_steps`).
+    What is lost against a snapshot: the optimizer's moments (Adam/RMSprop restart from zero), the float32 precision
+    of the weights, the replay buffer (refilled with the continued policy's own transitions, so the first
+    `learning_starts` steps after the restart do not update) and the environments' episode positions (they restart
+    from `job.seed`). Returns the entry's frames, or None when there is no earlier entry. Raises `ValueError` if the
+    entry was trained with other hyperparameters (two configurations are never mixed in one run)."""
+    base = Path(root) / env_slug(job.env_id) / job.pipeline / f"seed{job.seed}"
+    last = max(int(f) for f in job.checkpoints)
+    done = sorted(int(d.name) for d in base.glob("[0-9]" * 10) if (d / "card.json").exists() and int(d.name) < last) if base.is_dir() else []
+    if not done: return None
+    src = entry_dir(root, job.env_id, job.pipeline, job.seed, done[-1]); card = load_card(src)
+    hp = {k: _card_value(v) for k, v in get_pipeline(job.pipeline, job.env_id).hyperparams.items()}
+    if card.get("hyperparams") != hp or card.get("features") != _features(job):
+        raise ValueError(f"{src} was trained with other settings than pipeline {job.pipeline!r} has now "
+                         f"(card {card.get('hyperparams')}, features {card.get('features')}; now {hp}, {_features(job)}): "
+                         f"continue it in another --root, or delete the later checkpoints' folders.")
+    from safetensors.torch import load_file
+    sd = {k: v.float() for k, v in load_file(str(src / "weights.safetensors")).items()}
+    model.policy.load_state_dict({**model.policy.state_dict(), **sd})
+    for online, target in (("q_net", "q_net_target"), ("quantile_net", "quantile_net_target")):
+        if hasattr(model.policy, target): getattr(model.policy, target).load_state_dict(getattr(model.policy, online).state_dict())
+    model.num_timesteps = int(card["env_steps"])
+    model._rlx_wall = float(card.get("wall_clock_s") or 0.0)
+    model._rlx_continued_from = card.get("continued_from") or []
+    model._rlx_continued_from = [*model._rlx_continued_from, card["id"]]   # every restart without optimizer state, in order
+    if isinstance(model, OffPolicyAlgorithm):
+        model.learning_starts = max(model.learning_starts, model.num_timesteps + _refill_steps(get_pipeline(job.pipeline, job.env_id)))
+    return done[-1]
+
 def _refill_steps(pipe: Pipeline) -> int:
     """Env steps an off-policy run collects before its first update: `learning_starts`, counted from the step its own
     training began (`sa_start` for a warm-started pipeline). A resumed run (whose replay buffer was not saved) waits as
@@ -543,6 +577,7 @@ def train_agent(job: TrainJob) -> list[str]:
     else:
         model = _build_model(job, env)
         if pipe.warm_start: _warm_start(job, model)
+        else: _continue_entry(job, model, root)
     _apply_schedules(model, pipe, ckpt_steps[-1])
     t0, written = time.time(), []
     wall0 = float(getattr(model, "_rlx_wall", 0.0))
@@ -562,6 +597,7 @@ def train_agent(job: TrainJob) -> list[str]:
                 "n_actions": int(env.action_space.n), "versions": _versions(),
                 "wall_clock_s": round(wall0 + time.time() - t0, 1),
                 "command": _train_command(job),
+                "continued_from": getattr(model, "_rlx_continued_from", None),
                 "evaluation": None}
         save_json(d / "card.json", card); written.append(str(d))
 
@@ -622,7 +658,9 @@ def load_card(path: str | Path, keys: tuple = CARD_KEYS) -> dict:
     return card
 
 def list_zoo(root: str | Path | None = None) -> pd.DataFrame:
-    """One row per zoo entry under `root` (default `ZOO_DIR`): id, env, pipeline, seed, frames, evaluation, path.
+    """One row per zoo entry under `root` (default `ZOO_DIR`): id, env, pipeline, seed, frames, evaluation, the quality
+    gate (`plays`, the return difference's interval `gap_low`..`gap_high`, `modal_share`, `entropy_bits`, `q_range`;
+    None where `quality_gate` has not been measured), path.
     A corrupt card is skipped with a `UserWarning` naming its file (loading that entry raises). Raises
     `FileNotFoundError` if `root` is not a folder."""
     root = Path(root or ZOO_DIR); rows = []
@@ -631,13 +669,16 @@ def list_zoo(root: str | Path | None = None) -> pd.DataFrame:
         try: c = load_card(card_path, LIST_KEYS)
         except ValueError as e:
             warnings.warn(f"list_zoo skips a corrupt zoo entry: {e}", stacklevel=2); continue
-        ev = c.get("evaluation") or {}
+        ev, gt = c.get("evaluation") or {}, c.get("gate") or {}
         rows.append({"id": c["id"], "env_id": c["env_id"], "pipeline": c["pipeline"], "algo": c["algo"], "seed": c["seed"],
                      "frames": c["frames"], "env_steps": c["env_steps"], "return_mean": ev.get("mean"),
                      "return_std": ev.get("std"), "random_mean": ev.get("random_mean"), "random_std": ev.get("random_std"),
+                     "plays": gt.get("plays"), "gap_low": gt.get("low"), "gap_high": gt.get("high"),
+                     "modal_share": gt.get("modal_share"), "entropy_bits": gt.get("entropy_bits"), "q_range": gt.get("q_range_mean"),
                      "path": str(card_path.parent)})
     return pd.DataFrame(rows, columns=["id", "env_id", "pipeline", "algo", "seed", "frames", "env_steps", "return_mean",
-                                       "return_std", "random_mean", "random_std", "path"])
+                                       "return_std", "random_mean", "random_std", "plays", "gap_low", "gap_high", "modal_share",
+                                       "entropy_bits", "q_range", "path"])
 
 # %% ../nbs/02_agents.ipynb #8849c493
 def load_agent(path: str | Path, device: str | torch.device = "auto") -> Policy:
@@ -741,6 +782,118 @@ def evaluate_entry(path: str | Path, n_episodes: int = 10, seed: int = 10_000, f
           "random_mean": float(rnd.mean()), "random_std": float(rnd.std()), "returns": ret.tolist(), "random_returns": rnd.tolist()}
     card["evaluation"] = ev; save_json(path / "card.json", card)
     return ev
+
+# %% ../nbs/02_agents.ipynb #1050406e
+GATE = dict(n_episodes=30, confidence=0.95, max_modal_share=0.95)   # the gate's protocol (see the prose above)
+
+def action_diversity(actions: np.ndarray,   # (N,) int greedy actions on N visited states
+                     n_actions: int,        # |A|
+                     ) -> dict:
+    """How much the greedy action varies over states: `entropy_bits` of the action histogram (0 for a constant policy,
+    log2 |A| for a uniform one), `entropy_norm` = entropy / log2 |A| in [0, 1], `modal_share` (share of the most frequent
+    action, in [1/|A|, 1]), `modal_action`, `distinct` (actions taken at least once) and `n_states`. Raises `ValueError`
+    for no states, `n_actions < 1`, or actions outside [0, n_actions)."""
+    a = np.asarray(actions).ravel()
+    if int(n_actions) < 1: raise ValueError(f"n_actions must be >= 1; got {n_actions}.")
+    if a.size == 0: raise ValueError("action_diversity needs at least one visited state; got 0 actions.")
+    if a.min() < 0 or a.max() >= n_actions: raise ValueError(f"actions must lie in [0, {n_actions}); got {a.min()}..{a.max()}.")
+    p = np.bincount(a.astype(np.int64), minlength=int(n_actions)) / a.size
+    nz = p[p > 0]; h = float(-(nz * np.log2(nz)).sum()) + 0.0
+    return {"entropy_bits": h, "entropy_norm": h / math.log2(n_actions) if n_actions > 1 else 0.0, "modal_share": float(p.max()),
+            "modal_action": int(p.argmax()), "distinct": int((p > 0).sum()), "n_states": int(a.size)}
+
+# %% ../nbs/02_agents.ipynb #f54334e1
+def q_spread(q: np.ndarray,   # (N, A) q-values on N visited states
+             ) -> dict:
+    """The spread of a value-based agent's q-values: `q_range_mean`, the mean over states of max_a Q - min_a Q (0 for a
+    network whose output head is zero, as the zoo's DQN heads are before training), and `q_max_std`, the standard
+    deviation over states of max_a Q (0 when the value does not depend on the state). Raises `ValueError` unless `q` is
+    a non-empty finite (N, A) array."""
+    q = np.asarray(q, np.float64)
+    if q.ndim != 2 or not q.size: raise ValueError(f"q must be a non-empty (N, A) array; got shape {q.shape}.")
+    if not np.isfinite(q).all(): raise ValueError("q holds NaN or inf values.")
+    return {"q_range_mean": float((q.max(1) - q.min(1)).mean()), "q_max_std": float(q.max(1).std())}
+
+# %% ../nbs/02_agents.ipynb #9b67cace
+def return_gap(returns: np.ndarray,         # (n,) the agent's episode returns
+               random_returns: np.ndarray,  # (m,) a uniformly random policy's returns (the same seeds)
+               confidence: float = 0.95,
+               ) -> dict:
+    """Mean return minus random play's, with a `confidence` Welch interval (`scipy.stats.ttest_ind(equal_var=False)`;
+    two independent samples of episodes with unequal variances). When neither sample varies the difference is exact
+    and the interval is the point (`test` "exact"). Returns `diff`, `low`, `high`, `n`, `n_random`, `test`. Raises
+    `ValueError` for fewer than 2 episodes on either side, non-finite returns, or a confidence outside (0, 1)."""
+    from scipy import stats
+    a, b = np.asarray(returns, np.float64).ravel(), np.asarray(random_returns, np.float64).ravel()
+    if len(a) < 2 or len(b) < 2: raise ValueError(f"return_gap needs >= 2 episodes on each side; got {len(a)} and {len(b)}.")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()): raise ValueError("returns hold NaN or inf values.")
+    if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1); got {confidence}.")
+    d = float(a.mean() - b.mean())
+    if a.std() == 0 and b.std() == 0: lo = hi = d; test = "exact"
+    else:
+        with warnings.catch_warnings():   # scipy warns of "catastrophic cancellation" when one side is constant: its variance is exactly 0
+            warnings.filterwarnings("ignore", message="Precision loss occurred", category=RuntimeWarning)
+            ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
+        lo, hi, test = float(ci.low), float(ci.high), "welch"
+    return {"diff": d, "low": lo, "high": hi, "n": len(a), "n_random": len(b), "test": test}
+
+# %% ../nbs/02_agents.ipynb #5a8d665b
+def gate_verdict(gap_low: float,      # lower end of the return difference's interval (return_gap)
+                 modal_share: float,  # share of the modal greedy action (action_diversity)
+                 max_modal_share: float = GATE["max_modal_share"],
+                 ) -> bool:
+    "`plays`: the return interval lies above random play and no greedy action takes more than `max_modal_share` of the states."
+    return bool(gap_low > 0 and modal_share <= max_modal_share)
+
+# %% ../nbs/02_agents.ipynb #b6d79816
+def quality_gate(path: str | Path,              # a zoo entry folder
+                 n_episodes: int = GATE["n_episodes"],
+                 seed: int = 10_000,             # episode i starts from seed + i, for the agent and for random play
+                 epsilon: float | None = None,   # None: the epsilon of the card's evaluation (ALE DQN agents: 0.05), else 0
+                 max_steps: int | None = 5_000,  # agent steps per episode at most
+                 force: bool = False,
+                 ) -> dict:
+    """Measure the quality gate of a zoo entry on its own play, store it in its card under `gate`, and return it:
+    `return_gap` of the agent against random play over `n_episodes` seeded episodes (the agent's played in lockstep by
+    `play_episodes`, random play by `evaluate_policy_returns`, same seeds), `action_diversity` of the greedy
+    action over every visited state, `q_spread` for value-based agents, and `plays` (`gate_verdict`). Multi-agent
+    teams are gated on their return only (`modal_share` None). A stored gate with the same protocol is returned as is
+    unless `force`. Raises `ValueError` for `n_episodes < 2` and as `load_card`."""
+    path = Path(path); card = load_card(path)
+    if int(n_episodes) < 2: raise ValueError(f"n_episodes must be >= 2; got {n_episodes}.")
+    eps = float((card.get("evaluation") or {}).get("epsilon", 0.0)) if epsilon is None else float(epsilon)
+    proto = {"n_episodes": int(n_episodes), "seed": int(seed), "epsilon": eps, "max_steps": max_steps,
+             "confidence": GATE["confidence"], "max_modal_share": GATE["max_modal_share"], "play": "play_episodes"}
+    old = card.get("gate") or {}
+    if not force and old.get("protocol") == proto: return old
+    torch.set_num_threads(1)
+    kw = card.get("env_kwargs", {}); pol = load_agent(path, device="cpu")
+    key = (card["env_id"], json.dumps(kw, sort_keys=True), int(n_episodes), int(seed), max_steps)
+    if key not in _RANDOM_CACHE: _RANDOM_CACHE[key] = evaluate_policy_returns(None, card["env_id"], n_episodes, seed, kw, max_steps)
+    if is_multiagent(card["env_id"]):
+        ret, div, spread = evaluate_policy_returns(pol, card["env_id"], n_episodes, seed, kw), {"modal_share": None}, {}
+    else:
+        ro = play_episodes(card["env_id"], pol, n_episodes=n_episodes, seed=seed, max_steps=max_steps, epsilon=eps, env_kwargs=kw)
+        ret, div = ro.returns(), action_diversity(ro.outputs.argmax(1), pol.n_actions)
+        spread = q_spread(ro.outputs) if pol.kind == "q" else {}
+    gap = return_gap(ret, _RANDOM_CACHE[key], GATE["confidence"])
+    gate = {"protocol": proto, **gap, "mean": float(np.mean(ret)), "random_mean": float(np.mean(_RANDOM_CACHE[key])),
+            **div, **spread, "plays": gate_verdict(gap["low"], div["modal_share"]) if not is_multiagent(card["env_id"]) else bool(gap["low"] > 0),
+            "returns": [float(r) for r in ret], "random_returns": [float(r) for r in _RANDOM_CACHE[key]]}
+    card["gate"] = gate; save_json(path / "card.json", card)
+    return gate
+
+# %% ../nbs/02_agents.ipynb #fadc4b0c
+def gate_zoo(root: str | Path | None = None,  # zoo folder; default ZOO_DIR
+             env_id: str | None = None,       # only this environment (case-insensitive); None: all
+             force: bool = False, **kw) -> pd.DataFrame:
+    """`quality_gate` for every entry of the zoo (each run's last checkpoint first, then the earlier ones), with a
+    progress bar; returns `list_zoo(root)` with the gate's columns. `kw` go to `quality_gate`."""
+    z = list_zoo(root)
+    if env_id is not None: z = z[z.env_id.str.lower() == env_id.lower()]
+    last = z.frames == z.groupby(["env_id", "pipeline", "seed"]).frames.transform("max")
+    for path in progress(list(z[last].path) + list(z[~last].path), desc="quality gate"): quality_gate(path, force=force, **kw)
+    return list_zoo(root)
 
 # %% ../nbs/02_agents.ipynb #f7c207ff
 def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
@@ -862,15 +1015,51 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
                            eval_episodes=t["eval_episodes"])
     return df
 
+# %% ../nbs/02_agents.ipynb #ad5cdde5
+_TB = dict(env_id="toybox/Breakout", env_kwargs={"fire_on_life_loss": True})
+_ALE_DQN = dict(eval_epsilon=0.05, eval_episodes=30)
+CAMPAIGN = {
+    # The IR study's on-policy pipelines (Mott et al. 2023, Table 6: A2C 0.474 at 5e4 -> 0.762 at 3e6). A2C runs at about
+    # 4,800 frames/s on one core, PPO at about 1,700 (bench/train_throughput.py), so A2C reaches 3e6 frames first.
+    "ir-onpolicy": [dict(**_TB, pipelines=["a2c"], seeds=list(range(6)), checkpoints=[50_000, 960_000, 2_400_000, 3_000_000]),
+                    dict(**_TB, pipelines=["ppo"], seeds=list(range(6)), checkpoints=[50_000, 640_000, 1_600_000]),
+                    dict(**_TB, pipelines=["a2c"], seeds=list(range(6)), checkpoints=[50_000, 960_000, 2_400_000, 3_000_000, 6_000_000, 12_000_000]),
+                    dict(**_TB, pipelines=["ppo"], seeds=list(range(6)), checkpoints=[50_000, 640_000, 1_600_000, 3_000_000])],
+    # The value-based agents: the IR study's DQN and QR-DQN past their constant phase (about 625 frames/s), then the saliency
+    # benchmark's two missing games (Huber et al. 2021: Breakout, Ms. Pac-Man, Space Invaders, Frostbite).
+    "value": [dict(**_TB, pipelines=["dqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000]),
+              dict(**_TB, pipelines=["qrdqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000]),
+              dict(env_id="ALE/SpaceInvaders-v5", pipelines=["dqn"], seeds=[0], checkpoints=[400_000, 1_200_000], **_ALE_DQN),
+              dict(env_id="ALE/Frostbite-v5", pipelines=["dqn"], seeds=[0], checkpoints=[400_000, 1_200_000], **_ALE_DQN),
+              dict(**_TB, pipelines=["dqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000, 1_000_000]),
+              dict(**_TB, pipelines=["qrdqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000, 1_000_000])],
+}
+
+def train_campaign(runner: str,                   # a key of CAMPAIGN: "ir-onpolicy" or "value"
+                   root: str | Path | None = None, # zoo folder; default ZOO_DIR
+                   stages: int | None = None,      # only the first `stages` stages
+                   ) -> pd.DataFrame:
+    """Train one runner of `CAMPAIGN`, stage by stage, one job at a time on one torch thread, and evaluate each
+    checkpoint (`train_zoo`). Finished entries are skipped, so a rerun resumes where a killed one stopped. Returns
+    `list_zoo(root)`. Raises `ValueError` naming the runners for an unknown one."""
+    if runner not in CAMPAIGN: raise ValueError(f"unknown campaign runner {runner!r}; expected one of {sorted(CAMPAIGN)}.")
+    df = list_zoo(root)
+    for st in CAMPAIGN[runner][:stages]:
+        st = dict(st)
+        df = train_zoo(st.pop("env_id"), st.pop("pipelines"), st.pop("seeds"), st.pop("checkpoints"), root=root, max_workers=1, **st)
+    return df
+
 # %% ../nbs/02_agents.ipynb #8de0d3d7
 def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matched case-insensitively)
                    algo: str | None = None,     # "dqn", "qrdqn", "ppo", "a2c", ...; None: any
                    root: str | Path | None = None, # zoo folder; default ZOO_DIR
                    pipeline: str | None = None, # e.g. "ppo-mpe"; None: any
                    seed: int | None = None,     # one training seed only (its last checkpoint); None: any
+                   plays: bool = False,         # True: only agents that passed the quality gate (`quality_gate`)
                    ) -> str:                    # the entry's folder
     """The folder of the best zoo agent for `env_id` (and `algo`): among the last checkpoint of each training run (one
     pipeline and seed), the highest evaluated mean return (unevaluated entries last; ties: more frames, then lower seed).
+    With `plays`, only entries whose card records a passed quality gate count (a run's last *passing* checkpoint).
     Raises `LookupError` if the zoo has no such agent."""
     z = list_zoo(root)
     if len(z):
@@ -879,6 +1068,13 @@ def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matche
     if z.empty:
         what = " ".join(w for w in (algo, pipeline, f"seed {seed}" if seed is not None else None) if w)
         raise LookupError(f"the zoo has no {what + ' ' if what else ''}agent for {env_id}; train one with `rlexplain zoo train`.")
+    if plays:
+        ok = z[z.plays.eq(True)]
+        if ok.empty:
+            raise LookupError(f"no {env_id} {algo or ''} agent of the zoo passes the quality gate ({len(z)} entries: "
+                              f"{int(z.plays.eq(False).sum())} failed, {int(z.plays.isna().sum())} not gated); "
+                              f"measure it with `rlexplain zoo gate` or train further (`rlexplain zoo train`).")
+        z = ok
     z = z[z.frames == z.groupby(["pipeline", "seed"]).frames.transform("max")]   # a run's last checkpoint, per pipeline
     z = z.sort_values(["return_mean", "frames", "seed"], ascending=[False, False, True], na_position="last")
     return str(z.iloc[0].path)

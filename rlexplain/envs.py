@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 # %% auto #0
 __all__ = ['TOYBOX_GAMES', 'ALE_ACTION_NAMES', 'toybox_game', 'ToyboxEnv', 'ChannelFirst', 'ALESeedWithoutReload', 'make_env',
-           'action_names', 'Rollout', 'collect_rollout', 'is_multiagent', 'make_parallel_env', 'team_returns']
+           'action_names', 'Rollout', 'collect_rollout', 'play_episodes', 'is_multiagent', 'make_parallel_env',
+           'team_returns']
 
 # %% ../nbs/01_envs.ipynb #553f860d
 import cv2
@@ -250,13 +251,16 @@ def action_names(env: gym.Env) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class Rollout(Result):
     """Steps of one or more episodes. `obs (T, *obs_shape)` uint8/float32 as the env emits them, `actions (T,)`,
-    `rewards (T,)`, `episode (T,)` episode index, `states` the Toybox JSON state before each step (or empty)."""
+    `rewards (T,)`, `episode (T,)` episode index, `states` the Toybox JSON state before each step (or empty),
+    `outputs (T, n_actions)` float32: the policy's q-values or logits on each visited state (`record_outputs=True`;
+    else `(0, 0)`)."""
     obs: np.ndarray
     actions: np.ndarray
     rewards: np.ndarray
     episode: np.ndarray
     states: list
     env_id: str
+    outputs: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0), np.float32))
 
     def returns(self) -> np.ndarray:
         "Undiscounted return of each episode, `(n_episodes,)`."
@@ -277,6 +281,7 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
                     max_steps: int | None = None,    # stop an episode after this many steps
                     progress: bool = False,
                     epsilon: float = 0.0,    # epsilon-greedy: each step a uniformly random action with this probability
+                    record_outputs: bool = False, # the policy's outputs on every visited state, random steps included
                     ) -> Rollout:
     """Run `n_episodes` episodes and record them. `epsilon` > 0 plays epsilon-greedy, the standard way to evaluate
     DQN agents (Mnih et al. 2015: 0.05): in a deterministic emulator a purely greedy agent can loop forever (e.g. never
@@ -290,17 +295,25 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
     if record_states and not isinstance(base, ToyboxEnv):
         raise ValueError(f"record_states=True needs a Toybox environment (JSON game states); got {type(base).__name__}.")
     if not 0.0 <= float(epsilon) <= 1.0: raise ValueError(f"epsilon must be in [0, 1]; got {epsilon}.")
+    if record_outputs and policy is None: raise ValueError("record_outputs=True needs a policy; got policy=None (random play has no outputs).")
+    det = None if policy is None else ((not policy.stochastic) if deterministic is None else bool(deterministic))
     gen = torch.Generator().manual_seed(int(seed))
     coin = np.random.default_rng([int(seed), 7]) if epsilon > 0 else None
     env.action_space.seed(int(seed))
-    obs_l, act_l, rew_l, ep_l, st_l = [], [], [], [], []
+    obs_l, act_l, rew_l, ep_l, st_l, out_l = [], [], [], [], [], []
     for ep in progress_bar(range(n_episodes), desc="episodes", disable=not progress):
         obs, _ = env.reset(seed=int(seed) + ep)
         done, t = False, 0
         while not done:
             if record_states: st_l.append(base.state_json())
-            if policy is None or (coin is not None and coin.random() < epsilon): a = int(env.action_space.sample())
-            else: a = int(policy.act(obs[None], deterministic=deterministic, generator=gen)[0])
+            explore = policy is None or (coin is not None and coin.random() < epsilon)
+            if record_outputs:   # one forward serves the record and the action (the same draw as `Policy.act`)
+                with torch.no_grad(): out = policy.forward(obs[None]).float().cpu()
+                out_l.append(out[0].numpy())
+            if explore: a = int(env.action_space.sample())
+            elif not record_outputs: a = int(policy.act(obs[None], deterministic=deterministic, generator=gen)[0])
+            elif det: a = int(out[0].argmax())
+            else: a = int(torch.multinomial(torch.softmax(out, -1), 1, generator=gen)[0, 0])
             if record_obs: obs_l.append(np.asarray(obs))
             nxt, r, term, trunc, _ = env.step(a)
             act_l.append(a); rew_l.append(float(r)); ep_l.append(ep)
@@ -309,7 +322,50 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
     space = env.observation_space
     return Rollout(np.stack(obs_l) if obs_l else np.zeros((0, *space.shape), space.dtype),
                    np.asarray(act_l, np.int64), np.asarray(rew_l, np.float64), np.asarray(ep_l, np.int64), st_l,
-                   env.spec.id if env.spec is not None else f"toybox/{getattr(base, 'game', '?')}")
+                   env.spec.id if env.spec is not None else f"toybox/{getattr(base, 'game', '?')}",
+                   np.stack(out_l).astype(np.float32) if out_l else np.zeros((0, 0), np.float32))
+
+# %% ../nbs/01_envs.ipynb #d5fe7a74
+def play_episodes(env_id: str,            # an id for `make_env`
+                  policy: Policy,
+                  n_episodes: int = 30,
+                  seed: int = 0,          # episode i is reset with seed + i; its action and epsilon draws are seeded by seed + i
+                  deterministic: bool | None = None, # greedy actions? default: the policy's own convention
+                  max_steps: int | None = None,      # stop an episode after this many agent steps
+                  epsilon: float = 0.0,   # epsilon-greedy: each step a uniformly random action with this probability
+                  env_kwargs: dict | None = None,
+                  ) -> Rollout:           # actions, rewards, episode and the policy's outputs on every visited state; no obs
+    """Play `n_episodes` seeded episodes side by side, with one batched forward per step over the running episodes, and
+    record actions, rewards, episode index and the policy's outputs `(T, n_actions)` (rows grouped by episode). The
+    returns equal a one-episode-at-a-time run with the same per-episode seeds. Raises `ValueError` for `n_episodes < 1`,
+    epsilon outside [0, 1], or a policy whose action count differs from the env's."""
+    if int(n_episodes) < 1: raise ValueError(f"n_episodes must be >= 1; got {n_episodes}.")
+    if not 0.0 <= float(epsilon) <= 1.0: raise ValueError(f"epsilon must be in [0, 1]; got {epsilon}.")
+    envs = [make_env(env_id, **(env_kwargs or {})) for _ in range(int(n_episodes))]
+    if policy.n_actions != envs[0].action_space.n:
+        raise ValueError(f"policy has {policy.n_actions} actions but the environment has {envs[0].action_space.n}.")
+    det = (not policy.stochastic) if deterministic is None else bool(deterministic)
+    gens = [torch.Generator().manual_seed(int(seed) + k) for k in range(len(envs))]
+    coins = [np.random.default_rng([int(seed) + k, 7]) for k in range(len(envs))]
+    obs = []
+    for k, e in enumerate(envs): e.action_space.seed(int(seed) + k); obs.append(e.reset(seed=int(seed) + k)[0])
+    rec = [([], [], []) for _ in envs]; t = np.zeros(len(envs), int); live = list(range(len(envs)))
+    while live:
+        ended = set()
+        with torch.no_grad(): out = policy.forward(np.stack([obs[k] for k in live])).float().cpu()
+        for row, k in enumerate(live):
+            if coins[k].random() < epsilon: a = int(envs[k].action_space.sample())
+            elif det: a = int(out[row].argmax())
+            else: a = int(torch.multinomial(torch.softmax(out[row], -1), 1, generator=gens[k])[0])
+            obs[k], r, term, trunc, _ = envs[k].step(a); t[k] += 1
+            rec[k][0].append(a); rec[k][1].append(float(r)); rec[k][2].append(out[row].numpy())
+            if term or trunc or (max_steps is not None and t[k] >= max_steps): ended.add(k); envs[k].close()
+        live = [k for k in live if k not in ended]
+    ep = np.concatenate([np.full(len(r[0]), k) for k, r in enumerate(rec)])
+    space = envs[0].observation_space
+    return Rollout(np.zeros((0, *space.shape), space.dtype), np.concatenate([np.asarray(r[0], np.int64) for r in rec]),
+                   np.concatenate([np.asarray(r[1], np.float64) for r in rec]), ep.astype(np.int64), [], str(env_id),
+                   np.concatenate([np.stack(r[2]) for r in rec]).astype(np.float32))
 
 # %% ../nbs/01_envs.ipynb #c08559a6
 def is_multiagent(env_id: str) -> bool:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -307,6 +308,7 @@ class IRConfig(ScaledConfig):
     pipelines: tuple = ("ppo", "dqn", "qrdqn")
     checkpoints: tuple | None = None     # frames; None: every checkpoint in the zoo
     n_agents: int = 5                    # measured agents G_1..G_n (seeds 1..n); seed 0 samples the states
+    plays: bool = True                   # only seeds whose agent passes the quality gate at the pipeline's last checkpoint
     p: int = 30                          # states per game (including the start state)
     t: int = 30                          # action samples per stochastic agent (Algorithm 1)
     mode: str = "sample"                 # "sample" (Algorithm 1) or "exact"
@@ -412,10 +414,33 @@ def _run_ir_job(job: _IRJob) -> IRMatrix:
                      interventions=["none"] + [iv.name for iv in ivs], state_steps=[s.step for s in states],
                      pipeline=job.pipeline, frames=job.frames)
 
+def _playing_seeds(cfg: IRConfig, z: pd.DataFrame, game: str, pipe: str) -> tuple[int, list[int]]:
+    """`(frames, seeds)`: the pipeline's last checkpoint at which at least 3 seeds (a sampler and 2 measured agents) pass the
+    quality gate (`rlexplain.agents.quality_gate`, measured here where a card lacks it), and those seeds (at most
+    n_agents + 1). Later checkpoints, with fewer playing seeds, are named in a warning. Raises `ValueError` when no
+    checkpoint has 3 playing seeds, with each seed's gate figures at the last checkpoint."""
+    from rlexplain.agents import quality_gate
+    for frames in sorted(z.frames.unique(), reverse=True):
+        g = z[z.frames == frames].sort_values("seed")
+        ok = [int(r.seed) for r in g.itertuples() if quality_gate(r.path)["plays"]]
+        if len(ok) >= 3:
+            later = sorted(int(f) for f in z.frames.unique() if f > frames)
+            if later: warnings.warn(f"IR {game}/{pipe}: the checkpoints {later} have fewer than 3 agents that pass the quality gate; "
+                                    f"the study ends at {int(frames)} frames.", stacklevel=3)
+            return int(frames), ok[:cfg.n_agents + 1]
+        if frames == z.frames.max(): worst = {int(r.seed): quality_gate(r.path) for r in g.itertuples()}
+    figs = "; ".join(f"seed {s}: modal action share {q['modal_share']:.2f}, return - random {q['diff']:+.2f} [{q['low']:+.2f}, {q['high']:+.2f}]"
+                     for s, q in worst.items())
+    raise ValueError(f"IR {game}/{pipe}: no checkpoint has 3 agents that pass the quality gate (at {int(z.frames.max())} frames: {figs}). "
+                     f"Train the pipeline further (rlexplain zoo train), or set IRConfig(plays=False) to measure the agents as they are.")
+
 def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
-    """The (game, pipeline, checkpoint) jobs of a study. Raises `FileNotFoundError` if `cfg.zoo` is not a folder and
-    `ValueError` when the zoo lacks the agents: no entry of a pipeline, no seed-0 sampler, or fewer than `cfg.n_agents`
-    measured agents (seeds 1..n) at a checkpoint."""
+    """The (game, pipeline, checkpoint) jobs of a study. With `cfg.plays` (the default), a pipeline's agents are the seeds
+    that pass the quality gate at its last checkpoint with 3 or more playing seeds (`_playing_seeds`): the lowest samples
+    the states (G_0), the next `n_agents` at most are measured, at every checkpoint up to that one. Without it, seed 0
+    samples and seeds 1..n are measured, as trained. Raises `FileNotFoundError` if `cfg.zoo` is not a folder and
+    `ValueError` when the zoo lacks the agents: no entry of a pipeline, no sampler, fewer than `cfg.n_agents` measured
+    agents (seeds 1..n) at a checkpoint, or (with `plays`) fewer than 3 playing seeds."""
     from rlexplain.agents import ZOO_DIR
     root = Path(cfg.zoo or ZOO_DIR)
     if not root.is_dir(): raise FileNotFoundError(f"the zoo folder {root} does not exist (IRConfig.zoo={cfg.zoo!r}).")
@@ -424,12 +449,19 @@ def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
         for pipe in cfg.pipelines:
             z = _zoo_entries(cfg, game, pipe)
             if z.empty: raise ValueError(f"the zoo has no {pipe} agents for {game}; train them with `rlexplain zoo train`.")
-            last = z.frames.max()
-            g0 = z[(z.seed == 0) & (z.frames == last)]
-            if g0.empty: raise ValueError(f"{game}/{pipe}: no seed-0 agent at {last} frames to sample states (Algorithm 3).")
+            if cfg.plays:
+                last, seeds = _playing_seeds(cfg, z, game, pipe)
+                z = z[(z.frames <= last) & z.seed.isin(seeds)]
+                full = z.groupby("frames").seed.nunique() == len(seeds)   # checkpoints every chosen seed has
+                z = z[z.frames.isin(full[full].index)]
+                sampler, measured_seeds = seeds[0], seeds[1:]
+            else:
+                last, sampler, measured_seeds = z.frames.max(), 0, list(range(1, cfg.n_agents + 1))
+            g0 = z[(z.seed == sampler) & (z.frames == last)]
+            if g0.empty: raise ValueError(f"{game}/{pipe}: no seed-{sampler} agent at {last} frames to sample states (Algorithm 3).")
             for frames, g in z.groupby("frames"):
-                measured = g[(g.seed >= 1) & (g.seed <= cfg.n_agents)].sort_values("seed")
-                if len(measured) < cfg.n_agents:
+                measured = g[g.seed.isin(measured_seeds)].sort_values("seed")
+                if not cfg.plays and len(measured) < cfg.n_agents:
                     raise ValueError(f"{game}/{pipe} @ {frames} frames: IRConfig(n_agents={cfg.n_agents}) needs seeds 1..{cfg.n_agents}; "
                                      f"the zoo {root} has seeds {sorted(int(s) for s in g.seed if s >= 1)}. Lower n_agents or train more seeds.")
                 jobs.append(_IRJob(cfg, game, pipe, int(frames), g0.path.iloc[0], tuple(measured.path)))

@@ -92,7 +92,7 @@ def test_unknown_intervention_names_list_the_valid_ones():
 
 def test_more_agents_than_the_zoo_has_is_an_error():
     with pytest.raises(ValueError, match=r"n_agents=9.*seeds \[1, 2, 3, 4, 5\]"):
-        ir_jobs(IRConfig(pipelines=("dqn",), n_agents=9))
+        ir_jobs(IRConfig(pipelines=("dqn",), n_agents=9, plays=False))
 
 
 def test_missing_zoo_folder_is_named(tmp_path):
@@ -134,7 +134,7 @@ def _small_zoo(tmp_path):
 
 def test_a_corrupt_card_does_not_break_a_study_and_reruns_never_mix(tmp_path):
     root = _small_zoo(tmp_path)
-    cfg = IRConfig(pipelines=("dqn",), n_agents=2, p=3, t=2, interventions=("paddle_width_48",), zoo=str(root))
+    cfg = IRConfig(pipelines=("dqn",), n_agents=2, plays=False, p=3, t=2, interventions=("paddle_width_48",), zoo=str(root))
     with pytest.warns(UserWarning, match="card.json"):
         s1 = run_ir(cfg, run_dir=tmp_path / "run")
     assert s1.matrices[0].R.shape == (2, 3)
@@ -252,7 +252,7 @@ def test_zoo_study_tables_plots_and_both_intervention_bases():
     tables = {}
     studies = {}
     for base, checkpoints in (("state", (50_000, frames[-1])), ("original", (50_000,))):
-        cfg = IRConfig(pipelines=("dqn",), checkpoints=checkpoints, n_agents=2, p=3, t=2,
+        cfg = IRConfig(pipelines=("dqn",), checkpoints=checkpoints, n_agents=2, plays=False, p=3, t=2,
                        interventions=("paddle_width_48",), intervention_base=base)
         studies[base] = study = run_ir(cfg)
         tables[base] = t = study.table()
@@ -276,7 +276,7 @@ def test_checkpoints_of_a_pipeline_share_the_sampled_states(monkeypatch):
     import rlexplain.ir as ir
     if not _TB_DQN.exists(): pytest.skip("the demo zoo's Breakout DQN agents are absent")
     frames = sorted(int(p.name) for p in (_TB_DQN / "seed1").iterdir() if p.name.isdigit())
-    cfg = IRConfig(pipelines=("dqn",), checkpoints=(50_000, frames[-1]), n_agents=2, p=3, t=2, interventions=("paddle_width_48",))
+    cfg = IRConfig(pipelines=("dqn",), checkpoints=(50_000, frames[-1]), n_agents=2, plays=False, p=3, t=2, interventions=("paddle_width_48",))
     calls, sample = [], ir.sample_states
     monkeypatch.setattr(ir, "sample_states", lambda *a, **k: (calls.append(1), sample(*a, **k))[1])
     ir._IR_CELLS.clear()
