@@ -54,7 +54,7 @@ class Section:
 
     def note(self, text: str): self.items.append(("note", text, ""))
 
-BOARD_SHOWN = ["id", "paper", "where", "claim", "paper_value", "ours", "interval", "n", "verdict", "why"]
+BOARD_SHOWN = ["id", "paper", "where", "claim", "paper_value", "ours", "interval", "n", "test", "informative", "verdict", "reason"]
 
 def _scoreboard_html(out: Path) -> str:
     """The reproduction scoreboard of run `out` as HTML (`rlexplain.scoreboard.score_run` / `summary_line`), also saved
@@ -1195,7 +1195,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
 def _print_board(board: pd.DataFrame, line: str):
-    "The scoreboard on a terminal: every shown column but the claim's wording, with each verdict's reason (`why`)."
+    "The scoreboard on a terminal: the verdict counts (`line`), then every shown column but the claim's wording, with each verdict's `reason`."
     cols = [c for c in BOARD_SHOWN if c in board.columns and c != "claim"]
     print(line)
     with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 70):

@@ -21,14 +21,16 @@ from scipy import stats
 
 from .ranld import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS, paper_tables
 from .saliency_bench import PAPER_CALIBRATION, PAPER_RUNTIMES, paper_insertion_table
+from .stats import bonferroni_level, paired_t, t_from_se, t_interval, t_quantile, welch_df
 from .xrlbench import paper_results
 
 # %% auto #0
-__all__ = ['VERDICTS', 'LEVEL', 'SCORERS', 'MEASURES', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS', 'CLAIMS', 'PRE_PERIOD_TOL',
-           'ORIGINAL_CODE', 'BOARD_COLUMNS', 'BOARD_TEXT_COLUMNS', 'NotRun', 'NotComparable', 'run_scale', 'RunTables',
-           'Estimate', 'n_to_decide', 'Check', 'check_greater', 'check_within', 'check_overlap', 'verdict',
-           'ir_paper_table', 'random_policy_R', 'measure', 'load_claims', 'score_claim', 'original_code_table',
-           'original_code_check', 'score_run', 'summary_line', 'board_text', 'plot']
+__all__ = ['VERDICTS', 'LEVEL', 'SCORERS', 'MEASURES', 'NOOP_L2', 'BENCH_UNITS', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS',
+           'CLAIMS', 'PRE_PERIOD_TOL', 'ORIGINAL_CODE', 'BOARD_COLUMNS', 'BOARD_TEXT_COLUMNS', 'NotRun',
+           'NotComparable', 'run_scale', 'RunTables', 'Estimate', 'n_to_decide', 'Check', 'check_greater',
+           'check_within', 'check_overlap', 'verdict', 'ir_paper_table', 'random_policy_R', 'measure', 'load_claims',
+           'score_claim', 'original_code_table', 'original_code_check', 'score_run', 'summary_line', 'board_text',
+           'plot']
 
 # %% ../nbs/95_scoreboard.ipynb #d5af694f
 class NotRun(LookupError):
@@ -37,7 +39,7 @@ class NotRun(LookupError):
 class NotComparable(ValueError):
     "The run measured the claim under conditions the paper's value does not apply to (verdict 'not comparable')."
 
-VERDICTS = ("reproduced", "contradicted", "inconclusive", "not reproduced by the paper's code", "not comparable", "not run")
+VERDICTS = ("reproduced", "contradicted", "inconclusive", "uninformative", "not reproduced by the paper's code", "not comparable", "not run")
 
 def run_scale(run_dir: str | Path) -> str | None:
     """The scale ("demo", "reference" or "paper") a run was made at: `config.json`'s `"scale"`, else the one scale every
@@ -105,7 +107,11 @@ class Estimate:
     would decide; `fixed` a `(low, high, level)` interval that is not a t interval (a forecast's prediction interval),
     used as given; `group` and `block` say which items a comparison pairs (e.g. `group='baseline'`, `block='RoadRunner'`);
     `paired` keeps the units' values by key (the games a run-time was measured on) so that two estimates over the same
-    units are compared through their paired differences."""
+    units are compared through their paired differences; `test` names the interval's test; `excluded` is
+    `(verdict, reason)` for an item that cannot be evidence: 'uninformative' when it holds by construction (agents that
+    each play one constant action), 'not comparable' when its condition was not applied (an attack that changed no
+    observation). Such items are left out of the claim's comparisons, and the claim never counts as reproduced.
+    The intervals are drawn by `rlexplain.stats` (`t_interval`, `t_from_se`)."""
     label: str
     mean: float
     se: float | None = None
@@ -118,16 +124,18 @@ class Estimate:
     block: str = ""
     fixed: tuple | None = None
     paired: tuple = ()   # ((key, value), ...): the units' values by key (a game, a state), for paired comparisons
+    test: str = "t"      # the interval's test: 't', 'jackknife-t', 'welch', 'exact', 'prediction' or 'none' (rlexplain.stats.TESTS)
+    excluded: tuple = () # (verdict, reason): evidence that holds by construction ('uninformative') or a condition not applied ('not comparable')
 
     @classmethod
     def from_values(cls, values, label: str, unit: str = "states", **kw) -> "Estimate":
-        """The mean of the finite `values` (1-D) and its Student-t standard error over them (`n - 1` degrees of freedom).
-        One value gives a point estimate without an interval. Raises `NotRun` when no value is finite."""
+        """The mean of the finite `values` (1-D) and its Student-t standard error over them (`n - 1` degrees of freedom,
+        `stats.t_interval`). One value gives a point estimate without an interval. Raises `NotRun` when no value is finite."""
         v = np.asarray(values, dtype=float).ravel(); v = v[np.isfinite(v)]
         if len(v) == 0: raise NotRun(f"{label}: no finite values")
-        if len(v) == 1: return cls(label, float(v[0]), None, math.inf, 1, unit, None, "point estimate: one value", **kw)
-        sd = float(v.std(ddof=1))
-        return cls(label, float(v.mean()), sd / math.sqrt(len(v)), len(v) - 1, len(v), unit, sd, f"t over {len(v)} {unit}", **kw)
+        if len(v) == 1: return cls(label, float(v[0]), None, math.inf, 1, unit, None, "point estimate: one value", test="none", **kw)
+        iv = t_interval(v)
+        return cls(label, iv.value, iv.se, iv.df, iv.n, unit, float(v.std(ddof=1)), f"t over {len(v)} {unit}", test="t", **kw)
 
     @classmethod
     def from_summary(cls, mean: float, sd: float, n, label: str, unit: str = "states", **kw) -> "Estimate":
@@ -135,8 +143,8 @@ class Estimate:
         n = None if n is None or not np.isfinite(float(n)) else int(n)
         if n is None or n < 2 or sd is None or not np.isfinite(float(sd)):
             why = "no spread in the table" if n and n >= 2 else ("n unknown" if n is None else f"one {unit.rstrip('s')}")
-            return cls(label, float(mean), None, math.inf, n, unit, None, f"point estimate: {why}", **kw)
-        return cls(label, float(mean), float(sd) / math.sqrt(n), n - 1, n, unit, float(sd), f"t over {n} {unit}", **kw)
+            return cls(label, float(mean), None, math.inf, n, unit, None, f"point estimate: {why}", test="none", **kw)
+        return cls(label, float(mean), float(sd) / math.sqrt(n), n - 1, n, unit, float(sd), f"t over {n} {unit}", test="t", **kw)
 
     @classmethod
     def from_interval(cls, mean: float, low: float, high: float, level: float, n, label: str, unit: str = "seeds",
@@ -146,19 +154,19 @@ class Estimate:
         n = None if n is None or not np.isfinite(float(n)) else int(n)
         df = (n - 1) if n and n >= 2 else math.inf
         h = (float(high) - float(low)) / 2
-        se = h / float(stats.t.ppf(0.5 + level / 2, df)) if h >= 0 else None
+        se = h / t_quantile(level, df) if h >= 0 else None
         sd = se * math.sqrt(n) if (se is not None and n) else None
-        return cls(label, float(mean), se, df, n, unit, sd, f"{kind} over {n} {unit}" if n else f"{kind} interval", **kw)
+        return cls(label, float(mean), se, df, n, unit, sd, f"{kind} over {n} {unit}" if n else f"{kind} interval", test=kind, **kw)
 
     @classmethod
     def exact(cls, value: float, label: str, **kw) -> "Estimate":
         "A value computed without sampling (e.g. the claim's 0, or a deterministic identity): its interval is the value."
-        return cls(label, float(value), 0.0, math.inf, None, "", 0.0, "exact", **kw)
+        return cls(label, float(value), 0.0, math.inf, None, "", 0.0, "exact", test="exact", **kw)
 
     @classmethod
     def prediction(cls, value: float, low: float, high: float, level: float, label: str, **kw) -> "Estimate":
         "A forecast with its `level` prediction interval, compared as given (no standard error)."
-        return cls(label, float(value), None, math.inf, None, "", None, "prediction interval", fixed=(float(low), float(high), level), **kw)
+        return cls(label, float(value), None, math.inf, None, "", None, "prediction interval", fixed=(float(low), float(high), level), test="prediction", **kw)
 
     @property
     def has_interval(self) -> bool:
@@ -169,8 +177,8 @@ class Estimate:
         "The two-sided `level` interval `(low, high)`, the given one for a prediction, None for a point estimate."
         if self.fixed is not None: return self.fixed[0], self.fixed[1]
         if self.se is None: return None
-        h = float(stats.t.ppf(0.5 + level / 2, self.df)) * self.se if self.se > 0 else 0.0
-        return self.mean - h, self.mean + h
+        iv = t_from_se(self.mean, self.se, self.df, level)
+        return iv.low, iv.high
 
     def text(self, level: float = LEVEL, fmt: str = ".3f") -> str:
         "'label 0.980 [0.954, 1.006] (95% t over 4 states)'; no brackets for a point estimate or an exact value."
@@ -196,7 +204,7 @@ def n_to_decide(sd: float,        # spread of one unit (sample standard deviatio
     if sd < 0: raise ValueError(f"sd must be >= 0; got {sd}.")
     if margin <= 0: return None
     if sd == 0: return 2
-    def hw(n): return float(stats.t.ppf(0.5 + level / 2, groups * (n - 1))) * sd / math.sqrt(n)
+    def hw(n): return t_quantile(level, groups * (n - 1)) * sd / math.sqrt(n)
     lo, hi = 2, 2
     while hw(hi) >= margin:
         if hi >= cap: return None
@@ -211,20 +219,20 @@ def n_to_decide(sd: float,        # spread of one unit (sample standard deviatio
 @dataclasses.dataclass(frozen=True)
 class Check:
     """One comparison of a claim: `status` 'holds', 'fails' or 'open' (undecided), its text, the n that would decide it
-    (None: unknown), and the interval `(low, high)` of the compared difference when there is one."""
+    (None: unknown), the interval `(low, high)` of the compared difference when there is one, the `test` that drew it
+    ('paired-t', 'welch', 't', 'jackknife-t', 'exact', 'prediction', 'none') and the `level` it was drawn at."""
     status: str
     text: str
     n_needed: int | None = None
     unit: str = ""
     low: float | None = None
     high: float | None = None
+    test: str = "none"
+    level: float = LEVEL
 
 def _welch(a: Estimate, b: Estimate) -> tuple[float, float]:
-    "Standard error and Welch-Satterthwaite degrees of freedom of a.mean - b.mean (independent estimates)."
-    va, vb = a.se ** 2, b.se ** 2; se = math.sqrt(va + vb)
-    if se == 0: return 0.0, math.inf
-    den = (va ** 2 / a.df if va and math.isfinite(a.df) else 0.0) + (vb ** 2 / b.df if vb and math.isfinite(b.df) else 0.0)
-    return se, ((va + vb) ** 2 / den) if den > 0 else math.inf
+    "Standard error and Welch-Satterthwaite degrees of freedom of a.mean - b.mean (independent estimates; `stats.welch_df`)."
+    return welch_df(a.se, a.df, b.se, b.df)
 
 def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float = 0.0) -> Check:
     """Does `a` exceed `b` by more than `margin`? The t interval of `a - b` at `level` decides: 'holds' when it lies
@@ -235,27 +243,29 @@ def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float 
     d = a.mean - b.mean - margin
     name = f"{a.label} - {b.label}" + (f" - {margin:g}" if margin else "")
     if a.fixed is not None or b.fixed is not None:
-        ia, ib = a.interval(level), b.interval(level)
-        if ia is None or ib is None: return Check("open", f"{name}: {a.label} or {b.label} has no interval")
-        if ia[0] > ib[1] + margin: return Check("holds", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] above {b.label} [{ib[0]:.3g}, {ib[1]:.3g}]")
-        if ia[1] < ib[0] + margin: return Check("fails", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] below {b.label} [{ib[0]:.3g}, {ib[1]:.3g}]")
-        return Check("open", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] and {b.label} [{ib[0]:.3g}, {ib[1]:.3g}] overlap")
+        ia, ib = a.interval(level), b.interval(level); pr = dict(test="prediction", level=level)
+        if ia is None or ib is None: return Check("open", f"{name}: {a.label} or {b.label} has no interval", test="none", level=level)
+        if ia[0] > ib[1] + margin: return Check("holds", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] above {b.label} [{ib[0]:.3g}, {ib[1]:.3g}]", **pr)
+        if ia[1] < ib[0] + margin: return Check("fails", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] below {b.label} [{ib[0]:.3g}, {ib[1]:.3g}]", **pr)
+        return Check("open", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] and {b.label} [{ib[0]:.3g}, {ib[1]:.3g}] overlap", **pr)
     pa, pb = dict(a.paired), dict(b.paired); keys = [k for k in pa if k in pb]
-    if len(keys) >= 2 and len(keys) == len(pa) == len(pb):   # the same units: paired t over their differences
-        p = Estimate.from_values([pa[k] - pb[k] for k in keys], name, a.unit)
-        lo, hi = p.interval(level)
-        lo, hi = lo - margin, hi - margin; iv = dict(low=lo, high=hi)
-        txt = f"{name} = {d:+.3g} [{lo:+.3g}, {hi:+.3g}] (paired t over {len(keys)} {a.unit})"
+    if len(keys) >= 2 and len(keys) == len(pa) == len(pb):   # the same units: paired t over their differences (stats.paired_t)
+        p = paired_t([pa[k] for k in keys], [pb[k] for k in keys], level)
+        d = p.value - margin; lo, hi = p.low - margin, p.high - margin; iv = dict(low=lo, high=hi, test="paired-t", level=level)
+        txt = f"{name} = {d:+.3g} [{lo:+.3g}, {hi:+.3g}] ({_pct(level)} paired t over {p.n} {a.unit})"
         if lo > 0: return Check("holds", txt, **iv)
         if hi < 0: return Check("fails", txt, **iv)
-        return Check("open", txt, n_to_decide(p.sd, abs(d), level) if p.sd else None, a.unit, **iv)
+        return Check("open", txt, n_to_decide(p.se * math.sqrt(p.n), abs(d), level) if p.se > 0 else None, a.unit, **iv)
     if a.se is None or b.se is None:
-        return Check("open", f"{name} = {d:+.3g} (no interval: {next(e.method for e in (a, b) if e.se is None)})")
+        return Check("open", f"{name} = {d:+.3g} (no interval: {next(e.method for e in (a, b) if e.se is None)})", test="none", level=level)
     se, df = _welch(a, b)
     if se == 0:
-        return Check("holds" if d > 0 else "fails", f"{name} = {d:+.3g} (exact)")
-    h = float(stats.t.ppf(0.5 + level / 2, df)) * se; iv = dict(low=d - h, high=d + h)
-    txt = f"{name} = {d:+.3g} [{d - h:+.3g}, {d + h:+.3g}]"
+        return Check("holds" if d > 0 else "fails", f"{name} = {d:+.3g} (exact)", test="exact", level=level)
+    h = t_quantile(level, df) * se
+    one = [e for e in (a, b) if e.se > 0]   # one side exact (a claim's target): the other's own test
+    test = one[0].test if len(one) == 1 else "welch"; iv = dict(low=d - h, high=d + h, test=test, level=level)
+    how = f"{one[0].method}" if len(one) == 1 else f"Welch t over {a.n} and {b.n} {a.unit}"
+    txt = f"{name} = {d:+.3g} [{d - h:+.3g}, {d + h:+.3g}] ({_pct(level)} {how})"
     if d - h > 0: return Check("holds", txt, **iv)
     if d + h < 0: return Check("fails", txt, **iv)
     sds = [e.sd for e in (a, b) if e.se and e.se > 0]
@@ -271,20 +281,21 @@ def check_within(a: Estimate, target: float, tol: float, level: float = LEVEL) -
     if tol < 0: raise ValueError(f"tol must be >= 0; got {tol}.")
     lo_b, hi_b = target - tol, target + tol
     iv = a.interval(level)
-    if iv is None: return Check("open", f"{a.text(level)} vs {target:g} ± {tol:g}: no interval")
+    if iv is None: return Check("open", f"{a.text(level)} vs {target:g} ± {tol:g}: no interval", test="none", level=level)
     txt = f"{a.text(level)} vs {target:g} ± {tol:g}"
-    if lo_b <= iv[0] and iv[1] <= hi_b: return Check("holds", txt + ": inside")
-    if iv[1] < lo_b or iv[0] > hi_b: return Check("fails", txt + ": outside")
+    t = dict(test=a.test, level=level)
+    if lo_b <= iv[0] and iv[1] <= hi_b: return Check("holds", txt + ": inside", **t)
+    if iv[1] < lo_b or iv[0] > hi_b: return Check("fails", txt + ": outside", **t)
     margin = min(abs(a.mean - lo_b), abs(a.mean - hi_b))
     nn = n_to_decide(a.sd, margin, level) if (a.sd is not None and a.fixed is None) else None
-    return Check("open", txt + ": straddles an edge", nn, a.unit)
+    return Check("open", txt + ": straddles an edge", nn, a.unit, **t)
 
 def check_overlap(a: Estimate, b: Estimate, level: float = LEVEL) -> Check:
     "Do the intervals of `a` and `b` overlap? ('holds' / 'fails'; 'open' without both intervals). Deterministic given the intervals."
     ia, ib = a.interval(level), b.interval(level)
-    if ia is None or ib is None: return Check("open", f"{a.label} or {b.label} has no interval")
+    if ia is None or ib is None: return Check("open", f"{a.label} or {b.label} has no interval", test="none", level=level)
     ok = ia[0] <= ib[1] and ib[0] <= ia[1]
-    return Check("holds" if ok else "fails", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] and {b.label} [{ib[0]:.3g}, {ib[1]:.3g}] {'overlap' if ok else 'separate'}")
+    return Check("holds" if ok else "fails", test="prediction" if a.fixed is not None else a.test, level=level, text=f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] and {b.label} [{ib[0]:.3g}, {ib[1]:.3g}] {'overlap' if ok else 'separate'}")
 
 # %% ../nbs/95_scoreboard.ipynb #2dd17d6a
 def _pairs(items: list[Estimate], spec: list[str], sep: str = ">") -> list[tuple[Estimate, Estimate]]:
@@ -302,8 +313,8 @@ def _pairs(items: list[Estimate], spec: list[str], sep: str = ">") -> list[tuple
     return out
 
 def _level(m: int) -> float:
-    "Each of a claim's m comparisons at 1 - (1 - LEVEL) / m: the claim's intervals hold jointly at LEVEL (Bonferroni)."
-    return 1 - (1 - LEVEL) / max(int(m), 1)
+    "Each of a claim's m comparisons at 1 - (1 - LEVEL) / m: the claim's intervals hold jointly at LEVEL (Bonferroni, `stats.bonferroni_level`)."
+    return bonferroni_level(LEVEL, max(int(m), 1))
 
 def _score_within(c: dict, items: list[Estimate]) -> list[Check]:
     lv = _level(len(items)); return [check_within(e, c["target"], c["tolerance"], lv) for e in items]
@@ -346,13 +357,13 @@ def _score_best(c: dict, items: list[Estimate]) -> list[Check]:
         if not others: raise NotRun(f"{subj} is the only measured item of {b or 'the run'}")
         ch = [check_greater(o, s, lv) if low else check_greater(s, o, lv) for o in others]
         beaten = [x for x in ch if x.status == "fails"]; beats = [x for x in ch if x.status == "holds"]
-        where = f"{b}: " if b else ""
-        if len(beaten) >= top: out.append(Check("fails", where + "; ".join(x.text for x in beaten)))
-        elif len(beats) >= len(others) - (top - 1): out.append(Check("holds", where + f"{subj} beats {len(beats)} of {len(others)}: " + "; ".join(x.text for x in ch)))
+        where = f"{b}: " if b else ""; t = dict(test=", ".join(dict.fromkeys(x.test for x in ch)), level=lv)
+        if len(beaten) >= top: out.append(Check("fails", where + "; ".join(x.text for x in beaten), **t))
+        elif len(beats) >= len(others) - (top - 1): out.append(Check("holds", where + f"{subj} beats {len(beats)} of {len(others)}: " + "; ".join(x.text for x in ch), **t))
         else:
             op = [x for x in ch if x.status == "open"]
             ns = [x.n_needed for x in op]
-            out.append(Check("open", where + "; ".join(x.text for x in op), None if None in ns else max(ns), op[0].unit))
+            out.append(Check("open", where + "; ".join(x.text for x in op), None if None in ns else max(ns), op[0].unit, **t))
     return out
 
 def _score_ratio(c: dict, items: list[Estimate]) -> list[Check]:
@@ -364,7 +375,7 @@ def _score_ratio(c: dict, items: list[Estimate]) -> list[Check]:
         d = a.mean - b.mean; r = f"{a.label}/{b.label} = {math.exp(d):.2f}"
         if ch.low is not None: r += f" [{math.exp(ch.low):.2f}, {math.exp(ch.high):.2f}]" + (" (paired t)" if "paired" in ch.text else " (Welch t)")
         else: r += " (one timing each, no interval)"
-        out.append(Check(ch.status, r, ch.n_needed, ch.unit))
+        out.append(Check(ch.status, r, ch.n_needed, ch.unit, test=ch.test, level=ch.level))
     return out
 
 def _score_overlap(c: dict, items: list[Estimate]) -> list[Check]:
@@ -494,20 +505,31 @@ def _ir_cells(run: RunTables) -> pd.DataFrame | None:
         except Exception: continue
     return pd.concat(frames, ignore_index=True) if frames else None
 
+def _ir_constant(r: pd.Series) -> tuple:
+    """`('uninformative', reason)` when every measured agent of the IR table row `r` plays one constant action in every
+    state (`constant_agents` >= `n_agents`), else `()`. R then counts which action each seed froze on (1 when all froze on
+    the same one), and no intervention can change an action: the row holds by construction, whatever the claim."""
+    try: k, n = float(r.get("constant_agents")), float(r.get("n_agents"))
+    except (TypeError, ValueError): return ()
+    if not (np.isfinite(k) and np.isfinite(n) and n >= 1 and k >= n): return ()
+    return ("uninformative", f"each of the {int(n)} measured {r.pipeline} agents at {_fr(r.frames)} frames plays one constant action "
+                             f"in every state (ir_table.csv constant_agents = n_agents = {int(n)}): R {float(r.original):.3f} counts which "
+                             f"action each froze on, and no intervention can change it")
+
 def _ir_original(run: RunTables, pipeline: str, frames) -> Estimate:
     """Original R of `pipeline` at `frames` on Breakout: the table's jackknife-t interval over the measured agents when it
     has one (`original_se`, `n_agents`), else a t interval over the unintervened states of ir_cells.csv, else the mean alone."""
     b = _ir_breakout(run); f = _ir_frames(b, pipeline, frames)
     r = b[(b.pipeline == pipeline) & (b.frames == f)].iloc[0]
-    label = f"{pipeline} R at {_fr(f)} frames"
+    label = f"{pipeline} R at {_fr(f)} frames"; x = _ir_constant(r)
     if "original_se" in r and np.isfinite(float(r.original_se)) and float(r.get("n_agents", 0) or 0) >= 2:
         n = int(r.n_agents); se = float(r.original_se)
-        return Estimate(label, float(r.original), se, n - 1, n, "agents", se * math.sqrt(n), f"jackknife-t over {n} agents")
+        return Estimate(label, float(r.original), se, n - 1, n, "agents", se * math.sqrt(n), f"jackknife-t over {n} agents", test="jackknife-t", excluded=x)
     c = _ir_cells(run)
     if c is not None:
         v = c[(c.pipeline == pipeline) & (c.frames == f) & (c.intervention == "none")].R
-        if len(v): return Estimate.from_values(v, label, "states")
-    return Estimate.from_summary(float(r.original), None, r.get("n_agents"), label, "agents")
+        if len(v): return Estimate.from_values(v, label, "states", excluded=x)
+    return Estimate.from_summary(float(r.original), None, r.get("n_agents"), label, "agents", excluded=x)
 
 @measure("ir.R")
 def _m_ir_R(run, pipeline: str, frames) -> list[Estimate]:
@@ -537,25 +559,21 @@ def _m_ir_random(run, pipeline: str, frames) -> list[Estimate]:
     return [dataclasses.replace(e, mean=e.mean - ref, label=f"{e.label} - random R({n} agents from {src}, 4 actions) {ref:.3f}")]
 
 def _diff(a: Estimate, b: Estimate, label: str) -> Estimate:
-    "a - b for independent estimates (Welch); a point estimate when either lacks an interval."
-    if a.se is None or b.se is None: return Estimate(label, a.mean - b.mean, None, math.inf, min(a.n or 0, b.n or 0) or None, a.unit, None, "point estimates, no interval")
+    "a - b for independent estimates (Welch); a point estimate when either lacks an interval. Excluded when either is."
+    x = a.excluded or b.excluded
+    if a.se is None or b.se is None: return Estimate(label, a.mean - b.mean, None, math.inf, min(a.n or 0, b.n or 0) or None, a.unit, None, "point estimates, no interval", test="none", excluded=x)
     se, df = _welch(a, b)
     sd = math.sqrt((a.sd or 0) ** 2 + (b.sd or 0) ** 2) if (a.sd is not None and b.sd is not None) else None
     how = f"Welch t of two {a.method}" if a.method == b.method else f"Welch t of {a.method} and {b.method}"
-    return Estimate(label, a.mean - b.mean, se, df, min(a.n or 0, b.n or 0) or None, a.unit, sd, how)
+    return Estimate(label, a.mean - b.mean, se, df, min(a.n or 0, b.n or 0) or None, a.unit, sd, how, test="welch", excluded=x)
 
 @measure("ir.R_drop")
 def _m_ir_drop(run, pipeline: str) -> list[Estimate]:
     """Original R at 5e4 frames minus at the run's last checkpoint of `pipeline` (Breakout): how much the agents diverge with
-    training. Not comparable when every measured agent at the last checkpoint takes one constant action in all states
-    (ir_table.csv `constant_agents` = `n_agents`): R then counts which action each seed froze on, not how trained
-    state-dependent policies differ, which is what the paper's agents (3e6 and 1e7 frames, returns far above random) show."""
+    training. Uninformative when every measured agent at either checkpoint takes one constant action in all states
+    (ir_table.csv `constant_agents` = `n_agents`, `_ir_constant`): R then counts which action each seed froze on, not how
+    trained state-dependent policies differ, which is what the paper's agents (3e6 and 1e7 frames) show."""
     a, b = _ir_original(run, pipeline, 50_000), _ir_original(run, pipeline, "last")
-    t = _ir_breakout(run); f = _ir_frames(t, pipeline, "last"); r = t[(t.pipeline == pipeline) & (t.frames == f)].iloc[0]
-    if "constant_agents" in r and np.isfinite(float(r.constant_agents)) and float(r.constant_agents) >= float(r.n_agents):
-        raise NotComparable(f"agents: at {_fr(f)} frames each of the {int(r.n_agents)} measured {pipeline} agents takes one constant action in "
-                            f"every state (R {float(r.original):.3f} counts which action each seed froze on); the paper's agents "
-                            f"at 3e6-1e7 frames play state-dependent policies")
     return [_diff(a, b, f"{pipeline} R(5e4) - R({b.label.split(' at ')[1]})")]
 
 @measure("ir.normalized")
@@ -566,8 +584,9 @@ def _m_ir_norm(run) -> list[Estimate]:
     for _, r in b.iterrows():
         label = f"{r.pipeline} at {_fr(r.frames)}"
         v = None if c is None else c[(c.pipeline == r.pipeline) & (c.frames == r.frames) & (c.intervention != "none")]
-        if v is not None and "R_normalized" in v and v.R_normalized.notna().sum() >= 2: out.append(Estimate.from_values(v.R_normalized, label, "cells"))
-        elif "normalized" in r: out.append(Estimate.from_summary(float(r.normalized), None, None, label, "cells"))
+        x = _ir_constant(r)
+        if v is not None and "R_normalized" in v and v.R_normalized.notna().sum() >= 2: out.append(Estimate.from_values(v.R_normalized, label, "cells", excluded=x))
+        elif "normalized" in r: out.append(Estimate.from_summary(float(r.normalized), None, None, label, "cells", excluded=x))
     if not out: raise NotRun("ir_table.csv has no normalized values")
     return out
 
@@ -578,6 +597,20 @@ def _ranld(run: RunTables) -> pd.DataFrame:
     t = run.table("ranld", "ranld_tables", ("game", "condition", "quotient_mean"))
     if "at" in t and (t["at"] == "observed").any(): t = t[t["at"] == "observed"]   # gradients at the observed frames: the paper's setting
     return t
+
+NOOP_L2 = 1 / 255   # a shift whose mean L2 change (pixels in [0, 1]) is below one grey level of one pixel changed no frame a screen can show
+
+def _noop(r: pd.Series, grp: str) -> tuple:
+    """`('not comparable', reason)` for a shift of RA-NLD's table that was a no-op: it changed no observation (`changed`
+    = 0) or moved them by a mean L2 norm below `NOOP_L2`; `()` otherwise (and for the baseline, which changes nothing by
+    design). Its Λ re-measures the baseline: no number of runs decides a claim about the attack."""
+    if grp == "baseline": return ()
+    ch = float(r["changed"]) if "changed" in r and pd.notna(r["changed"]) else math.nan
+    l2 = float(r["l2"]) if "l2" in r and pd.notna(r["l2"]) else math.nan
+    if not (ch == 0 or l2 < NOOP_L2): return ()
+    what = "attack" if grp == "adversarial" else "shift"
+    return ("not comparable", f"the {what} was a no-op: it changed {ch:.0%} of the observations by a mean L2 of {l2:.2g} "
+                              f"(< {NOOP_L2:.2g}, one grey level of one pixel), so its Λ re-measures the baseline")
 
 def _group(cond: str) -> str:
     return "baseline" if cond == BASELINE else "adversarial" if cond in ADVERSARIAL_CONDITIONS else "natural" if cond in NATURAL_CONDITIONS else "other"
@@ -595,7 +628,8 @@ def _m_ranld(run, games="all", groups=("baseline", "adversarial", "natural"), co
         for _, r in d.iterrows():
             grp = _group(r.condition)
             if grp not in groups or (conditions and r.condition not in conditions): continue
-            out.append(Estimate.from_summary(r.quotient_mean, r.get("quotient_std"), r.get("n_runs"), f"{g} {r.condition}", "runs", group=grp, block=g))
+            out.append(Estimate.from_summary(r.quotient_mean, r.get("quotient_std"), r.get("n_runs"), f"{g} {r.condition}", "runs", group=grp, block=g,
+                                             excluded=_noop(r, grp)))
         for need in groups:
             if not any(e.group == need and e.block == g for e in out): raise NotRun(f"ranld_tables.csv lacks the {need} conditions of {g}")
     return out
@@ -606,10 +640,12 @@ def _m_ranld_groups(run, game: str) -> list[Estimate]:
     items = _m_ranld(run, games=[game], groups=("adversarial", "natural")); out = []
     for grp in ("adversarial", "natural"):
         es = [e for e in items if e.group == grp]; k = len(es); m = sum(e.mean for e in es) / k
-        if any(e.se is None for e in es): out.append(Estimate(f"{game} mean {grp}", m, None, math.inf, es[0].n, "runs", None, "point estimates, no interval", grp, game)); continue
+        noop = [e for e in es if e.excluded]
+        x = (noop[0].excluded[0], "; ".join(f"{e.label}: {e.excluded[1]}" for e in noop)) if noop else ()
+        if any(e.se is None for e in es): out.append(Estimate(f"{game} mean {grp}", m, None, math.inf, es[0].n, "runs", None, "point estimates, no interval", grp, game, test="none", excluded=x)); continue
         v = [(e.se / k) ** 2 for e in es]; se = math.sqrt(sum(v)); den = sum(x ** 2 / e.df for x, e in zip(v, es) if math.isfinite(e.df))
         df = (sum(v) ** 2 / den) if den > 0 else math.inf; n = min(e.n for e in es)
-        out.append(Estimate(f"{game} mean {grp} ({k} conditions)", m, se, df, n, "runs", se * math.sqrt(n), f"t over {n} runs per condition", grp, game))
+        out.append(Estimate(f"{game} mean {grp} ({k} conditions)", m, se, df, n, "runs", se * math.sqrt(n), f"t over {n} runs per condition", grp, game, test="t", excluded=x))
     return out
 
 @measure("ranld.compare")
@@ -635,31 +671,48 @@ def _pm(cell) -> tuple[float, float]:
     try: return float(s), float("nan")
     except ValueError: return float("nan"), float("nan")
 
-def _bench_states(run: RunTables) -> int | None:
-    "States per game behind the insertion AUCs: the scale's BenchConfig (the table does not carry it); None when unknown."
-    from rlexplain.saliency_bench import BenchConfig
-    c = run.config(BenchConfig)
-    if c is None: return None
-    return c.n_states or (c.stream_steps - c.skip)
+BENCH_UNITS = Path("saliency_bench") / "run" / "units" / "bench"   # <game>/<method>/: one saved MethodRun per job (run_benchmark)
+
+def _bench_aucs(run: RunTables) -> pd.DataFrame:
+    """Per-state insertion AUCs of every saved (game, method) job of the run (`MethodRun.insertion.to_frame`, with the
+    run scale's `BenchConfig.auc`, trapezoid when unknown): paper_game, method, state, sub_metric, auc. Raises `NotRun`
+    when the run saved none: a verdict from the table's rounded 'mean ± std' could not pair the states."""
+    key = ("bench_aucs",)
+    if key in run._cache: return run._cache[key]
+    from rlexplain.saliency_bench import BenchConfig, MethodRun
+    c = run.config(BenchConfig); kind = getattr(c, "auc", "trapezoid")
+    frames = []
+    for p in sorted((run.path / BENCH_UNITS).glob("*/*/result.json")):
+        try:
+            if json.loads(p.read_text()).get("type") != "MethodRun": continue
+            f = MethodRun.load(p.parent).insertion.to_frame(kind)
+        except (OSError, ValueError, KeyError): continue
+        frames.append(f.assign(paper_game=f.game.map(_paper_game)))
+    if not frames: raise NotRun(f"the per-state insertion AUCs are missing ({BENCH_UNITS}/<game>/<method>/, saved by run_benchmark): "
+                                "the table's rounded 'mean ± std' cannot pair the states, and no verdict is drawn from it")
+    run._cache[key] = out = pd.concat(frames, ignore_index=True)
+    return out
 
 @measure("sal.insertion")
 def _m_insertion(run, games, sub_metrics, exclude=("random",)) -> list[Estimate]:
-    """Insertion AUC per method (Huber et al. Table 1) of each of `games` (the paper's names) and `sub_metrics`, t over the
-    states (the table's 'mean ± std', and its `n_states` column or else the scale's number of states); blocked by game and
-    sub-metric."""
+    """Insertion AUC per method (Huber et al. Table 1) of each of `games` (the paper's names) and `sub_metrics`: t over the
+    states, from the per-state AUCs the run saved (`_bench_aucs`), keyed by state so that two methods on the same states
+    are compared through their paired differences; blocked by game and sub-metric. The games come from the run's table."""
     t = run.table("saliency_bench", "saliency_bench_insertion", ("game", "sub_metric"))
     have = sorted(set(str(g) for g in t.game)); out = []
-    n = _bench_states(run) if "n_states" not in t else None   # a table with an n_states column says it per row
-    methods = [c for c in t.columns if c not in ("game", "sub_metric", "n_states") and not str(c).startswith("paper") and c not in exclude]
-    for g in ([games] if isinstance(games, str) else games):
+    gs = [games] if isinstance(games, str) else list(games)
+    for g in gs:
         if not (t.game.map(_paper_game) == g).any(): raise NotComparable(f"game: the run's saliency-benchmark games are {have}, not {g}")
+    a = _bench_aucs(run); a = a[~a.method.isin(exclude)]
+    for g in gs:
         for sub in ([sub_metrics] if isinstance(sub_metrics, str) else sub_metrics):
-            rows = t[(t.game.map(_paper_game) == g) & (t.sub_metric == sub)]
-            if rows.empty: raise NotRun(f"no {sub} row for {g}")
-            r = rows.iloc[0]; k = r["n_states"] if "n_states" in r else n
-            for m in methods:
-                mu, sd = _pm(r[m])
-                if np.isfinite(mu): out.append(Estimate.from_summary(mu, sd, k, m, "states", group=m, block=f"{g} {sub}"))
+            d = a[(a.paper_game == g) & (a.sub_metric == sub)]
+            if d.empty: raise NotRun(f"no saved {sub} insertion AUCs for {g}")
+            cols = [m for m in t.columns if m in set(d.method)]   # the table's order of methods
+            for m, dm in sorted(d.groupby("method", sort=False), key=lambda x: cols.index(x[0]) if x[0] in cols else len(cols)):
+                v = dm.sort_values("state"); paired = tuple(zip(v.state.astype(int), v.auc.astype(float)))
+                if not np.isfinite(v.auc.to_numpy(float)).any(): continue   # a method without this sub-metric
+                out.append(Estimate.from_values(v.auc.to_numpy(), m, "states", group=m, block=f"{g} {sub}", paired=paired))
     return out
 
 def _sanity(run: RunTables) -> pd.DataFrame:
@@ -905,7 +958,7 @@ def load_claims(path: str | Path | None = None,  # a TOML file of [[claim]] tabl
         if c["kind"] == "derived" and not c.get("from_table"): raise ValueError(f"claim {cid!r} is derived: name its table in from_table")
         if c["measure"] not in MEASURES: raise ValueError(f"claim {cid!r}: unknown measure {c['measure']!r}; known: {sorted(MEASURES)}")
         if c["comparator"] not in SCORERS: raise ValueError(f"claim {cid!r}: unknown comparator {c['comparator']!r}; known: {sorted(SCORERS)}")
-        c = {"args": {}, "groups": {}, "only": [], "requires_scale": [], "why_scale": "", "note": "", "from_table": "", **c}
+        c = {"args": {}, "groups": {}, "only": [], "requires_scale": [], "why_scale": "", "note": "", "from_table": "", "uninformative": "", **c}
         ref = c.get("paper_ref")
         if ref:
             ref = dict(ref); s = PAPER_TABLES[ref.pop("table")](**ref)
@@ -930,14 +983,41 @@ PRE_PERIOD_TOL: float = float(CLAIMS.set_index("id").loc["ts-pre-identical", "ta
 # %% ../nbs/95_scoreboard.ipynb #51cb8222
 _SECTIONS = {"ir": "ir", "ranld": "ranld", "sal": "saliency_bench", "xrl": "xrlbench", "ts": "timeseries", "sw": "switching"}
 
+def _evidence(items: list[Estimate], k: int = 4) -> str:
+    "'ours: a 0.98 [0.954, 1.006] (95% t over 4 states); ...': the first `k` items with their intervals and n."
+    return "ours: " + "; ".join(e.text() for e in items[:k]) + (f" (+{len(items) - k} more)" if len(items) > k else "")
+
+def _claim_test(checks: list[Check]) -> str:
+    "'paired-t (98.75% each: Bonferroni over 4)': the tests the checks used, and the Bonferroni level when below LEVEL."
+    t = ", ".join(dict.fromkeys(x for c in checks for x in c.test.split(", ") if x)) or "none"
+    if set(t.split(", ")) <= {"exact", "prediction", "none"}: return t   # nothing drawn at a level: no Bonferroni
+    lv = max((c.level for c in checks), default=LEVEL)
+    return t + (f" ({_pct(lv)} each: Bonferroni over {round((1 - LEVEL) / (1 - lv))})" if lv > LEVEL + 1e-12 else "")
+
 def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
                 run: RunTables,
-                ) -> dict:                 # verdict, ours, interval, n, why
+                ) -> dict:                 # verdict, ours, interval, n, test, informative, reason
     """Score one claim on a run: the scale it needs, its measure (a list of `Estimate`s), its comparator's checks and
-    their `verdict`. `why` always says why: the values, intervals and n behind the verdict, the reason it is not comparable
-    or not run, and the run's scale. Never raises for a damaged run: an unexpected error gives 'not run' with the error."""
+    their `verdict`. Items whose evidence holds by construction or whose condition was not applied (`Estimate.excluded`)
+    are left out of the checks: the claim is then 'uninformative' (or 'not comparable' when every such item is a no-op
+    shift), with `informative` False, unless the remaining checks contradict it; a claim marked `uninformative` in
+    claims.toml (a self-test) never counts as reproduced. `reason` always names the values, intervals and n behind the
+    verdict (or says there are none), why it is not comparable or not run, and the run's scale. Never raises for a
+    damaged run: an unexpected error gives 'not run' with the error."""
     c = {k: v for k, v in dict(claim).items() if not (isinstance(v, float) and math.isnan(v))}   # CLAIMS' empty cells
-    scale = run.scale or "unknown"
+    scale = run.scale or "unknown"; items: list[Estimate] = []
+    def row(verdict, reason, test="none", informative=True):
+        shown = items if len(items) <= 8 else items[:8]
+        more = f" (+{len(items) - 8} more)" if len(items) > 8 else ""
+        secs = c.get("comparator") == "ratio"   # log-seconds: shown as (geometric-mean) seconds per map
+        f = (lambda x: f"{math.exp(x):.3g} s") if secs else (lambda x: f"{x:.4g}")
+        ours = "; ".join(f"{e.label} {f(e.mean)}" for e in shown) + more if items else ""
+        ivs = "; ".join(f"[{f(iv[0])}, {f(iv[1])}] ({_pct(e.fixed[2] if e.fixed else LEVEL)} {e.method})" if (iv := e.interval()) is not None and e.method != "exact"
+                        else e.method for e in shown) + more if items else ""
+        n = _ns(items)
+        if not items: reason = f"no value, no interval, n = 0: {reason}"
+        return dict(verdict=verdict, ours=ours, interval=ivs, n=n, test=test, informative=informative,
+                    reason=f"{reason} [n = {n or 'none'}; {scale} scale]")
     try:
         need = list(c.get("requires_scale") or [])
         off = f"scale: {c.get('why_scale') or 'needs ' + ' or '.join(need) + ' scale'}; the run is at {scale} scale" if need and run.scale not in need else ""
@@ -945,25 +1025,34 @@ def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
         except NotRun as e:   # a run without the section is 'not run'; one whose section was made at another scale is 'not comparable'
             if off and (run.path / _SECTIONS[c["measure"].split(".")[0]]).is_dir(): raise NotComparable(f"{off} ({e})")
             raise
-        if off: raise NotComparable(off)
         g = dict(c.get("groups") or {})
         if g: items = [dataclasses.replace(e, group=g.get(e.label, e.group)) for e in items]
         if c.get("only"):
             items = [e for e in items if e.label in c["only"] or e.group in c["only"]]
             if not items: raise NotRun(f"the run measured none of {list(c['only'])}")
-        checks = SCORERS[c["comparator"]](c, items)
-        v, why = verdict(checks, items)
-    except NotRun as e: return dict(verdict="not run", ours="", interval="", n="", why=f"{e} [{scale} scale]")
-    except NotComparable as e: return dict(verdict="not comparable", ours="", interval="", n="", why=f"{e} [{scale} scale]")
-    except Exception as e: return dict(verdict="not run", ours="", interval="", n="", why=f"could not read the run's tables: {type(e).__name__}: {e} [{scale} scale]")
-    shown = items if len(items) <= 8 else items[:8]
-    more = f" (+{len(items) - 8} more)" if len(items) > 8 else ""
-    secs = c["comparator"] == "ratio"   # log-seconds: shown as (geometric-mean) seconds per map
-    f = (lambda x: f"{math.exp(x):.3g} s") if secs else (lambda x: f"{x:.4g}")
-    ours = "; ".join(f"{e.label} {f(e.mean)}" for e in shown) + more
-    ivs = "; ".join(f"[{f(iv[0])}, {f(iv[1])}] ({_pct(e.fixed[2] if e.fixed else LEVEL)} {e.method})" if (iv := e.interval()) is not None and e.method != "exact"
-                    else e.method for e in shown) + more
-    return dict(verdict=v, ours=ours, interval=ivs, n=_ns(items), why=f"{why} [{scale} scale]")
+        if off: raise NotComparable(f"{off}; {_evidence(items)}")
+        keep = [e for e in items if not e.excluded]; left = [e for e in items if e.excluded]
+        checks, v, why = [], None, ""
+        if keep:
+            try: checks = SCORERS[c["comparator"]](c, keep)
+            except NotRun:
+                if not left: raise   # the excluded items were what the comparisons needed
+        if checks: v, why = verdict(checks, keep)
+        test = _claim_test(checks)
+        flag = str(c.get("uninformative") or "")
+        if v == "contradicted" or not (left or flag):   # informative evidence (against the claim, or untouched)
+            tail = f"; left out: {'; '.join(dict.fromkeys(f'{e.label} ({e.excluded[1]})' for e in left))}" if left else ""
+            return row(v, why + tail, test)
+        if left:
+            kind = "not comparable" if all(e.excluded[0] == "not comparable" for e in left) else "uninformative"
+            said = "; ".join(dict.fromkeys(f"{e.label}: {e.excluded[1]}" for e in left))
+            rest = f"; the other {len(keep)} item(s): {v}: {why}" if v else (f"; nothing else measured ({_evidence(left)})")
+            return row(kind, f"{len(left)} of {len(items)} item(s) cannot be evidence: {said}{rest}", test, False)
+        return row("uninformative", f"{flag}; {v}: {why}", test, False)
+    except NotRun as e: return row("not run", str(e))
+    except NotComparable as e: return row("not comparable", str(e))
+    except Exception as e: return row("not run", f"could not read the run's tables: {type(e).__name__}: {e}")
+
 
 # %% ../nbs/95_scoreboard.ipynb #b0c0de02
 import functools
@@ -1010,13 +1099,14 @@ def original_code_check(claim: dict | pd.Series,    # a row of CLAIMS
     return ok, f"{head}: {subject} {metric} {float(v[subject]):.3g} vs {target:g} ± {tol:g}"
 
 # %% ../nbs/95_scoreboard.ipynb #01acfab6
-BOARD_COLUMNS = ["id", "paper", "where", "kind", "claim", "paper_value", "ours", "interval", "n", "verdict", "why"]
+BOARD_COLUMNS = ["id", "paper", "where", "kind", "claim", "paper_value", "ours", "interval", "n", "test", "informative", "verdict", "reason"]
 
 def score_run(run_dir: str | Path,                 # a run directory written by `rlexplain demo` (`<run>/<section>/<table>.csv`)
               claims: pd.DataFrame | None = None,  # None: CLAIMS
               ) -> pd.DataFrame:                   # one row per claim: BOARD_COLUMNS
     """Score a finished run against the claims: per claim our value(s) (`ours`), their 95% `interval`s, `n` (what they rest
-    on), the `verdict` (one of `VERDICTS`) and `why`. Deterministic: the same tables give the same board. The run's scale
+    on), the `test` behind the interval, `informative` (False where the evidence holds by construction or the condition was
+    not applied: such a claim never counts as reproduced), the `verdict` (one of `VERDICTS`) and its `reason`. Deterministic: the same tables give the same board. The run's scale
     is in `board.attrs["scale"]`. Raises `FileNotFoundError` if `run_dir` is not a directory; missing sections, tables or
     columns give 'not run', never an error."""
     p = Path(run_dir)
@@ -1028,9 +1118,9 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
         try: oc = original_code_check(c)
         except FileNotFoundError: oc = None
         if oc is not None and not oc[0] and r["verdict"] != "not run":   # measured by us, missed by the paper's own code
-            r = {**r, "verdict": ORIGINAL_CODE, "why": f"{oc[1]}; ours: {r['verdict']}: {r['why']}"}
+            r = {**r, "verdict": ORIGINAL_CODE, "reason": f"{oc[1]}; ours: {r['verdict']}: {r['reason']}"}
         elif oc is not None:
-            r = {**r, "why": f"the paper's code {'reproduces' if oc[0] else 'does not reproduce'} it ({oc[1]}); {r['why']}"}
+            r = {**r, "reason": f"the paper's code {'reproduces' if oc[0] else 'does not reproduce'} it ({oc[1]}); {r['reason']}"}
         rows.append({"id": c["id"], "paper": c["paper"], "where": c["where"], "kind": kind, "claim": c["cell"],
                      "paper_value": c["paper_value"], **r})
     board = pd.DataFrame(rows, columns=BOARD_COLUMNS)
@@ -1039,28 +1129,28 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
 
 def summary_line(board: pd.DataFrame) -> str:
     """One line for the README and the report, e.g. 'demo scale: 14 of 53 claims reproduced, 3 contradicted,
-    10 inconclusive, 12 not comparable at demo scale, 14 not run'. Raises `KeyError` if `board` has no `verdict` column."""
+    10 inconclusive, 2 uninformative, 12 not comparable at demo scale, 14 not run'. Raises `KeyError` if `board` has no `verdict` column."""
     if "verdict" not in board: raise KeyError(f"summary_line needs score_run's board (a 'verdict' column); got columns {list(board.columns)}.")
     scale = board.attrs.get("scale", "unknown"); c = board.verdict.value_counts()
     parts = [f"{c.get('reproduced', 0)} of {len(board)} claims reproduced", f"{c.get('contradicted', 0)} contradicted",
-             f"{c.get('inconclusive', 0)} inconclusive", f"{c.get(ORIGINAL_CODE, 0)} {ORIGINAL_CODE}",
+             f"{c.get('inconclusive', 0)} inconclusive", f"{c.get('uninformative', 0)} uninformative", f"{c.get(ORIGINAL_CODE, 0)} {ORIGINAL_CODE}",
              f"{c.get('not comparable', 0)} not comparable at {scale} scale", f"{c.get('not run', 0)} not run"]
     return f"{scale} scale: " + ", ".join(parts)
 
-BOARD_TEXT_COLUMNS = ["id", "paper_value", "ours", "verdict", "why"]
+BOARD_TEXT_COLUMNS = ["id", "paper_value", "ours", "test", "verdict", "reason"]
 
 def board_text(board: pd.DataFrame,      # score_run's board
                width: int = 250,         # characters per line
                max_colwidth: int = 90,   # longer cells are cut with '...'
                ) -> str:
-    """The board as plain text for a terminal, the reason (`why`) included: the summary line, then `BOARD_TEXT_COLUMNS`.
+    """The board as plain text for a terminal, the `reason` included: the summary line, then `BOARD_TEXT_COLUMNS`.
     Raises `KeyError` if `board` lacks one of them."""
     miss = [c for c in BOARD_TEXT_COLUMNS if c not in board]
     if miss: raise KeyError(f"board_text needs score_run's board; it lacks {miss}.")
     with pd.option_context("display.width", width, "display.max_rows", 500, "display.max_colwidth", max_colwidth):
         return summary_line(board) + "\n" + board[BOARD_TEXT_COLUMNS].to_string(index=False)
 
-_COLORS = {"reproduced": "#2a9d3f", "contradicted": "#d1495b", "inconclusive": "#8d6cab", ORIGINAL_CODE: "#6c8ead", "not comparable": "#edae49", "not run": "#bbbbbb"}
+_COLORS = {"reproduced": "#2a9d3f", "contradicted": "#d1495b", "inconclusive": "#8d6cab", "uninformative": "#4d4d4d", ORIGINAL_CODE: "#6c8ead", "not comparable": "#edae49", "not run": "#bbbbbb"}
 
 def plot(board: pd.DataFrame, ax=None):
     """Verdicts per paper as horizontal stacked bars (counts of claims). Returns the Axes. Raises `KeyError` if
@@ -1075,5 +1165,5 @@ def plot(board: pd.DataFrame, ax=None):
         ax.barh(range(len(counts)), counts[v], left=left, color=_COLORS[v], label=v, height=0.6); left += counts[v].to_numpy()
     ax.set_yticks(range(len(counts)), counts.index, fontsize=7); ax.invert_yaxis()
     ax.set_xlabel("claims", fontsize=8); ax.tick_params(labelsize=7)
-    ax.set_title(summary_line(board), fontsize=8); ax.legend(fontsize=6, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
+    ax.set_title(summary_line(board), fontsize=8); ax.legend(fontsize=6, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
     return ax

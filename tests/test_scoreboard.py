@@ -22,6 +22,20 @@ def _csv(run: Path, section: str, name: str, df: pd.DataFrame):
     df.to_csv(run / section / f"{name}.csv", index=False)   # as rlexplain.cli.Section.table writes it
 
 
+_SUBS = {"Q-val black": ("q", 0), "Q-val rand": ("q", 1), "Adv black": ("advantage", 0), "Adv rand": ("advantage", 1)}
+
+def _bench_job(run: Path, game: str, method: str, aucs: dict):
+    """Save one saliency-benchmark job as run_benchmark does (a MethodRun under saliency_bench/run/units/bench/<game>/<method>)
+    whose per-state insertion AUCs are `aucs[sub_metric]` (n,): flat curves over fractions [0, 1] have their value as area."""
+    from rlexplain.saliency_bench import MethodRun
+    n = len(next(iter(aucs.values()))); q, adv = np.ones((n, 2, 2)), np.zeros((n, 2, 2))
+    for sub, v in aucs.items():
+        kind, s = _SUBS[sub]
+        (q if kind == "q" else adv)[:, s, :] = np.asarray(v, float)[:, None]
+    MethodRun(game, method, q, adv, np.ones(n), np.zeros(n, int), np.array([0.0, 1.0]), ("black", "random"), pd.DataFrame(),
+              np.zeros((2, 2)), 0.1).save(run / "saliency_bench" / "run" / "units" / "bench" / game.replace("/", "-").lower() / method)
+
+
 # ------------------------------------------------------------------ statistics by hand
 def test_t_interval_by_hand():
     # mean 0.98, sd sqrt(0.0008 / 3) = 0.01633, 95% t: 0.98 +- t(0.975, 3) 0.01633 / 2 = 0.98 +- 3.1824 * 0.008165 = 0.98 +- 0.0260
@@ -272,6 +286,14 @@ def run(tmp_path) -> Path:
          "occlusion": ["3.00 ± 1.00", "0.20 ± 0.10", "0.90 ± 2.00"], "sarfa": ["1.00 ± 0.50", "0.10 ± 0.10", "–"],
          "rise": ["–", "–", "1.00 ± 2.00"], "random": ["5.00 ± 1.00", "0.00 ± 0.10", "9.00 ± 1.00"],
          "paper: occlusion": ["3.08 ± 3.20", "1.23 ± 1.60", "0.54 ± 1.30"]}))
+    # ... and the per-state AUCs the verdicts rest on (the same means and spreads over the 50 states, z of mean 0, sd 1):
+    # occlusion - sarfa = 2 + 0.5 z on Q-val black (paired: holds); sarfa - occlusion = -0.1 on Adv black (fails); on Q-val
+    # rand rise and occlusion are unrelated orders of 2 z, so d = 0.1 with sd about 2.8 (open)
+    z = np.linspace(-1.7, 1.7, 50); z = (z - z.mean()) / z.std(ddof=1); w = z[::-1]
+    _bench_job(r, "ALE/MsPacman-v5", "occlusion", {"Q-val black": 3 + z, "Adv black": 0.2 + 0.1 * z, "Q-val rand": 0.9 + 2 * z})
+    _bench_job(r, "ALE/MsPacman-v5", "sarfa", {"Q-val black": 1 + 0.5 * z, "Adv black": 0.1 + 0.1 * z + 0.01 * w, "Q-val rand": np.full(50, np.nan)})
+    _bench_job(r, "ALE/MsPacman-v5", "rise", {"Q-val black": np.full(50, np.nan), "Adv black": np.full(50, np.nan), "Q-val rand": 1 + 2 * w})
+    _bench_job(r, "ALE/MsPacman-v5", "random", {"Q-val black": 5 + z, "Adv black": 0.1 * z, "Q-val rand": 9 + z})
     # sanity checks over 8 states: at 1 randomised layer noise 0.8 +- 0.1 vs occlusion 0.3 +- 0.1 (reproduced); all 3 layers
     # randomised: rise 0.45 +- 0.2 straddles 0.5 (inconclusive)
     _csv(r, "saliency_bench", "saliency_bench_sanity_summary", pd.DataFrame(
@@ -323,7 +345,8 @@ WANT = {
     "sal-rise-fastest": "inconclusive", "sal-sarfa-slowest": "inconclusive",   # one timing each
     "sal-occlusion-fastest-tuning": "not comparable", "sal-calibration": "not run",
     "ts-breakout-fgsm-lowers-return": "reproduced", "ts-pong-fgsm-lowers-return": "inconclusive", "ts-eps-monotone": "reproduced",
-    "ts-pre-identical": "reproduced", "ts-breakout-forecasts-overlap": "reproduced", "ts-pong-ppo-better": "reproduced",
+    "ts-pre-identical": "uninformative",           # a determinism self-test (claims.toml: uninformative)
+    "ts-breakout-forecasts-overlap": "reproduced", "ts-pong-ppo-better": "reproduced",
     "sw-one-donor-little": "reproduced", "sw-untrained-large": "reproduced", "sw-three-dramatic": "not comparable",
 }
 
@@ -334,12 +357,13 @@ def test_verdicts_on_a_hand_made_run(run):
     v = b.set_index("id").verdict
     assert {k: v[k] for k in WANT} == WANT
     row = b.set_index("id").loc["ir-untrained-distributional"]
-    assert row.n == "6 agents" and "[0.975, 0.995]" in row.why and "jackknife-t over 6 agents" in row.interval
-    drop = b.set_index("id").loc["ir-trained-dqn-drops", "why"]
+    assert row.n == "6 agents" and "[0.975, 0.995]" in row.reason and "jackknife-t over 6 agents" in row.interval
+    assert row.test == "jackknife-t" and row.informative
+    drop = b.set_index("id").loc["ir-trained-dqn-drops", "reason"]
     assert "R(4e5 frames)" in drop and "about n = 26 agents would decide" in drop   # see n_to_decide: sd 0.049, margin 0.02
-    assert "training length" in b.set_index("id").loc["ir-trained-dqn-1e7", "why"]
+    assert "training length" in b.set_index("id").loc["ir-trained-dqn-1e7", "reason"]
     assert b.set_index("id").loc["ts-breakout-fgsm-lowers-return", "n"] == "3 seeds"
-    lunar = b.set_index("id").loc["xrl-lunarlander-aim-tabularshap", "why"]
+    lunar = b.set_index("id").loc["xrl-lunarlander-aim-tabularshap", "reason"]
     assert "at 300 states" in lunar and "would decide" in lunar
 
 
@@ -347,8 +371,10 @@ def test_every_row_has_a_reason_with_the_scale(run, tmp_path):
     for d in (run, tmp_path / "empty"):
         d.mkdir(exist_ok=True)
         b = sb.score_run(d)
-        assert b.why.map(lambda s: isinstance(s, str) and len(s) > 20).all()
-        assert b.why.str.endswith("scale]").all()
+        assert b.reason.map(lambda s: isinstance(s, str) and len(s) > 20).all()
+        assert b.reason.str.endswith("scale]").all() and b.reason.str.contains(r"\[n = ").all()   # every reason names its n
+        # ... and its value and interval, or says there is none
+        assert (b.reason.str.contains(r"\[|no interval|exact") | b.reason.str.startswith("no value, no interval")).all()
 
 
 def test_verdicts_are_deterministic(run, tmp_path):
@@ -372,7 +398,7 @@ def test_ir_command_output_scores_the_untrained_claims(tmp_path):
     IRMatrix(R, ("none", "paddle_x_30", "paddle_x_90"), (0, 1, 2, 3), "dqn", 50_000, ("a", "b"), "sample", 1).save(
         tmp_path / "run" / "units" / "ir" / "toybox-breakout" / "dqn" / "0000050000")
     b = sb.score_run(tmp_path).set_index("id")
-    assert b.loc["ir-interventions-small-mean", "verdict"] == "contradicted" and "t over 8 cells" in b.loc["ir-interventions-small-mean", "why"]
+    assert b.loc["ir-interventions-small-mean", "verdict"] == "contradicted" and "t over 8 cells" in b.loc["ir-interventions-small-mean", "reason"]
     # the zoo of before (R 0.172 and 0.582 over 5 agents) is contradicted, not merely 'not reproduced'
     _csv(tmp_path, "ir", "ir_table", _ir_table([("dqn", 50_000, 0.172, 0.03, 5), ("qrdqn", 50_000, 0.582, 0.05, 5)]))
     v = sb.score_run(tmp_path).set_index("id").verdict
@@ -383,15 +409,15 @@ def test_summary_line_board_text_and_plot(run):
     b = sb.score_run(run); c = b.verdict.value_counts()
     line = sb.summary_line(b)
     assert line == (f"demo scale: {c['reproduced']} of {len(b)} claims reproduced, {c['contradicted']} contradicted, "
-                    f"{c['inconclusive']} inconclusive, {c.get(sb.ORIGINAL_CODE, 0)} {sb.ORIGINAL_CODE}, {c['not comparable']} not comparable at demo scale, "
+                    f"{c['inconclusive']} inconclusive, {c.get('uninformative', 0)} uninformative, {c.get(sb.ORIGINAL_CODE, 0)} {sb.ORIGINAL_CODE}, {c['not comparable']} not comparable at demo scale, "
                     f"{c['not run']} not run")
     txt = sb.board_text(b)
-    assert txt.splitlines()[0] == line and "why" in txt.splitlines()[1] and "would decide" in txt
+    assert txt.splitlines()[0] == line and "reason" in txt.splitlines()[1] and "would decide" in txt
     ax = sb.plot(b)
     assert isinstance(ax, plt.Axes) and len(ax.patches) == len(sb.VERDICTS) * b.paper.nunique()
     plt.close(ax.figure)
     with pytest.raises(KeyError, match="verdict"): sb.summary_line(b.drop(columns="verdict"))
-    with pytest.raises(KeyError, match="why"): sb.board_text(b.drop(columns="why"))
+    with pytest.raises(KeyError, match="reason"): sb.board_text(b.drop(columns="reason"))
 
 
 def test_empty_and_broken_runs_never_crash(tmp_path):
@@ -400,7 +426,7 @@ def test_empty_and_broken_runs_never_crash(tmp_path):
     (tmp_path / "ir").mkdir(); (tmp_path / "ir" / "ir_table.csv").write_text("game,pipeline\nBreakout,dqn\n")
     _csv(tmp_path, "xrlbench", "xrl_fidelity_stability", pd.DataFrame({"method": ["TabularSHAP"], "env": ["CartPole-v1"], "AIM": ["n/a"]}))
     b = sb.score_run(tmp_path).set_index("id")
-    assert b.loc["ir-untrained-dqn", "verdict"] == "not run" and "lacks the columns" in b.loc["ir-untrained-dqn", "why"]
+    assert b.loc["ir-untrained-dqn", "verdict"] == "not run" and "lacks the columns" in b.loc["ir-untrained-dqn", "reason"]
     assert b.loc["xrl-cartpole-aim-tabularshap", "verdict"] == "not run"
     with pytest.raises(FileNotFoundError, match="does not exist"): sb.score_run(tmp_path / "nowhere")
 
@@ -461,9 +487,96 @@ def test_committed_reference_run_rescores_to_its_committed_board(tmp_path):
     assert board.attrs["scale"] == "reference"
     committed = pd.read_csv(ref / "scoreboard.csv").set_index("id")
     assert dict(board.set_index("id").verdict) == dict(committed.verdict)
-    assert board.why.str.len().gt(20).all() and len(board) >= 51
+    assert board.reason.str.len().gt(20).all() and len(board) >= 51
     out = tmp_path / "out.csv"
     exe = Path(sys.executable).parent / "rlexplain"   # the console script installed beside this interpreter
     r = subprocess.run([str(exe), "scoreboard", str(ref), "--csv", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert set(pd.read_csv(out).id) == set(committed.index)
+    csv = pd.read_csv(out)
+    assert set(csv.id) == set(committed.index)
+    assert {"claim", "paper_value", "ours", "interval", "n", "test", "informative", "verdict", "reason"} <= set(csv.columns)
+    assert r.stdout.splitlines()[0].startswith("reference scale: ") and "uninformative" in r.stdout.splitlines()[0]
+    assert not csv[~csv.informative].verdict.eq("reproduced").any()                  # no uninformative evidence counts as reproduced
+
+
+# ------------------------------------------------------------------ paired evidence, informative evidence only
+def test_paired_per_state_aucs_decide_what_welch_on_the_rounded_summaries_leaves_open(tmp_path):
+    """Pac-Man Q-val black, 200 states whose AUCs spread widely (sd about 2), with LIME-slic 0.1 above occlusion on every
+    state (+-0.02). The table's rounded 'mean ± std' gives Welch d = -0.1, se about 0.2: open. The per-state AUCs the run
+    saved give the paired difference -0.1 with s_d about 0.012: [-0.102, -0.098] at 98.75%: occlusion is not the best."""
+    (tmp_path / "config.json").write_text(json.dumps({"scale": "demo"}))
+    z = np.sin(np.arange(200) * 1.3) * 2.8 + 5.0; e = 0.02 * np.cos(np.arange(200) * 2.1)
+    occ, lime = z, z + 0.1 + e
+    _csv(tmp_path, "saliency_bench", "saliency_bench_insertion", pd.DataFrame(
+        {"game": ["ALE/MsPacman-v5"], "sub_metric": ["Q-val black"], "occlusion": [f"{occ.mean():.2f} ± {occ.std(ddof=1):.2f}"],
+         "lime_slic": [f"{lime.mean():.2f} ± {lime.std(ddof=1):.2f}"], "n_states": [200]}))
+    _bench_job(tmp_path, "ALE/MsPacman-v5", "occlusion", {"Q-val black": occ})
+    _bench_job(tmp_path, "ALE/MsPacman-v5", "lime_slic", {"Q-val black": lime})
+    # Welch on the summaries cannot decide it
+    a, b = (E.from_summary(*(float(x) for x in s.split(" ± ")), 200, m) for m, s in
+            (("occlusion", f"{occ.mean():.2f} ± {occ.std(ddof=1):.2f}"), ("lime", f"{lime.mean():.2f} ± {lime.std(ddof=1):.2f}")))
+    assert sb.check_greater(a, b).status == "open"
+    r = sb.score_run(tmp_path).set_index("id").loc["sal-pacman-qvalblack-occlusion"]
+    assert r.verdict == "contradicted" and r.test == "paired-t" and r.n == "200 states" and r.informative
+    assert "occlusion - lime_slic = -0.1 [" in r.reason and "paired t over 200 states" in r.reason
+
+
+def test_insertion_claims_need_the_per_state_aucs(tmp_path):
+    "No verdict from rounded text: a run with the table but without the saved jobs is 'not run', and says why."
+    _csv(tmp_path, "saliency_bench", "saliency_bench_insertion", pd.DataFrame(
+        {"game": ["ALE/MsPacman-v5"], "sub_metric": ["Q-val black"], "occlusion": ["3.00 ± 1.00"], "sarfa": ["1.00 ± 0.50"]}))
+    r = sb.score_run(tmp_path).set_index("id").loc["sal-pacman-qvalblack-occlusion"]
+    assert r.verdict == "not run" and "per-state insertion AUCs are missing" in r.reason and r.reason.startswith("no value, no interval")
+
+
+def test_ir_claims_on_constant_agents_are_uninformative(tmp_path):
+    """Untrained DQN agents that each play action 0 in every state give R = 1 by construction: the claim 'untrained greedy
+    agents agree' is then 'uninformative', never 'reproduced'. One agent that is state-dependent makes it evidence again."""
+    t = _ir_table([("dqn", 50_000, 1.0, 0.0, 5), ("qrdqn", 50_000, 0.99, 0.004, 5)]).assign(constant_agents=[5.0, 4.0])
+    _csv(tmp_path, "ir", "ir_table", t)
+    b = sb.score_run(tmp_path).set_index("id")
+    r = b.loc["ir-untrained-dqn"]
+    assert r.verdict == "uninformative" and not r.informative and "one constant action" in r.reason and "n = 5 agents" in r.reason
+    q = b.loc["ir-untrained-distributional"]
+    assert q.verdict == "reproduced" and q.informative                      # 4 of 5 constant: the fifth agent's actions are evidence
+    assert "uninformative" in sb.summary_line(sb.score_run(tmp_path)) and "uninformative" in sb.VERDICTS
+
+
+def test_a_no_op_attack_is_detected_and_not_counted(tmp_path):
+    """RA-NLD: an attack that changed no observation (changed = 0), or moved them by less than one grey level of one pixel
+    (l2 < 1/255), re-measures the baseline: 'not comparable: the attack was a no-op', never 'inconclusive, N runs would
+    decide'. A real attack (l2 0.07) stays evidence."""
+    rows = pd.DataFrame([r for r in _ranld_rows("Breakout", 0.80, 0.50, 0.40) if r["at"] == "observed"])
+    rows["changed"], rows["l2"] = 1.0, 0.07
+    rows.loc[rows.condition == BASELINE, ["changed", "l2"]] = 0.0
+    cw, nes = ADVERSARIAL_CONDITIONS[0], ADVERSARIAL_CONDITIONS[1]
+    rows.loc[rows.condition == cw, ["quotient_mean", "changed", "l2"]] = [0.80, 0.0, 0.0]         # C&W changed nothing
+    rows.loc[rows.condition == nes, ["quotient_mean", "changed", "l2"]] = [0.80, 1.0, 0.0008]    # Nesterov moved 0.0008
+    _csv(tmp_path, "ranld", "ranld_tables", rows)
+    r = sb.score_run(tmp_path).set_index("id").loc["ranld-base-highest"]
+    assert r.verdict == "not comparable" and not r.informative
+    assert f"{cw}: the attack was a no-op" in r.reason and f"{nes}: the attack was a no-op" in r.reason and "would decide" not in r.reason
+    assert "the other 3 item(s): reproduced" in r.reason                 # the baseline against the two real attacks holds
+    # the same table with real attacks everywhere is scored as before
+    rows.loc[rows.condition.isin([cw, nes]), ["quotient_mean", "changed", "l2"]] = [0.5, 1.0, 0.07]
+    _csv(tmp_path, "ranld", "ranld_tables", rows)
+    r = sb.score_run(tmp_path).set_index("id").loc["ranld-base-highest"]
+    assert r.verdict == "reproduced" and r.informative and r.test.startswith("welch")
+
+
+def test_a_determinism_self_test_is_uninformative_but_a_failure_still_shows(tmp_path):
+    _csv(tmp_path, "timeseries", "ts_breakout_impacts", pd.DataFrame(
+        {"agent": ["a2c"], "shift": ["fgsm eps=1/255"], "did": [-1.0], "ci_low": [-2.0], "ci_high": [0.0], "pre_gap": [0.0], "placebo": [0.0]}))
+    r = sb.score_run(tmp_path).set_index("id").loc["ts-pre-identical"]
+    assert r.verdict == "uninformative" and not r.informative and "determinism self-test" in r.reason
+    _csv(tmp_path, "timeseries", "ts_breakout_impacts", pd.DataFrame(
+        {"agent": ["a2c"], "shift": ["fgsm eps=1/255"], "did": [-1.0], "ci_low": [-2.0], "ci_high": [0.0], "pre_gap": [0.5], "placebo": [0.0]}))
+    assert sb.score_run(tmp_path).set_index("id").loc["ts-pre-identical"].verdict == "contradicted"   # a broken seeding is news
+
+
+def test_reference_run_pacman_occlusion_is_decided_by_the_paired_aucs():
+    "results/reference: occlusion - LIME-slic on Pac-Man Q-val black = -0.50 [-0.94, -0.06] at 98.75% over 200 states (issue 37)."
+    from pathlib import Path
+    ref = Path(__file__).resolve().parents[1] / "results" / "reference"
+    r = sb.score_claim(sb.CLAIMS[sb.CLAIMS.id == "sal-pacman-qvalblack-occlusion"].iloc[0], sb.RunTables(ref))
+    assert r["verdict"] == "contradicted" and "occlusion - lime_slic = -0.497 [-0.937, -0.0573] (98.75% paired t over 200 states)" in r["reason"]
