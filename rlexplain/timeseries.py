@@ -447,13 +447,7 @@ def t_interval(x: Any,             # (M, ...) per-seed estimates; the interval i
     """Student-t interval for the mean of M independent per-seed estimates: mean +- t_{M-1, (1+level)/2} sd / sqrt(M)
     (sd with ddof=1). Exact for normal per-seed estimates, so it holds its level with 3 seeds, where the percentile
     bootstrap does not. Raises `ValueError` for fewer than 2 estimates or `level` outside (0, 1)."""
-    from scipy.stats import t as student_t
-    x = np.asarray(x, np.float64)
-    if x.ndim == 0 or len(x) < 2: raise ValueError(f"a t interval needs at least 2 per-seed estimates; got shape {x.shape}.")
-    if not 0 < level < 1: raise ValueError(f"level must be in (0, 1); got {level}.")
-    half = student_t.ppf((1 + level) / 2, len(x) - 1) * x.std(axis=0, ddof=1) / math.sqrt(len(x))
-    m = x.mean(axis=0)
-    return m - half, m + half
+    from rlexplain.stats import t_bounds; return t_bounds(x, level)   # the one t interval of the package (lesson 06)
 
 def did_estimates(x1: np.ndarray,  # (N,) treatment series X^{G=1}(t)
                   x0: np.ndarray,  # (N,) control series X^{G=0}(t)
