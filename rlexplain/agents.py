@@ -902,7 +902,8 @@ def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
               eval_episodes: int = 10, env_kwargs: dict | None = None,
               eval_epsilon: float = 0.0) -> pd.DataFrame:   # epsilon-greedy evaluation (see evaluate_entry)
     """Train pipelines x seeds (in parallel on `executor`, seed-major order so that an interrupted run has
-    every pipeline's first seeds), evaluate every checkpoint, and return `list_zoo(root)`. Resumable."""
+    every pipeline's first seeds), evaluate every checkpoint and measure its quality gate (`quality_gate`), and return
+    `list_zoo(root)`. Resumable."""
     root = str(root or ZOO_DIR)
     unknown = [p for p in pipelines if p not in PIPELINES]
     if unknown: raise ValueError(f"unknown pipelines {unknown}; expected some of {sorted(PIPELINES)}.")
@@ -911,6 +912,7 @@ def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
                      env_kwargs=tuple(sorted((env_kwargs or {}).items()))) for s in seeds for p in pipelines]
     entries = run_jobs(train_agent, jobs, executor=executor, max_workers=max_workers, desc="train")
     run_jobs(_eval_job, [(e, eval_episodes, eval_epsilon) for es in entries for e in es], executor=executor, max_workers=max_workers, desc="evaluate")
+    run_jobs(quality_gate, [e for es in entries for e in es], executor=executor, max_workers=max_workers, desc="quality gate")
     return list_zoo(root)
 
 def _eval_job(args): return evaluate_entry(args[0], n_episodes=args[1], epsilon=args[2])
@@ -1025,12 +1027,15 @@ CAMPAIGN = {
                     dict(**_TB, pipelines=["ppo"], seeds=list(range(6)), checkpoints=[50_000, 640_000, 1_600_000]),
                     dict(**_TB, pipelines=["a2c"], seeds=list(range(6)), checkpoints=[50_000, 960_000, 2_400_000, 3_000_000, 6_000_000, 12_000_000]),
                     dict(**_TB, pipelines=["ppo"], seeds=list(range(6)), checkpoints=[50_000, 640_000, 1_600_000, 3_000_000])],
-    # The value-based agents: the IR study's DQN and QR-DQN past their constant phase (about 625 frames/s), then the saliency
-    # benchmark's two missing games (Huber et al. 2021: Breakout, Ms. Pac-Man, Space Invaders, Frostbite).
-    "value": [dict(**_TB, pipelines=["dqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000]),
-              dict(**_TB, pipelines=["qrdqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000]),
+    # The value-based agents (about 625 frames/s): one seed each of the IR study's DQN and QR-DQN past their constant
+    # phase (the curve of distinct actions against frames), the saliency benchmark's two missing games (Huber et al. 2021:
+    # Breakout, Ms. Pac-Man, Space Invaders, Frostbite), then the other IR seeds.
+    "value": [dict(**_TB, pipelines=["dqn"], seeds=[0], checkpoints=[50_000, 200_000, 600_000]),
+              dict(**_TB, pipelines=["qrdqn"], seeds=[0], checkpoints=[50_000, 200_000, 600_000]),
               dict(env_id="ALE/SpaceInvaders-v5", pipelines=["dqn"], seeds=[0], checkpoints=[400_000, 1_200_000], **_ALE_DQN),
               dict(env_id="ALE/Frostbite-v5", pipelines=["dqn"], seeds=[0], checkpoints=[400_000, 1_200_000], **_ALE_DQN),
+              dict(**_TB, pipelines=["dqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000]),
+              dict(**_TB, pipelines=["qrdqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000]),
               dict(**_TB, pipelines=["dqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000, 1_000_000]),
               dict(**_TB, pipelines=["qrdqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000, 1_000_000])],
 }
@@ -1055,12 +1060,13 @@ def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matche
                    root: str | Path | None = None, # zoo folder; default ZOO_DIR
                    pipeline: str | None = None, # e.g. "ppo-mpe"; None: any
                    seed: int | None = None,     # one training seed only (its last checkpoint); None: any
-                   plays: bool = False,         # True: only agents that passed the quality gate (`quality_gate`)
+                   plays: bool = True,          # only agents that pass the quality gate (`quality_gate`); False: any
                    ) -> str:                    # the entry's folder
     """The folder of the best zoo agent for `env_id` (and `algo`): among the last checkpoint of each training run (one
     pipeline and seed), the highest evaluated mean return (unevaluated entries last; ties: more frames, then lower seed).
-    With `plays`, only entries whose card records a passed quality gate count (a run's last *passing* checkpoint).
-    Raises `LookupError` if the zoo has no such agent."""
+    With `plays` (the default), only entries whose card records a passed quality gate count (a run's last *passing*
+    checkpoint), so that every lesson and study explains agents that play. Raises `LookupError` if the zoo has no such
+    agent, saying how many failed the gate or were not gated."""
     z = list_zoo(root)
     if len(z):
         z = z[(z.env_id.str.lower() == env_id.lower()) & ((z.algo == algo) if algo else True)
@@ -1080,8 +1086,9 @@ def best_zoo_entry(env_id: str,                 # e.g. "toybox/Breakout" (matche
     return str(z.iloc[0].path)
 
 def load_best_agent(env_id: str, algo: str | None = None, root: str | Path | None = None,
-                    device: str | torch.device = "auto") -> tuple[Policy, dict]:
-    "`(Policy, card)` of `best_zoo_entry(env_id, algo, root)`. Raises `LookupError` if the zoo has no such agent."
-    path = best_zoo_entry(env_id, algo, root)
+                    device: str | torch.device = "auto", plays: bool = True) -> tuple[Policy, dict]:
+    """`(Policy, card)` of `best_zoo_entry(env_id, algo, root, plays=plays)`: by default the best agent that passes the
+    quality gate. Raises `LookupError` if the zoo has no such agent."""
+    path = best_zoo_entry(env_id, algo, root, plays=plays)
     return load_agent(path, device=device), load_card(path)
 

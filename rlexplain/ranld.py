@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from .core import SCALES, Policy, Result, get_scale, ScaledConfig, json_default, progress as progress_bar
+from .core import SCALES, Policy, Result, get_scale, ScaledConfig, json_default, warn_constant_policy, progress as progress_bar
 from .envs import make_env
 from .shifts import Identity, Shift, ShiftedRollout, ce_output_grad, collect_shifted_rollout, make_shift
 
@@ -346,6 +346,7 @@ def ranld(policy: Policy,              # any Policy (q-values or logits)
         raise ValueError(f"n_eigenvalues must be an integer >= 0 (0 skips the eigen-gap diagnostic); got {n_eigenvalues!r}.")
     if method not in PD_METHODS: raise ValueError(f"method must be one of {PD_METHODS}; got {method!r}.")
     G, acts = _greedy_gradients(policy, states, temperature, batch_size)
+    warn_constant_policy(policy, torch.nn.functional.one_hot(torch.as_tensor(acts).long(), policy.n_actions), "RA-NLD")
     z, lam, eig = _decompose(_checked(G, method), method, 0, int(n_eigenvalues))   # one decomposition: direction and eigenvalues
     sq = torch.linalg.vector_norm(G, dim=1).double().pow(2)
     return PrincipalDirection(z.reshape(policy.obs_shape).numpy(), lam, sq.numpy(), acts.numpy(),

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .core import Policy, progress as progress_bar, to_obs_tensor
+from .core import Policy, progress as progress_bar, to_obs_tensor, warn_constant_policy
 from .envs import Rollout, ToyboxEnv, make_env
 
 # %% ../nbs/04_shifts.ipynb #5afb1c49
@@ -596,8 +596,9 @@ def action_change_rate(policy: Policy,       # the agent
     "Fraction of `obs` whose greedy action differs between `obs` and `shift(obs)`. Raises `ValueError` for an empty batch."
     shift = make_shift(shift); x = policy.obs(obs)
     if len(x) == 0: raise ValueError("obs is empty.")
-    changed = 0
+    changed, clean = 0, []
     for i in range(0, len(x), batch_size):
-        xb = x[i:i + batch_size]
-        changed += int((policy.act(xb, deterministic=True) != policy.act(shift(xb, policy), deterministic=True)).sum())
+        xb = x[i:i + batch_size]; a = policy.act(xb, deterministic=True); clean.append(a)
+        changed += int((a != policy.act(shift(xb, policy), deterministic=True)).sum())
+    warn_constant_policy(policy, torch.nn.functional.one_hot(torch.cat(clean).long(), policy.n_actions), "action_change_rate")
     return changed / len(x)

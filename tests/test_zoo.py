@@ -107,10 +107,10 @@ def test_best_zoo_entry_picks_the_best_last_checkpoint(zoo):
     from rlexplain.agents import best_zoo_entry, load_best_agent
     z = zoo[(zoo.env_id == DEMO_ZOO["env_id"]) & (zoo.algo == "dqn")]
     last = z[z.frames == z.groupby(["pipeline", "seed"]).frames.transform("max")]
-    path = best_zoo_entry(DEMO_ZOO["env_id"], "dqn")
+    path = best_zoo_entry(DEMO_ZOO["env_id"], "dqn", plays=False)   # every agent, as trained (the 2e5-frame DQNs fail the gate)
     assert path == last.loc[last.return_mean.idxmax(), "path"]
-    assert best_zoo_entry(DEMO_ZOO["env_id"].upper(), "dqn") == path   # env ids match case-insensitively
-    pol, card = load_best_agent(DEMO_ZOO["env_id"], "dqn", device="cpu")
+    assert best_zoo_entry(DEMO_ZOO["env_id"].upper(), "dqn", plays=False) == path   # env ids match case-insensitively
+    pol, card = load_best_agent(DEMO_ZOO["env_id"], "dqn", device="cpu", plays=False)
     assert card["frames"] == last.frames.max() and pol.n_actions == card["n_actions"]
     with pytest.raises(LookupError, match="no dqn agent for ALE/Nope-v5"):
         best_zoo_entry("ALE/Nope-v5", "dqn")
@@ -128,8 +128,10 @@ def test_best_zoo_entry_compares_runs_of_every_pipeline(tmp_path):
         save_json(d / "card.json", {"id": f"ale-pong-v5/{pipe}/seed0/{frames}", "env_id": "ALE/Pong-v5", "pipeline": pipe,
                                     "algo": algo, "seed": 0, "frames": frames, "env_steps": frames // 4,
                                     "evaluation": {"mean": mean, "std": 1.0, "random_mean": -20.0, "random_std": 1.0}})
-    assert best_zoo_entry("ALE/Pong-v5", root=tmp_path) == str(entry_dir(tmp_path, "ALE/Pong-v5", "short", 0, 4_000_000))
-    assert best_zoo_entry("ALE/Pong-v5", "a2c", root=tmp_path) == str(entry_dir(tmp_path, "ALE/Pong-v5", "long", 0, 16_000_000))
+    assert best_zoo_entry("ALE/Pong-v5", root=tmp_path, plays=False) == str(entry_dir(tmp_path, "ALE/Pong-v5", "short", 0, 4_000_000))
+    assert best_zoo_entry("ALE/Pong-v5", "a2c", root=tmp_path, plays=False) == str(entry_dir(tmp_path, "ALE/Pong-v5", "long", 0, 16_000_000))
+    with pytest.raises(LookupError, match="not gated"):   # by default only agents that pass the quality gate are chosen
+        best_zoo_entry("ALE/Pong-v5", root=tmp_path)
 
 
 def test_mpe_teams_are_complete_and_beat_random(zoo):
