@@ -68,7 +68,8 @@ def t_bounds(x: Any,             # (M, ...) per-unit estimates (seeds, states); 
     """Student-t interval for the mean of M independent estimates along axis 0: mean +- t_{M-1, (1+level)/2} sd / sqrt(M)
     (sd with ddof=1). Exact for normal units, so it holds its level with 3 seeds, where the percentile bootstrap does not.
     Equals `scipy.stats.ttest_1samp(x).confidence_interval(level)` up to rounding (it is written out so that the studies'
-    tables stay bit for bit). Raises `ValueError` for fewer than 2 estimates or `level` outside (0, 1)."""
+    tables stay bit for bit). Source: Student (1908), "The probable error of a mean". Raises `ValueError` for fewer than
+    2 estimates or `level` outside (0, 1)."""
     x = np.asarray(x, np.float64)
     if x.ndim == 0 or len(x) < 2: raise ValueError(f"a t interval needs at least 2 per-seed estimates; got shape {x.shape}.")
     if not 0 < level < 1: raise ValueError(f"level must be in (0, 1); got {level}.")
@@ -110,7 +111,8 @@ def t_from_se(value: float,         # the point estimate
 def welch_df(se_a: float, df_a: float, se_b: float, df_b: float) -> tuple[float, float]:
     """Standard error and Welch-Satterthwaite degrees of freedom of the difference of two independent estimates with
     standard errors `se_a`, `se_b` (>= 0) on `df_a`, `df_b` degrees of freedom (inf: known variance, contributes no
-    term). `(0, inf)` when both are exact. Raises `ValueError` for a negative standard error."""
+    term). `(0, inf)` when both are exact. Source: Welch (1947), Satterthwaite (1946). Raises `ValueError` for a
+    negative standard error."""
     if se_a < 0 or se_b < 0: raise ValueError(f"standard errors must be >= 0; got {se_a}, {se_b}.")
     va, vb = se_a ** 2, se_b ** 2; se = math.sqrt(va + vb)
     if se == 0: return 0.0, math.inf
@@ -143,7 +145,7 @@ def paired_t(a: Any, b: Any,       # (n,) values of two methods on the same n un
              ) -> Interval:
     """The paired t interval of mean(a - b) over the units where both are finite (`scipy.stats.ttest_rel(a, b)` and its
     `confidence_interval`); n - 1 degrees of freedom, `n` the pairs used. Differences equal up to float rounding give the
-    difference itself (scipy would divide by a rounding error). Raises `ValueError` for arrays of different
+    difference itself (scipy would divide by a rounding error). Source: Student (1908) on the differences. Raises `ValueError` for arrays of different
     shapes or fewer than 2 finite pairs."""
     a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
     if a.shape != b.shape: raise ValueError(f"paired_t needs the same units on both sides; got {a.shape} and {b.shape}.")
@@ -159,7 +161,8 @@ def paired_t(a: Any, b: Any,       # (n,) values of two methods on the same n un
 def bonferroni_level(level: float,  # the family's coverage, in (0, 1)
                      m: int,        # comparisons in the family, >= 1
                      ) -> float:
-    "The coverage `1 - (1 - level) / m` at which each of `m` intervals is drawn so that all hold together at `level`. Raises `ValueError` for m < 1."
+    """The coverage `1 - (1 - level) / m` at which each of `m` intervals is drawn so that all hold together at `level`
+    (Bonferroni; Dunn 1961), whatever their dependence. Raises `ValueError` for m < 1 or a level outside (0, 1)."""
     if int(m) < 1: raise ValueError(f"m must be >= 1; got {m}.")
     return 1 - (1 - _level(level)) / int(m)
 
@@ -182,7 +185,8 @@ def jackknife(x: Any,                               # (n, ...) units along axis 
               ) -> Interval:
     """The delete-one jackknife interval of `statistic(x)` over the n units on axis 0: value = statistic(x), se from the
     n leave-one-out values, t quantile on n - 1 df (test 'jackknife-t'). Exact for the mean (it is then the t interval);
-    approximate otherwise. Raises `ValueError` for fewer than 3 units (one left out of 2 leaves no spread to estimate)."""
+    approximate otherwise. Source: Quenouille (1949), Tukey (1958); Efron & Tibshirani (1993), ch. 11. Raises
+    `ValueError` for fewer than 3 units (one left out of 2 leaves no spread to estimate)."""
     x = np.asarray(x)
     if x.ndim == 0 or len(x) < 3: raise ValueError(f"the jackknife needs at least 3 units on axis 0; got shape {x.shape}.")
     n = len(x); th = np.array([float(statistic(np.delete(x, i, axis=0))) for i in range(n)])
@@ -198,7 +202,8 @@ def bootstrap(x: Any,                          # (n,) values of n independent un
               method: str = "BCa",             # 'BCa', 'percentile' or 'basic' (scipy.stats.bootstrap)
               min_n: int = 20,                 # fewer units: refused (the interval's coverage would be well below level)
               ) -> Interval:
-    """The bootstrap interval of `statistic` (`scipy.stats.bootstrap`, test 'bootstrap'), approximate coverage `level`.
+    """The bootstrap interval of `statistic` (`scipy.stats.bootstrap`, test 'bootstrap'; BCa: Efron 1987), approximate
+    coverage `level`; `se` is the bootstrap standard error, `df` inf.
     Raises `ValueError` for fewer than `min_n` finite values (use `t_interval` or `jackknife`)."""
     v = _finite(x)
     if len(v) < min_n: raise ValueError(f"the bootstrap's coverage is asymptotic: {len(v)} units < min_n = {min_n}; use t_interval (a mean) or jackknife.")
