@@ -65,8 +65,8 @@ RX_RIS = _find("rlexplain.attribution:RIS", "rlexplain.metrics:RIS", "rlexplain:
 
 
 def _values(att) -> np.ndarray:
-    "An attribution's values `(N, *obs_shape)`, whatever the result class is called now (`values` or `importance`)."
-    return np.asarray(getattr(att, "values", None) if hasattr(att, "values") else att.importance)
+    "An attribution's values `(N, *obs_shape)`."
+    return np.asarray(att.values)
 
 
 def rx_attribution(method: str, policy, states, actions, **params):

@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 import urllib.parse
 import zipfile
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
@@ -25,10 +26,10 @@ from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 # %% auto #0
 __all__ = ['SCALES', 'PROGRESS_MODES', 'LAYOUTS', 'RESULT_TYPES', 'get_scale', 'ScaledConfig', 'get_device', 'seed_everything',
            'progress', 'fmt_num', 'to_obs_tensor', 'torch_threads', 'ComputeSettings', 'compute_settings',
-           'map_batches', 'run_metadata', 'PolicyLike', 'Policy', 'sb3_class', 'sb3_algo_of_zip', 'load_sb3', 'SB3Head',
-           'sb3_policy', 'atomic_write', 'json_default', 'save_json', 'load_json', 'save_table', 'save_arrays',
-           'load_arrays', 'Result', 'load_result', 'ConfigMismatchError', 'encode_unit_name', 'RunDir', 'process_pool',
-           'run_jobs']
+           'map_batches', 'run_metadata', 'PolicyLike', 'Policy', 'warn_constant_policy', 'sb3_class',
+           'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy', 'atomic_write', 'json_default', 'save_json',
+           'load_json', 'save_table', 'save_arrays', 'load_arrays', 'Result', 'load_result', 'ConfigMismatchError',
+           'encode_unit_name', 'RunDir', 'process_pool', 'run_jobs']
 
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
@@ -603,6 +604,29 @@ class Policy:
         if isinstance(model, (str, Path)): model = load_sb3(model, algo=algo, device=device)
         return sb3_policy(model, device=device, **kwargs)
 
+# %% ../nbs/00_core.ipynb #b4329160
+_WARNED_CONSTANT: set = set()
+
+def warn_constant_policy(policy: Any,       # a Policy (its `name` labels the warning) or a name
+                         outputs: Any,      # (N, n_actions) q-values or logits on the N states of the input
+                         where: str = "",   # the study or function, e.g. "explain"
+                         ) -> bool:
+    """Warn (a `UserWarning`, once per agent name and place) when the greedy action is the same on every one of N >= 2
+    states, naming the agent and the action; returns True when it is. This is the quality gate's second question asked of a
+    study's own input (`rlexplain.agents.quality_gate`)."""
+    q = torch.as_tensor(outputs)
+    if q.ndim != 2 or q.shape[0] < 2: return False
+    a = q.argmax(-1)
+    if not bool((a == a[0]).all()): return False
+    name = policy if isinstance(policy, str) else getattr(policy, "name", type(policy).__name__)
+    key = (name, where)
+    if key not in _WARNED_CONSTANT:
+        _WARNED_CONSTANT.add(key)
+        warnings.warn(f"{where + ': ' if where else ''}agent {name} takes action {int(a[0])} in all {q.shape[0]} states of its input: "
+                      f"it does not react to the screen, so its explanations and attacks are uninformative. Choose an agent that "
+                      f"passes the quality gate (rlexplain zoo list, column plays).", UserWarning, stacklevel=2)
+    return True
+
 # %% ../nbs/00_core.ipynb #21edcaf4
 _SB3_ALGOS = {"dqn": ("stable_baselines3", "DQN"), "qrdqn": ("sb3_contrib", "QRDQN"),
               "ppo": ("stable_baselines3", "PPO"), "a2c": ("stable_baselines3", "A2C"),
@@ -945,12 +969,6 @@ class RunDir:
         for ext in _UNIT_EXTS:
             p = base.parent / (base.name + ext)
             if p.exists(): return p
-        legacy = self.path / "units" / name   # saved by rlexplain <= 0.1.0 under the raw name (right when it had no dot)
-        if legacy != base and "." not in name.rsplit("/", 1)[-1] and ".." not in name.split("/"):
-            if (legacy / "result.json").exists(): return legacy
-            for ext in _UNIT_EXTS:
-                p = legacy.parent / (legacy.name + ext)
-                if p.exists(): return p
         return None
 
     def done(self, name: str) -> bool:

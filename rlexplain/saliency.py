@@ -13,6 +13,5 @@ from .attribution import gaussian_blur, sarfa_score   # the shared blur and SARF
 
 # %% ../nbs/30_saliency.ipynb #a4e8b531
 from .attribution import (
-    lime, LIME_SEGMENTATIONS, noise_sensitivity, occlusion, PAPER_PARAMS, paper_saliency, RISE, rise, SALIENCY_METHODS,
-    SaliencyMap, sarfa, segment)
+    lime, LIME_SEGMENTATIONS, noise_sensitivity, occlusion, PAPER_PARAMS, RISE, rise, sarfa, segment)
 from .attribution import Attribution

@@ -12,17 +12,16 @@ import math
 import multiprocessing
 import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 # %% auto #0
 __all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'PAPER_CALIBRATION', 'DEMO_GRIDS', 'PAPER_GAMES', 'PAPER_RUNTIMES', 'TUNING_METHODS',
-           'random_saliency', 'explain', 'random_map_calibration', 'SanityCheck', 'sanity_check',
-           'penultimate_features', 'highlights_importance', 'Highlights', 'highlights_div', 'paper_grid', 'Tuning',
-           'tune', 'BenchConfig', 'load_bench_agent', 'collect_stream', 'MethodRun', 'paper_insertion_table',
-           'paper_tuning_table', 'paper_game', 'SaliencyBenchmark', 'game_stream', 'benchmark_jobs', 'run_benchmark',
-           'tuning_jobs', 'run_tuning']
+           'random_saliency', 'random_map_calibration', 'SanityCheck', 'sanity_check', 'penultimate_features',
+           'highlights_importance', 'Highlights', 'highlights_div', 'paper_grid', 'Tuning', 'tune', 'BenchConfig',
+           'load_bench_agent', 'collect_stream', 'MethodRun', 'paper_insertion_table', 'paper_tuning_table',
+           'paper_game', 'SaliencyBenchmark', 'game_stream', 'benchmark_jobs', 'run_benchmark', 'tuning_jobs',
+           'run_tuning']
 
 # %% ../nbs/31_saliency_bench.ipynb #1e3c4645
 import matplotlib.pyplot as plt
@@ -36,10 +35,10 @@ from .attribution import (   # the attribution layer's tools, shown and re-expor
     cascading_randomization, check_int, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
     INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
     model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
-from .attribution import Attribution, Explainer, explainer as make_explainer
+from .attribution import Attribution, Explainer, explainer
 from .attribution import explain as attribute, score   # the one road to an explanation, and the one road to a score
 from .core import Policy, Result, RunDir, get_scale, load_json, map_batches, run_jobs, ScaledConfig, progress as progress_bar
-from .saliency import PAPER_PARAMS, SALIENCY_METHODS
+from .saliency import PAPER_PARAMS
 
 # %% ../nbs/31_saliency_bench.ipynb #0e1ef6fc
 BENCH_METHODS = {   # key -> (rlexplain.saliency method, parameters)
@@ -87,7 +86,7 @@ def _bench_explainer(method: str | Callable, **overrides) -> Explainer:
         name, params = BENCH_METHODS[method]
         key = f"lime_{params['segmentation']}" if name == "lime" else name     # the explainer registry's name of the method
     else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(BENCH_METHODS)}.")
-    return make_explainer(key, **{**params, **overrides})
+    return explainer(key, **{**params, **overrides})
 
 def _maps(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(policy, obs, action) -> image Attribution
           policy: Policy,          # any Policy with image observations
@@ -103,13 +102,6 @@ def _maps(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(poli
     out = Attribution.from_pixels(att.pixels(), att.actions, label, att.params, att.values.shape[1], att.states, att.timing, att.source)
     object.__setattr__(out, "_explainer", att._explainer)
     return out
-
-def explain(method: str | Callable, policy: Policy, obs: Any, action: Any = None, **overrides) -> Attribution:
-    """Deprecated: `rlexplain.attribution.explain(name, policy, obs, action, **params)` is the one road (a `BENCH_METHODS` key's name
-    and parameters are `BENCH_METHODS[key]`). The maps of `method` with the benchmark's parameters, `pixels()` `(B, H, W)`."""
-    warnings.warn("rlexplain.saliency_bench.explain is deprecated and will be removed in the next release; use "
-                  "rlexplain.attribution.explain(name, policy, obs, action, **params).", DeprecationWarning, stacklevel=2)
-    return _maps(method, policy, obs, action, **overrides)
 
 # %% ../nbs/31_saliency_bench.ipynb #9585a60d
 PAPER_CALIBRATION = pd.DataFrame({"spearman": [0.0087, 0.0093], "ssim": [0.0136, 0.0374], "hog": [0.0096, 0.0087]},

@@ -138,10 +138,10 @@ def dataset_arrays(df: pd.DataFrame) -> tuple:
 
 # %% ../nbs/40_xrlbench.ipynb #20a3484d
 from .attribution import (
-    AIM, Attribution, AUM, DeepSHAP, Explanation, FIDELITY_METRICS, FidelityMetric, FidelityResult, FITTED_EXPLAINERS as EXPLAINERS,
-    FittedExplainer, GradientSHAP, IMAGE_METHODS, IntegratedGradients, make_explainer, PerturbationSaliency, PGI, PGU, RIS,
-    RIS_VARIANTS, RISResult, SARFA, TABULAR_METHODS, TabularLIME, TabularSHAP)
-from .attribution import EXPLAINERS as ATTRIBUTION_EXPLAINERS, explain, METRICS, registry_name, score   # the one road (and its registries)
+    AIM, Attribution, AUM, DeepSHAPExplainer, FIDELITY_METRICS, FidelityMetric, FidelityResult, GradientSHAPExplainer, IMAGE_METHODS,
+    IntegratedGradientsExplainer, PerturbationSaliencyExplainer, PGI, PGU, RIS, RIS_VARIANTS, RISResult, SARFAExplainer,
+    TABULAR_METHODS, TabularLIMEExplainer, TabularSHAPExplainer)
+from .attribution import EXPLAINERS, explain, METRICS, registry_name, score   # the one road and its registries
 
 # %% ../nbs/40_xrlbench.ipynb #7cda532f
 def waterfall_plot(ex: Attribution,          # a tabular Attribution (SHAP methods give base values; all_actions=True every action's values)
@@ -249,8 +249,8 @@ def run_benchmark(policy: Policy,               # the agent
     rows, curves = [], []
     for name in progress_bar(methods, desc=f"explainers {env_id}", disable=not progress):
         key = registry_name(name)
-        if key not in ATTRIBUTION_EXPLAINERS: raise ValueError(f"unknown explainer {name!r}; XRL-Bench's: {', '.join(TABULAR_METHODS)}.")
-        cls = ATTRIBUTION_EXPLAINERS[key]
+        if key not in EXPLAINERS: raise ValueError(f"unknown explainer {name!r}; XRL-Bench's: {', '.join(TABULAR_METHODS)}.")
+        cls = EXPLAINERS[key]
         label = getattr(cls, "key", key)                       # XRL-Bench's name for the table ("IG", "PS", ...)
         e = explain(key, policy, x, **{**cls.presets.get("xrlbench", {}), "background": background, "seed": seed,
                                        **method_params.get(name, {})})

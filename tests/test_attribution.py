@@ -251,10 +251,10 @@ def test_the_layer_is_low_and_each_method_lives_once():
     import rlexplain.attribution as A
     for mod, deps in _package_imports().items():
         for d in deps: assert d not in ("rlexplain.saliency", "rlexplain.saliency_bench", "rlexplain.xrlbench", "rlexplain.compare"), (mod, d)
-    for name in ("occlusion", "noise_sensitivity", "sarfa", "RISE", "lime", "segment", "SaliencyMap", "paper_saliency"):
+    for name in ("occlusion", "noise_sensitivity", "sarfa", "RISE", "lime", "segment", "PAPER_PARAMS"):
         assert getattr(saliency, name) is getattr(A, name)
-    for name in ("TabularSHAP", "TabularLIME", "PerturbationSaliency", "SARFA", "DeepSHAP", "GradientSHAP", "IntegratedGradients",
-                 "AIM", "AUM", "PGI", "PGU", "RIS", "Explanation", "make_explainer"):
+    for name in ("TabularSHAPExplainer", "TabularLIMEExplainer", "PerturbationSaliencyExplainer", "SARFAExplainer", "DeepSHAPExplainer",
+                 "GradientSHAPExplainer", "IntegratedGradientsExplainer", "AIM", "AUM", "PGI", "PGU", "RIS", "EXPLAINERS", "explain", "score"):
         assert getattr(xrlbench, name) is getattr(A, name)
     for name in ("insertion_curves", "cascading_randomization", "spearman_similarity", "ssim_similarity", "hog_similarity"):
         assert getattr(saliency_bench, name) is getattr(A, name)
@@ -448,7 +448,7 @@ def test_benchmarks_use_only_explain_and_score():
 
 
 def test_one_alias_map(cnn):
-    """'lime' means one thing: LIME on SLIC superpixels, an image method (EXPLAINER_ALIASES), in explain, paper_saliency and the
+    """'lime' means one thing: LIME on SLIC superpixels, an image method (EXPLAINER_ALIASES), in explain and the
     lime function alike; LIME on tabular states is 'tabular_lime' (XRL-Bench's 'TabularLIME'), never 'lime'."""
     from rlexplain.attribution import EXPLAINER_ALIASES, registry_name
     from rlexplain.attribution.explainers.xrlbench import _fitted
@@ -464,32 +464,25 @@ def test_one_alias_map(cnn):
     B = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
     with pytest.raises(ValueError, match="tabular_lime"): explain("lime", tab, B[:2])        # names the tabular method
     with pytest.raises(ValueError, match="unknown explainer 'lime'"): _fitted("lime", tab, B)
-    assert type(_fitted("integrated_gradients", tab, B)).__name__ == "IntegratedGradients"
+    assert type(_fitted("integrated_gradients", tab, B)).__name__ == "_IntegratedGradients"
 
 
-def test_old_names_warn_and_give_the_same_attribution():
-    "Each deprecated name warns, names its replacement, and its explanation is the Attribution `explain` gives, value for value."
-    import rlexplain.attribution as A
+def test_the_fitted_machinery_gives_the_attribution_of_explain():
+    "Each XRL-Bench name's private fitted explainer (`_fitted`) gives the Attribution `explain` gives under the registry's name, value for value."
+    from rlexplain.attribution.explainers.xrlbench import _fitted
+    from rlexplain.attribution.explainers.fitted import _FittedExplainer
     pol = linear_policy([[1, 0.5, 0], [-1, 0, 0.3]])
     B = np.random.default_rng(2).normal(size=(120, 3)).astype(np.float32); X = B[:6]
-    cases = {"TabularSHAP": ("tabular_shap", {}), "TabularLIME": ("tabular_lime", dict(num_samples=200)), "PerturbationSaliency": ("perturbation_saliency", {}),
+    cases = {"TabularSHAP": ("tabular_shap", {}), "TabularLIME": ("tabular_lime", dict(num_samples=200)), "PS": ("perturbation_saliency", {}),
              "SARFA": ("sarfa", {}), "DeepSHAP": ("deep_shap", dict(n_background=20)), "GradientSHAP": ("gradient_shap", dict(n_background=20, nsamples=20)),
-             "IntegratedGradients": ("integrated_gradients", dict(n_background=5))}
+             "IG": ("integrated_gradients", dict(n_background=5))}
     for old, (new, kw) in cases.items():
-        with pytest.warns(DeprecationWarning, match=rf"{old} is deprecated.*explain\('{new}'"):
-            e = getattr(A, old)(pol, B, **kw).explain(X)
+        ex = _fitted(old, pol, B, **kw)
+        assert isinstance(ex, _FittedExplainer)
+        e = ex.explain(X)
         att = explain(new, pol, X, background=B, **kw)
-        assert type(e) is Attribution and isinstance(e, A.Explanation) and isinstance(e, getattr(A, old)) is False
+        assert type(e) is Attribution
         np.testing.assert_array_equal(e.values, att.values); np.testing.assert_array_equal(e.actions, att.actions)
-        with pytest.warns(DeprecationWarning, match="make_explainer is deprecated"):
-            np.testing.assert_array_equal(A.make_explainer(old if old != "PerturbationSaliency" else "PS", pol, B, **kw).explain(X).values, att.values)
-    with pytest.warns(DeprecationWarning, match="Explanation is deprecated"):
-        e = A.Explanation(att.values, att.actions, X, None, [0.5, 0.25], "IG", ("a", "b", "c"), 1.5, {"seed": 0})
-    assert type(e) is Attribution and e.params["base_values"] == [0.5, 0.25] and e.params["feature_names"] == ["a", "b", "c"]
-    assert e.timing["total_s"] == 1.5
-    with pytest.warns(DeprecationWarning, match="Attribution.values"): np.testing.assert_array_equal(e.importance, e.values)
-    with pytest.warns(DeprecationWarning, match="FittedExplainer is deprecated"), pytest.raises(TypeError): A.FittedExplainer(object())
-    assert isinstance(A.explainers.xrlbench._fitted("PS", pol, B), A.FittedExplainer)
 
 
 def test_every_action_kept_for_to_shap():
@@ -569,8 +562,6 @@ def test_pixel_maps_survive_the_contract_bit_for_bit():
     att = explain("noise_sensitivity", pol, x, radius=3)
     np.testing.assert_array_equal(att.pixels(), m.pixels())
     np.testing.assert_array_equal(att[1:3].pixels(), m.pixels()[1:3])
-    with pytest.warns(DeprecationWarning, match="saliency_bench.explain is deprecated"):
-        np.testing.assert_array_equal(saliency_bench.explain("noise_sensitivity", pol, x).pixels(), m.pixels())
     np.testing.assert_array_equal(saliency_bench._maps("noise_sensitivity", pol, x).pixels(), m.pixels())
     np.testing.assert_array_equal(saliency_bench._maps("random", pol, x).pixels(), saliency_bench.random_saliency(pol, x).pixels())
 

@@ -160,10 +160,14 @@ def test_unit_names_of_any_characters_round_trip(tmp_path, kind):
     assert not rd.done("p=0")
 
 
-def test_rundir_reads_units_saved_under_raw_names_by_older_versions(tmp_path):
-    (tmp_path / "units" / "ir" / "dqn").mkdir(parents=True)
-    (tmp_path / "units" / "ir" / "dqn" / "seed 1.json").write_text("[1, 2]")
-    assert RunDir(tmp_path).load_unit("ir/dqn/seed 1") == [1, 2]
+def test_rundir_reads_units_only_under_their_encoded_paths(tmp_path):
+    "One path per unit: a file under the raw name of a unit whose name is encoded (`a:b` -> `a%3Ab`) is not read."
+    (tmp_path / "units").mkdir()
+    (tmp_path / "units" / "a:b.json").write_text("[1]")
+    rd = RunDir(tmp_path)
+    assert not rd.done("a:b")
+    rd.save_unit("a:b", [2])
+    assert rd.load_unit("a:b") == [2] and (tmp_path / "units" / "a%3Ab.json").exists()
 
 
 def test_atomic_write_fsyncs_before_replace(tmp_path, monkeypatch):

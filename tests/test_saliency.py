@@ -12,8 +12,8 @@ from torch import nn
 
 from rlexplain.core import Policy, load_result
 from rlexplain.attribution import Attribution, explain
-from rlexplain.saliency import (LIME_SEGMENTATIONS, PAPER_PARAMS, RISE, SaliencyMap, gaussian_blur, lime,
-                                noise_sensitivity, occlusion, paper_saliency, rise, sarfa, sarfa_score, segment)
+from rlexplain.saliency import (LIME_SEGMENTATIONS, PAPER_PARAMS, RISE, gaussian_blur, lime, noise_sensitivity, occlusion, rise,
+                                sarfa, sarfa_score, segment)
 
 SHAPE = (4, 32, 32)
 ONES = np.ones((1, *SHAPE), np.float32)
@@ -187,15 +187,13 @@ def test_saliency_map_result(tmp_path, px):
     with pytest.raises(IndexError): m.plot(index=2)
 
 
-def test_saliency_map_alias_warns_and_builds_the_same_attribution(px):
-    "SaliencyMap is deprecated: it warns, names the replacement, and builds the Attribution that from_pixels builds."
+def test_pixel_maps_are_attributions_built_by_from_pixels(px):
+    "A method's map is an Attribution; from_pixels rebuilds it from its pixels, value for value, and refuses a map without its actions."
     m = occlusion(px, ONES, patch=4)
-    with pytest.warns(DeprecationWarning, match="Attribution.from_pixels"):
-        old = SaliencyMap(m.pixels(), m.actions, m.method, m.params)
-    new = Attribution.from_pixels(m.pixels(), m.actions, m.method, m.params)
-    assert type(old) is Attribution and isinstance(old, SaliencyMap) and isinstance(m, SaliencyMap)
-    np.testing.assert_array_equal(old.values, new.values); np.testing.assert_array_equal(old.pixels(), m.pixels())
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="actions"): SaliencyMap(np.zeros((2, 3, 3)), [0], "x")
+    new = Attribution.from_pixels(m.pixels(), m.actions, m.method, m.params, channels=m.values.shape[1])
+    assert type(m) is Attribution and type(new) is Attribution
+    np.testing.assert_array_equal(new.values, m.values); np.testing.assert_array_equal(new.pixels(), m.pixels())
+    with pytest.raises(ValueError, match="actions"): Attribution.from_pixels(np.zeros((2, 3, 3)), [0], "x")
 
 
 @settings(max_examples=15, deadline=None)
@@ -224,9 +222,7 @@ def test_paper_parameters_on_a_small_cnn():
     for key in PAPER_PARAMS:
         m = explain(key, pol, obs, **PAPER_PARAMS[key][1])
         assert m.pixels().shape == (1, 84, 84) and np.isfinite(m.pixels()).all(), key
-    with pytest.warns(DeprecationWarning, match="explain"): old = paper_saliency("occlusion", pol, obs)   # deprecated: the same map
-    np.testing.assert_array_equal(old.pixels(), explain("occlusion", pol, obs, **PAPER_PARAMS["occlusion"][1]).pixels())
-    with pytest.warns(DeprecationWarning), pytest.raises(KeyError): paper_saliency("gradcam", pol, obs)
+    with pytest.raises(LookupError, match="gradcam"): explain("gradcam", pol, obs)
 
 
 def test_zoo_agent_if_present():

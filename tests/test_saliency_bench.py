@@ -12,9 +12,9 @@ from torch import nn
 from rlexplain.core import Policy, load_result
 from rlexplain import saliency_bench as sb
 from rlexplain.saliency_bench import (BENCH_METHODS, PAPER_CALIBRATION, BenchConfig, InsertionResult, SaliencyBenchmark,
-                                      SanityCheck, cascading_randomization, explain, highlights_div, insertion_curves,
+                                      SanityCheck, cascading_randomization, highlights_div, insertion_curves,
                                       map_similarity, model_layers, paper_grid, paper_insertion_table,
-                                      random_map_calibration, run_benchmark, sanity_check, tune)
+                                      random_map_calibration, random_saliency, run_benchmark, sanity_check, tune)
 
 torch.set_num_threads(1)
 SHAPE = (4, 32, 32)
@@ -59,7 +59,7 @@ def test_perfect_map_has_maximal_insertion_auc(px):
     rng = np.random.default_rng(1)
     rand = [insertion_curves(px, ONES, rng.random((1, 32, 32))).auc("q", "black")[0] for _ in range(15)]
     assert max(rand) <= best + 1e-9 and np.mean(rand) < best - 0.2
-    baseline = explain("random", px, ONES)
+    baseline = random_saliency(px, ONES)
     assert insertion_curves(px, ONES, baseline).auc("advantage", "black")[0] <= perfect.auc("advantage", "black")[0]
 
 
@@ -138,7 +138,7 @@ def test_sb3_model_via_from_sb3():
     sc = sanity_check(pol, obs, "occlusion", patch=12)
     assert sc.table.n_randomized.max() == 6
     for k, v in pol.module.state_dict().items(): assert torch.equal(v, before[k])
-    ins = insertion_curves(pol, obs, explain("random", pol, obs))
+    ins = insertion_curves(pol, obs, random_saliency(pol, obs))
     assert ins.q.shape == (2, 2, 85)
     assert len(highlights_div(pol, obs, budget=1).indices) == 1
 

@@ -7,11 +7,12 @@ import pytest
 import torch
 from torch import nn
 
-from rlexplain.attribution import explain
+from rlexplain.attribution import Attribution, explain
+from rlexplain.attribution.explainers.xrlbench import _fitted   # the private fitted explainers behind explain (their own explain(states, actions))
 from rlexplain.core import Policy
-from rlexplain.xrlbench import (AIM, AUM, EXPLAINERS, IMAGE_METHODS, PGI, PGU, RIS, Explanation, FidelityResult,
-                                XRLBenchResult, dataset_arrays, generate_dataset, load_dataset, load_xrlbench_policy,
-                                make_explainer, run_benchmark, sarfa_score, save_dataset)
+from rlexplain.xrlbench import (AIM, AUM, IMAGE_METHODS, PGI, PGU, RIS, TABULAR_METHODS, FidelityResult, XRLBenchResult,
+                                dataset_arrays, generate_dataset, load_dataset, load_xrlbench_policy, run_benchmark, sarfa_score,
+                                save_dataset)
 
 torch.set_num_threads(1)
 
@@ -39,18 +40,18 @@ def test_exact_linear_attributions(name, bias, data):
     pol = linear_policy(W, bias)
     ref = X[:1]
     acts = rng.integers(0, 3, 25)
-    e = make_explainer(name, pol, background=ref).explain(X[1:26], acts)
-    np.testing.assert_allclose(e.importance, W[acts] * (X[1:26] - ref), atol=1e-4)
+    e = _fitted(name, pol, background=ref).explain(X[1:26], acts)
+    np.testing.assert_allclose(e.values, W[acts] * (X[1:26] - ref), atol=1e-4)
     # the attributions sum to Q_a(x) - Q_a(x0)
     q = pol.outputs(X[1:26]).numpy()[np.arange(25), acts] - pol.outputs(ref).numpy()[0, acts]
-    np.testing.assert_allclose(e.importance.sum(1), q, atol=1e-4)
+    np.testing.assert_allclose(e.values.sum(1), q, atol=1e-4)
 
 
 def test_ig_averages_over_references_and_all_actions(data):
     X, rng = data
     W = rng.normal(size=(2, 4))
     pol = linear_policy(W, [1.0, 2.0])
-    e = make_explainer("IG", pol, background=X[:50], n_background=10, all_actions=True).explain(X[100:110])
+    e = _fitted("IG", pol, background=X[:50], n_background=10, all_actions=True).explain(X[100:110])
     refs = X[:50][np.random.RandomState(42).choice(50, 10, replace=False)]       # the benchmark's draw (seed 42)
     np.testing.assert_allclose(e.per_action, W[None] * (X[100:110] - refs.mean(0))[:, None], atol=1e-4)
     np.testing.assert_array_equal(e.actions, pol.outputs(X[100:110]).numpy().argmax(1))
@@ -66,10 +67,10 @@ def test_deepshap_needs_relu_modules(data):
             super().__init__(); self.a, self.b = seq[0], seq[2]
         def forward(self, x): return self.b(torch.relu(self.a(x)))
 
-    good = make_explainer("DeepSHAP", Policy.from_module(seq, (4,), device="cpu"), background=X[:20]).explain(X[20:30])
-    assert good.importance.shape == (10, 4)
+    good = _fitted("DeepSHAP", Policy.from_module(seq, (4,), device="cpu"), background=X[:20]).explain(X[20:30])
+    assert good.values.shape == (10, 4)
     with pytest.raises(ValueError, match="nn.ReLU"):
-        make_explainer("DeepSHAP", Policy.from_module(Functional(), (4,), device="cpu"), background=X[:20]).explain(X[20:30])
+        _fitted("DeepSHAP", Policy.from_module(Functional(), (4,), device="cpu"), background=X[:20]).explain(X[20:30])
 
 
 def test_perfect_random_and_worst_explanations(data):
@@ -94,16 +95,16 @@ def test_explainers_on_a_one_feature_agent(data):
     X, _ = data
     pol = linear_policy([[1, 0, 0, 0], [-1, 0, 0, 0]])
     big = np.random.default_rng(1).normal(size=(2000, 4)).astype(np.float32)
-    for name in EXPLAINERS:
+    for name in TABULAR_METHODS:
         kw = {"num_samples": 500} if name == "TabularLIME" else {}
-        ex = make_explainer(name, pol, background=big, **kw)
+        ex = _fitted(name, pol, background=big, **kw)
         Xc = X[:30].copy()
         e = ex.explain(Xc)
         np.testing.assert_array_equal(Xc, X[:30])               # never modified in place
-        assert isinstance(e, Explanation) and e.importance.shape == (30, 4) and np.isfinite(e.importance).all()
-        share = np.abs(e.importance).mean(0)
+        assert isinstance(e, Attribution) and e.values.shape == (30, 4) and np.isfinite(e.values).all()
+        share = np.abs(e.values).mean(0)
         assert share.argmax() == 0, (name, share)
-    assert make_explainer("TabularSHAP", pol, background=big).agreement > 0.95
+    assert _fitted("TabularSHAP", pol, background=big).agreement > 0.95
 
 
 def test_sarfa_by_hand():
@@ -119,24 +120,24 @@ def test_images_tiny_cnn():
     imgs = np.random.default_rng(0).random((6, 2, 12, 12)).astype(np.float32)
     for name in IMAGE_METHODS:
         kw = {"stride": 3} if name in ("PS", "SARFA") else {"n_background": 4}
-        e = make_explainer(name, pol, background=imgs, **kw).explain(imgs[:3])
-        assert e.importance.shape == (3, 2, 12, 12)
+        e = _fitted(name, pol, background=imgs, **kw).explain(imgs[:3])
+        assert e.values.shape == (3, 2, 12, 12)
     r = AIM(pol)(imgs[:3], e)
     assert list(r.ks) == list(range(12, 144, 12)) and 0 <= r.value <= 1
     assert PGI(pol, pixel_step=36)(imgs[:3], e).scores.shape == (1, 3)      # one ranking by default: |importance|
     with pytest.raises(ValueError, match="explains tabular"):
-        make_explainer("TabularLIME", pol, background=imgs)
+        _fitted("TabularLIME", pol, background=imgs)
 
 
 def test_bad_input(data):
     X, _ = data
     pol = linear_policy(np.eye(2, 4))
     with pytest.raises(ValueError, match="unknown explainer 'Shapley'; known: TabularSHAP"):
-        make_explainer("Shapley", pol, background=X)
+        _fitted("Shapley", pol, background=X)
     with pytest.raises(ValueError, match="D = 4 features"):
-        make_explainer("PS", pol, background=X).explain(X[:5, :3])
+        _fitted("PS", pol, background=X).explain(X[:5, :3])
     with pytest.raises(ValueError, match="NaN"):
-        make_explainer("IG", pol, background=X).explain(np.full((2, 4), np.nan, np.float32))
+        _fitted("IG", pol, background=X).explain(np.full((2, 4), np.nan, np.float32))
     with pytest.raises(ValueError, match=r"k must lie in \[1, 4\]"):
         AIM(pol).at_k(X[:5], X[:5], k=7)
     with pytest.raises(ValueError, match="k must lie"):
@@ -144,15 +145,15 @@ def test_bad_input(data):
     with pytest.raises(ValueError, match="importance must have"):
         AUM(pol)(X[:5], X[:4])
     with pytest.raises(ValueError, match="needs background"):
-        make_explainer("DeepSHAP", pol)
+        _fitted("DeepSHAP", pol)
     with pytest.raises(ValueError, match=r"\[0, 2\)"):
-        make_explainer("SARFA", pol, background=X).explain(X[:2], actions=[0, 5])
+        _fitted("SARFA", pol, background=X).explain(X[:2], actions=[0, 5])
 
 
 def test_ris_linear_ig_is_one(data):
     X, _ = data
     pol = linear_policy([[0.5, -1.0, 2.0, 0.3]])
-    ig = make_explainer("IG", pol, baseline="zeros")
+    ig = _fitted("IG", pol, baseline="zeros")
     r = RIS(n_neighbors=4)(ig, X[:20] + 4.0)
     np.testing.assert_allclose(r.per_state, 1.0, rtol=1e-4)
     assert RIS(variant="original")(ig, X[:20] + 4.0).params["n_neighbors"] == 1
@@ -172,9 +173,9 @@ def test_benchmark_and_results_roundtrip(tmp_path, data):
     r.save(tmp_path / "bench")
     back = XRLBenchResult.load(tmp_path / "bench")
     pd.testing.assert_frame_equal(back.table, r.table)
-    e = make_explainer("SARFA", pol, background=X).explain(X[:5])
-    e.save(tmp_path / "e"); e2 = Explanation.load(tmp_path / "e")
-    np.testing.assert_array_equal(e2.importance, e.importance); assert e2.method == "SARFA"
+    e = _fitted("SARFA", pol, background=X).explain(X[:5])
+    e.save(tmp_path / "e"); e2 = Attribution.load(tmp_path / "e")
+    np.testing.assert_array_equal(e2.values, e.values); assert e2.method == "SARFA"
     f = AIM(pol)(X[:5], e); f.save(tmp_path / "f")
     assert FidelityResult.load(tmp_path / "f").value == f.value
 
@@ -219,14 +220,13 @@ def test_image_benchmark_on_the_zoo_agent(env_id):
 
 def test_tabularshap_thread_count_does_not_change_values():
     "TabularSHAP's explain_jobs only sets LightGBM's TreeSHAP threads: one or two threads give the same values."
-    from rlexplain.xrlbench import TabularSHAP
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 5)).astype(np.float32)
     pol = Policy.from_module(nn.Linear(5, 3), (5,), device="cpu")
-    one = TabularSHAP(pol, X, explain_jobs=1).explain(X[:50])
-    two = TabularSHAP(pol, X, explain_jobs=2).explain(X[:50])
-    np.testing.assert_array_equal(one.importance, two.importance)
-    assert TabularSHAP(pol, X).explain_jobs >= 1
+    one = _fitted("TabularSHAP", pol, X, explain_jobs=1).explain(X[:50])
+    two = _fitted("TabularSHAP", pol, X, explain_jobs=2).explain(X[:50])
+    np.testing.assert_array_equal(one.values, two.values)
+    assert _fitted("TabularSHAP", pol, X).explain_jobs >= 1
 
 
 def test_benchmark_plot_names_the_better_direction_and_keeps_methods_apart():
@@ -251,22 +251,22 @@ def test_ris_variants_share_one_set_of_neighbour_explanations(data):
     """`RIS.variants` gives each formula's value exactly as its own `RIS` call would, from one pass over the neighbours."""
     X, _ = data
     pol = linear_policy([[0.5, -1.0, 2.0, 0.3], [0.1, 0.4, -0.2, 1.0]])
-    ig = make_explainer("IG", pol, baseline="zeros")
+    ig = _fitted("IG", pol, baseline="zeros")
     calls = []
     def f(s, a):
-        calls.append(len(s)); return ig.explain(s, a).importance
+        calls.append(len(s)); return ig.explain(s, a).values
     e = ig.explain(X[:12] + 1.0)
-    both = RIS(n_neighbors=3, seed=4).variants(f, e.states, e.importance, e.actions)
+    both = RIS(n_neighbors=3, seed=4).variants(f, e.states, e.values, e.actions)
     assert calls == [36]                                     # 12 states x 3 neighbours, explained once
     for v in ("paper", "code"):
-        alone = RIS(n_neighbors=3, seed=4, variant=v)(f, e.states, e.importance, e.actions)
+        alone = RIS(n_neighbors=3, seed=4, variant=v)(f, e.states, e.values, e.actions)
         np.testing.assert_array_equal(both[v].per_state, alone.per_state)
         assert both[v].variant == v and both[v].value == alone.value
     assert both["paper"].value != both["code"].value
     with pytest.raises(ValueError, match="original"):
-        RIS().variants(f, e.states, e.importance, e.actions, variants=("paper", "original"))
+        RIS().variants(f, e.states, e.values, e.actions, variants=("paper", "original"))
     with pytest.raises(ValueError, match="subset"):
-        RIS().variants(f, e.states, e.importance, e.actions, variants=("mean",))
+        RIS().variants(f, e.states, e.values, e.actions, variants=("mean",))
 
 
 def test_zoo_agent_benchmark_against_the_paper_and_waterfall():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -19,8 +18,8 @@ from ..core import Policy, Result
 from ._utils import as_states, resolve_actions
 
 # %% auto #0
-__all__ = ['SaliencyMap', 'EXPLAINERS', 'METRICS', 'EXPLAINER_ALIASES', 'Attribution', 'Explainer', 'deprecated_alias',
-           'map_values', 'MetricResult', 'Metric', 'registry_name', 'explainer', 'explain', 'score']
+__all__ = ['EXPLAINERS', 'METRICS', 'EXPLAINER_ALIASES', 'Attribution', 'Explainer', 'map_values', 'MetricResult', 'Metric',
+           'registry_name', 'explainer', 'explain', 'score']
 
 # %% ../../nbs/attribution/01_base.ipynb #a92c14ed
 @dataclasses.dataclass(frozen=True)
@@ -32,8 +31,7 @@ class Attribution(Result):
 
     `pixels()` `(N, H, W)` maps of image attributions; `normalized()` each state min-max scaled to [0, 1]; `to_frame()` long table;
     `summary()` one row per state; `plot(ax=None, index=0)` (returns the Axes); `to_shap(action=None)` a `shap.Explanation`;
-    `att[i]` / `att[idx]` a subset of the states. The one result type of every explainer: the saliency lesson's `SaliencyMap` and
-    XRL-Bench's `Explanation` are this type (their names stay one release as deprecated aliases).
+    `att[i]` / `att[idx]` a subset of the states. The one result type of every explainer.
     Raises `ValueError` for inconsistent shapes or non-finite values."""
     values: np.ndarray
     actions: np.ndarray
@@ -88,13 +86,6 @@ class Attribution(Result):
     def per_action(self) -> np.ndarray | None:
         "`(N, A, *obs_shape)` float32: every action's values, when the method computed them (`all_actions=True`); else None."
         return getattr(self, "_per_action", None)
-
-    @property
-    def importance(self) -> np.ndarray:
-        "Deprecated (XRL-Bench's `Explanation.importance`): the `values`."
-        warnings.warn("Attribution.importance is deprecated and will be removed in the next release; use Attribution.values.",
-                      DeprecationWarning, stacklevel=2)
-        return self.values
 
     def normalized(self) -> "Attribution":
         """Each state's attribution min-max scaled to `[0, 1]` (a constant one becomes zeros); images scale their `pixels()` map and
@@ -278,33 +269,6 @@ class Explainer:
         raise NotImplementedError
 
 # %% ../../nbs/attribution/01_base.ipynb #97592b57
-class _DeprecatedName(type):
-    "Metaclass of a deprecated name: calling it warns and builds the replacement; `isinstance`/`issubclass` check the replacement."
-    def __call__(cls, *args, **kw):
-        warnings.warn(f"{cls.__name__} is deprecated and will be removed in the next release; use {cls._use}.", DeprecationWarning, stacklevel=2)
-        return cls._build(*args, **kw)
-    def __instancecheck__(cls, obj): return isinstance(obj, cls._target)
-    def __subclasscheck__(cls, sub): return issubclass(sub, cls._target)
-    def __getattr__(cls, name):
-        if name.startswith("__"): raise AttributeError(name)
-        return getattr(cls._target, name)
-    def __repr__(cls): return f"<deprecated {cls.__name__}: use {cls._use}>"
-
-def deprecated_alias(name: str,     # the old public name
-                     target: type,  # what it is now (isinstance checks against it)
-                     use: str,      # the replacement, as the warning names it, e.g. "rlexplain.attribution.explain('occlusion', ...)"
-                     build: Any = None, # f(*args, **kw) -> the new object; default `target`
-                     ) -> type:
-    "A deprecated name kept one release: calling it emits a `DeprecationWarning` naming `use` and returns `build(*args, **kw)`."
-    return _DeprecatedName(name, (), {"_target": target, "_use": use, "_build": staticmethod(build or target),
-                                      "__doc__": f"Deprecated: {name} is {target.__name__} now; use {use}."})
-
-def _saliency_map(values: Any,      # (B, H, W) pixel-location scores
-                  actions: Any, method: str, params: dict | None = None) -> Attribution:
-    return Attribution.from_pixels(values, actions, method, params)
-
-SaliencyMap = deprecated_alias("SaliencyMap", Attribution, "Attribution.from_pixels(maps, actions, method, params, channels)", _saliency_map)
-
 def map_values(maps: Any,   # an image Attribution (its `pixels()`), or (B, H, W) / (H, W) array or tensor
                x: Tensor,   # (B, C, H, W) the observations the maps explain
                ) -> np.ndarray:  # (B, H, W) float32

@@ -14,12 +14,12 @@ import torch
 from torch import nn
 
 from ...core import Policy
-from .._base import Attribution, deprecated_alias
+from .._base import Attribution
 from .._utils import _batch_for, as_states, resolve_actions, state_columns
 from .perturbation import noise_sensitivity, sarfa, sarfa_score
 
 # %% auto #0
-__all__ = ['Explanation', 'IMAGE_METHODS', 'FittedExplainer']
+__all__ = ['IMAGE_METHODS']
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #6235b87d
 def _explanation(importance: Any,        # (N, *obs_shape)
@@ -28,14 +28,12 @@ def _explanation(importance: Any,        # (N, *obs_shape)
                  per_action: Any = None, # (N, A, *obs_shape) or None
                  base_values: Any = None, # (A,) or None
                  method: str = "", feature_names: Sequence = (), seconds: float = 0.0, params: dict | None = None) -> Attribution:
-    "The `Attribution` of XRL-Bench's old `Explanation` fields (base values and feature names go to `params`)."
+    "The `Attribution` of a fitted explainer's outputs (base values and feature names go to `params`)."
     p = {**(params or {}), "feature_names": list(feature_names) or None,
          "base_values": None if base_values is None else [float(b) for b in np.asarray(base_values).ravel()]}
     att = Attribution(importance, actions, method, p, None if states is None else np.asarray(states, np.float32), {"total_s": float(seconds)})
     if per_action is not None: object.__setattr__(att, "_per_action", np.asarray(per_action, np.float32))
     return att
-
-Explanation = deprecated_alias("Explanation", Attribution, "rlexplain.attribution.explain(...), which returns an Attribution", _explanation)
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #d726ee15
 IMAGE_METHODS = ("PS", "SARFA", "DeepSHAP", "GradientSHAP", "IG")   # XRL-Bench's image methods (Xiong et al. 2024, Table 3)
@@ -124,8 +122,6 @@ class _FittedExplainer:
 
     def _explain(self, x: np.ndarray, a: np.ndarray):
         raise NotImplementedError
-
-FittedExplainer = _FittedExplainer   # the old name, importable for the gradient explainers' module; the public name warns (explainers.xrlbench)
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #88223858
 class _PerturbationExplainer(_FittedExplainer):

@@ -16,17 +16,17 @@ from torch import Tensor, nn
 
 from ...core import Policy, map_batches, progress as progress_bar
 from .._utils import as_states, state_seed
-from .fitted import _pick, FittedExplainer
+from .fitted import _pick, _FittedExplainer
 
 # %% auto #0
-__all__ = ['DeepSHAP', 'GradientSHAP', 'IntegratedGradients']
+__all__ = []
 
 # %% ../../../nbs/attribution/16_gradient.ipynb #5e78c27f
 def _rows(n_rows: int, per_pass: int, workers: int) -> int:
     "Rows (or pairs) per chunk: at most `per_pass`, and small enough that `n_rows` makes at least `workers` chunks."
     return max(1, min(int(per_pass), math.ceil(n_rows / max(1, workers))))
 
-class _GradientExplainer(FittedExplainer):
+class _GradientExplainer(_FittedExplainer):
     """Shared machinery of the gradient explainers: the `n_background` reference states, the explained actions (each state's own
     in one call, or every action with `all_actions`), and the compute settings of their gradient passes (`grad_workers`,
     `grad_rows`)."""
@@ -191,7 +191,7 @@ class _DeepLift:
         return g.detach()
 
 # %% ../../../nbs/attribution/16_gradient.ipynb #29dc6915
-class DeepSHAP(_GradientExplainer):
+class _DeepSHAP(_GradientExplainer):
     """DeepSHAP (Lundberg & Lee 2017): DeepLIFT's rescale rule averaged over the references, shap.DeepExplainer's values. Networks of
     linear layers and `nn.ReLU` modules run `_DeepLift` (shap's formula, the references' forward once per call, one backward
     row per (state, reference) pair, chunks of states on the policy's workers); any other network runs shap.DeepExplainer
@@ -271,7 +271,7 @@ def _shap_draws(seed: int, n_refs: int, nsamples: int) -> tuple:
     for k in range(nsamples): idx[k] = rs.choice(n_refs); t[k] = rs.uniform()
     return idx, t
 
-class GradientSHAP(_GradientExplainer):
+class _GradientSHAP(_GradientExplainer):
     """GradientSHAP / expected gradients (Erion et al. 2019), shap.GradientExplainer's values: per state, the mean over `nsamples`
     draws of `grad f_a(t x + (1 - t) x0) * (x - x0)`, with a reference `x0` and `t ~ U(0, 1)` drawn as shap draws them
     (`_shap_draws`). Each state's draws come from its own seed, from `seed` and the state's values (`state_seed`): a state gets the
@@ -313,7 +313,7 @@ class GradientSHAP(_GradientExplainer):
         return np.concatenate(map_batches(chunk, torch.arange(len(x), device=x.device), _rows(len(x), max(1, rows // S), w), w))
 
 # %% ../../../nbs/attribution/16_gradient.ipynb #d0edd1de
-class IntegratedGradients(_GradientExplainer):
+class _IntegratedGradients(_GradientExplainer):
     """Integrated Gradients (Sundararajan et al. 2017, Eq. 1-3) averaged over the references, as XRL-Bench: per (state, reference)
     pair `(x - x0) * sum_k w_k grad f_a(x0 + alpha_k (x - x0))` with captum's quadrature (`approximation_parameters(method)`:
     weights `w_k`, points `alpha_k`) and captum's float32 arithmetic, then the mean over references. Captum's batching is done here:

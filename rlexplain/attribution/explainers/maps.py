@@ -5,24 +5,18 @@
 # %% ../../../nbs/attribution/13_maps.ipynb #5c2813f3
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 import numpy as np
 
-from ...core import Policy
-from .._base import Attribution, explain, Explainer
+from .._base import Attribution, Explainer
 from .perturbation import noise_sensitivity, occlusion, sarfa
 from .rise import rise
 from .lime import lime
 
 # %% auto #0
-__all__ = ['SALIENCY_METHODS', 'PAPER_PARAMS', 'paper_saliency', 'Occlusion', 'NoiseSensitivity', 'RISEExplainer', 'LIMEImage',
-           'LIMESlic', 'LIMEQuickshift', 'LIMEFelzenszwalb', 'RandomBaseline']
+__all__ = ['PAPER_PARAMS', 'Occlusion', 'NoiseSensitivity', 'RISEExplainer', 'LIMEImage', 'LIMESlic', 'LIMEQuickshift',
+           'LIMEFelzenszwalb', 'RandomBaseline']
 
 # %% ../../../nbs/attribution/13_maps.ipynb #a1571479
-SALIENCY_METHODS = {"occlusion": occlusion, "noise_sensitivity": noise_sensitivity, "sarfa": sarfa, "rise": rise, "lime": lime}
-
 PAPER_PARAMS = {   # key -> (method name, parameters): Huber et al. (2023), Appendix C.2 (final parameters in bold)
     "occlusion": ("occlusion", dict(patch=2, color=0.0, softmax=False)),
     "noise_sensitivity": ("noise_sensitivity", dict(radius=3)),
@@ -33,15 +27,6 @@ PAPER_PARAMS = {   # key -> (method name, parameters): Huber et al. (2023), Appe
     "lime_felzenszwalb": ("lime", dict(segmentation="felzenszwalb")),
 }
 
-def paper_saliency(key: str,      # a key of PAPER_PARAMS, e.g. "occlusion" or "lime_slic"
-                   policy: Policy, obs: Any, action: Any = None, **overrides) -> Attribution:
-    """Deprecated: `explain(key, policy, obs, action, **PAPER_PARAMS[key][1])`. The map of `key` with the benchmark's final parameters
-    (overridable), `pixels()` `(B, H, W)`. Raises `KeyError` for an unknown key."""
-    warnings.warn("paper_saliency is deprecated and will be removed in the next release; use "
-                  "rlexplain.attribution.explain(key, policy, obs, action, **PAPER_PARAMS[key][1]).", DeprecationWarning, stacklevel=2)
-    if key not in PAPER_PARAMS: raise KeyError(f"unknown saliency {key!r}; expected one of {list(PAPER_PARAMS)}.")
-    return explain(key, policy, obs, action, **{**PAPER_PARAMS[key][1], **overrides})
-
 # %% ../../../nbs/attribution/13_maps.ipynb #307b8bc0
 def _spread(m: Attribution, x: np.ndarray) -> tuple:
     """`(values (N, C, H, W), params)` of a pixel-map function's attribution `m` for `_explain`: the map spread evenly over the C frames
@@ -50,15 +35,15 @@ def _spread(m: Attribution, x: np.ndarray) -> tuple:
     return m.values, {**m.params, "_pixels": m.pixels()}
 
 class _PixelMapExplainer(Explainer):
-    "A pixel-map method (function `fn` of `SALIENCY_METHODS`) behind the explainer contract."
+    "A pixel-map method (its function `fn`, e.g. `occlusion`) behind the explainer contract."
     modalities = ("image",)
-    fn: str = ""
-    def _map(self, policy, x, a): return SALIENCY_METHODS[self.fn](policy, x, a, **self.params)
+    fn = None                       # the method's function f(policy, obs, action, **params) -> image Attribution
+    def _map(self, policy, x, a): return type(self).fn(policy, x, a, **self.params)
     def _explain(self, policy, x, a): return _spread(self._map(policy, x, a), x)
 
 class Occlusion(_PixelMapExplainer):
     "Occlusion Sensitivity (Zeiler & Fergus 2014): `1 - pi(I')_a` per patch (Huber et al. 2023, Eq. A1); see `occlusion`."
-    name, fn = "occlusion", "occlusion"
+    name, fn = "occlusion", staticmethod(occlusion)
     source = "Zeiler & Fergus (2014); Huber et al. (2023), App. A, Eq. A1"
     presets = {"huber2023": dict(patch=2, color=0.0, softmax=False), "huber2023_gray": dict(patch=2, color=0.5, softmax=False)}
     field_names = {"baselines": "color"}          # captum's Occlusion: `baselines`, the value of an occluded patch
@@ -67,7 +52,7 @@ class NoiseSensitivity(_PixelMapExplainer):
     """Noise Sensitivity (Greydanus et al. 2018): `0.5 ||pi(I) - pi(I')||^2` for a blurred disk (Huber et al. 2023, Eq. A2);
     `perturbation="black"` and `score="chosen_action"` are the paper's Section 5 variants; preset "xrlbench" is XRL-Bench's image
     Perturbation Saliency (the same values as `perturbation_saliency` on images). See `noise_sensitivity`."""
-    name, fn = "noise_sensitivity", "noise_sensitivity"
+    name, fn = "noise_sensitivity", staticmethod(noise_sensitivity)
     source = "Greydanus et al. (2018), Eqs. 2-3; Huber et al. (2023), App. A, Eq. A2 and Sec. 5"
     presets = {"huber2023": dict(radius=3), "black_disk": dict(radius=3, perturbation="black"),
                "chosen_action": dict(radius=3, score="chosen_action"),
@@ -79,12 +64,12 @@ class RISEExplainer(_PixelMapExplainer):
     (image size, seed, parameters) and reused across calls; see `RISE`."""
     name = "rise"
     source = "Petsiuk et al. (2018); Huber et al. (2023), App. A, Eq. A3"
-    fn = "rise"                     # `rise`: its masks come from the `rise_masks` cache, shared by every call with the same seed
+    fn = staticmethod(rise)         # `rise`: its masks come from the `rise_masks` cache, shared by every call with the same seed
     presets = {"huber2023": dict(n_masks=1000, s=8, p=0.5, softmax=False)}
 
 class LIMEImage(_PixelMapExplainer):
     "LIME on superpixels (Ribeiro et al. 2016) with raw outputs (Huber et al. 2023, App. A); see `lime`."
-    name, fn = "lime", "lime"
+    name, fn = "lime", staticmethod(lime)
     source = "Ribeiro et al. (2016); Huber et al. (2023), App. A and Tables 7-9"
     segmentation = "slic"
     field_names = {"n_samples": "num_samples", "baselines": "hide_color"}   # captum's Lime names; lime_image's are the paper's

@@ -42,7 +42,7 @@ class RISE:
     """RISE saliency (Petsiuk et al. 2018) as benchmarked by Huber et al. (2023), Appendix A, Eq. A3.
 
     `RISE(n_masks, s, p, seed)` draws its masks on first use for each image size; every call with the same parameters and seed,
-    from this object or another (`rise`, `paper_saliency("rise")`), reuses them (`rise_masks`);
+    from this object or another (`rise`, `explain("rise", ...)`), reuses them (`rise_masks`);
     `explainer(policy, obs, action=None) -> Attribution` (its `pixels()` the `(B, H, W)` map). Raises `ValueError` for bad parameters."""
     def __init__(self, n_masks: int = 1000,   # N, number of random masks
                  s: int = 8,                  # side of the coarse binary grid

@@ -15,7 +15,8 @@ import pandas as pd
 from ...core import Result
 from .._utils import as_states, noise_scale
 from .._base import _metric_std, _reexplainer, Metric
-from ..explainers.fitted import Explanation, FittedExplainer
+from .._base import Attribution
+from ..explainers.fitted import _FittedExplainer
 
 # %% auto #0
 __all__ = ['RIS_VARIANTS', 'RISResult', 'RIS', 'RISMetric']
@@ -57,7 +58,7 @@ class RIS:
     - `"original"`: XRL-Bench's first release: one neighbour per state (noise 0.5 std), divisions by `clip(., 1e-3)` (which floors
       negative values), and the maximum over states.
 
-    `explainer`: a fitted XRL-Bench explainer (`make_explainer`), or any callable `f(states (M, *obs_shape) float32, actions (M,))
+    `explainer`: a fitted XRL-Bench explainer (private, `explainers.xrlbench._fitted`), or any callable `f(states (M, *obs_shape) float32, actions (M,))
     -> values (M, *obs_shape)`. For an explainer of the `explain` contract (`explainer("sarfa")`), score "RIS" with `score`
     (`RISMetric`), which wraps it in such a callable."""
     name, higher_is_better = "RIS", False
@@ -81,7 +82,7 @@ class RIS:
 
     def __call__(self, explainer: Any,              # an Explainer (re-explains the neighbours) or f(states, actions) -> values
                  states: Any = None,                # (N, *obs_shape); default: the explanation's states
-                 explanation: Any = None,           # Explanation of `states`, or its values (N, *obs_shape); computed when None
+                 explanation: Any = None,           # Attribution of `states`, or its values (N, *obs_shape); computed when None
                  actions: Any = None,               # explained actions; default: the explanation's, else greedy
                  ) -> RISResult:
         """RIS of `explainer` around `states`. Raises `ValueError` if neither states nor an explanation is given, states are empty,
@@ -100,17 +101,17 @@ class RIS:
         if bad or not variants: raise ValueError(f"variants must be a non-empty subset of {RIS_VARIANTS}; got {variants!r}.")
         if ("original" in variants) != (self.variant == "original") or ("original" in variants and len(variants) > 1):
             raise ValueError(f"'original' draws its own neighbourhood (one neighbour, noise 0.5 std): compute it with RIS(variant='original') alone; got {variants!r} for {self!r}.")
-        bound = isinstance(explainer, FittedExplainer)
+        bound = isinstance(explainer, _FittedExplainer)
         if not bound and not callable(explainer): raise TypeError(f"explainer must be an Explainer or a callable; got {type(explainer).__name__}.")
-        f = (lambda s, acts: explainer.explain(s, acts).importance) if bound else explainer
-        if states is None and not isinstance(explanation, Explanation): raise ValueError("pass states, or an Explanation that holds them.")
+        f = (lambda s, acts: explainer.explain(s, acts).values) if bound else explainer
+        if states is None and not isinstance(explanation, Attribution): raise ValueError("pass states, or an Attribution that holds them.")
         x = explanation.states if states is None else (as_states(states, explainer.policy) if bound else np.asarray(states, np.float32))
         if len(x) == 0: raise ValueError("states is empty (N = 0); RIS needs at least one state.")
         if explanation is None:
             if not bound: raise ValueError("with a callable explainer, pass the explanation's values and actions.")
             explanation = explainer.explain(x, actions)
-        is_ex = isinstance(explanation, Explanation)
-        e = np.asarray(explanation.importance if is_ex else explanation, np.float64)
+        is_ex = isinstance(explanation, Attribution)
+        e = np.asarray(explanation.values if is_ex else explanation, np.float64)
         if e.shape != x.shape: raise ValueError(f"explanation has shape {e.shape}; states {x.shape}.")
         if actions is not None: a = np.asarray(actions, np.int64).reshape(-1)
         elif is_ex: a = explanation.actions

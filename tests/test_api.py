@@ -1,0 +1,95 @@
+"""The public API has one name per concept (issue 39): every name in a module's `__all__` (and in `rlexplain.attribution`)
+is the object its defining module defines, never an alias object, and the deleted compatibility names stay deleted."""
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import rlexplain
+
+# Every module of the package; cli is left out only because importing it is slow and it defines no library names.
+MODULES = sorted(m.name for m in pkgutil.walk_packages(rlexplain.__path__, "rlexplain.")
+                 if not m.name.startswith("rlexplain.zoo") and m.name not in ("rlexplain._modidx", "rlexplain.cli"))
+PACKAGES = ("rlexplain.attribution", "rlexplain.attribution.explainers", "rlexplain.attribution.metrics")   # they gather their submodules' names
+
+# The compatibility layer deleted in issue 39: module -> names that must raise AttributeError.
+_FITTED_OLD = ("TabularSHAP", "TabularLIME", "PerturbationSaliency", "SARFA", "DeepSHAP", "GradientSHAP", "IntegratedGradients")
+DELETED = {
+    "rlexplain.attribution": ("SaliencyMap", "Explanation", "FittedExplainer", "make_explainer", "paper_saliency", "deprecated_alias",
+                              "FITTED_EXPLAINERS", "SALIENCY_METHODS", *_FITTED_OLD),
+    "rlexplain.attribution._base": ("SaliencyMap", "deprecated_alias", "_DeprecatedName"),
+    "rlexplain.attribution.explainers.fitted": ("Explanation", "FittedExplainer"),
+    "rlexplain.attribution.explainers.gradient": ("DeepSHAP", "GradientSHAP", "IntegratedGradients"),
+    "rlexplain.attribution.explainers.maps": ("paper_saliency", "SALIENCY_METHODS"),
+    "rlexplain.attribution.explainers.xrlbench": ("make_explainer", "FITTED_EXPLAINERS", "FittedExplainer", *_FITTED_OLD),
+    "rlexplain.saliency": ("SaliencyMap", "paper_saliency", "SALIENCY_METHODS"),
+    "rlexplain.saliency_bench": ("explain", "make_explainer"),
+    "rlexplain.xrlbench": ("make_explainer", "Explanation", "FittedExplainer", "FITTED_EXPLAINERS", "ATTRIBUTION_EXPLAINERS", *_FITTED_OLD),
+}
+
+
+def _public(modname: str) -> list:
+    "(name, object) for every name in the module's `__all__`, and every class or function it binds to a public name."
+    mod = importlib.import_module(modname)
+    names = set(getattr(mod, "__all__", ()))
+    return [(n, getattr(mod, n)) for n in sorted(names)]
+
+
+@pytest.mark.parametrize("modname", MODULES)
+def test_all_names_exist_and_live_in_their_defining_module(modname):
+    """Each class or function in `__all__` has the module as its `__module__` (a package: one of its submodules, whose own object
+    it is), carries its own name (no alias under another name), and is not a metaclass-made stand-in for another class."""
+    mod = importlib.import_module(modname)
+    missing = [n for n in getattr(mod, "__all__", ()) if not hasattr(mod, n)]
+    assert not missing, f"{modname}.__all__ names {missing}, which the module does not define"
+    bad = []
+    for name, obj in _public(modname):
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)): continue
+        home = obj.__module__
+        if modname in PACKAGES:
+            ok = home.startswith(modname + ".") and getattr(importlib.import_module(home), name, None) is obj
+        else:
+            ok = home == modname
+        if not ok: bad.append(f"{name} (defined in {home})")
+        elif obj.__name__ != name: bad.append(f"{name} (is {obj.__name__})")
+        elif inspect.isclass(obj) and type(obj).__module__.startswith("rlexplain"):
+            bad.append(f"{name} (made by the metaclass {type(obj).__qualname__})")
+    assert not bad, f"{modname}: names that are not the object their module defines: {bad}"
+
+
+def test_attribution_package_names_are_the_defining_modules_objects():
+    "Every name of `rlexplain.attribution.__all__` is the object of the one submodule that lists it: star-import order changes nothing."
+    import rlexplain.attribution as A
+    owners = {}
+    for sub in [m for m in MODULES if m.startswith("rlexplain.attribution.") and m not in PACKAGES]:
+        for n in getattr(importlib.import_module(sub), "__all__", ()): owners.setdefault(n, []).append(sub)
+    twice = {n: s for n, s in owners.items() if len(s) > 1}
+    assert not twice, f"names listed by more than one module: {twice}"
+    for n in A.__all__:
+        assert n in owners, f"rlexplain.attribution.{n} is listed by no submodule"
+        assert getattr(A, n) is getattr(importlib.import_module(owners[n][0]), n), f"rlexplain.attribution.{n} is not {owners[n][0]}.{n}"
+
+
+@pytest.mark.parametrize("modname", sorted(DELETED))
+def test_deleted_names_stay_deleted(modname):
+    mod = importlib.import_module(modname)
+    for name in DELETED[modname]:
+        with pytest.raises(AttributeError):
+            getattr(mod, name)
+
+
+def test_no_deprecated_objects_or_attributes_remain():
+    """No public object of any module is a deprecated stand-in (a docstring that starts 'Deprecated'); `Attribution.importance`
+    is gone (`values` is the one name); `xrlbench.EXPLAINERS`, where present, is the explainer registry itself."""
+    from rlexplain.attribution import EXPLAINERS, Attribution
+    found = []
+    for modname in MODULES:
+        mod = importlib.import_module(modname)
+        for name, obj in vars(mod).items():
+            if name.startswith("_") or not callable(obj) or not str(getattr(obj, "__module__", "")).startswith("rlexplain"): continue
+            if (getattr(obj, "__doc__", None) or "").lstrip().startswith("Deprecated"): found.append(f"{modname}.{name}")
+    assert not found, f"deprecated names remain: {found}"
+    assert not hasattr(Attribution, "importance")
+    from rlexplain import xrlbench
+    assert getattr(xrlbench, "EXPLAINERS", EXPLAINERS) is EXPLAINERS
