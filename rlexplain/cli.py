@@ -1136,6 +1136,22 @@ def build_parser() -> argparse.ArgumentParser:
         m.add_argument("--force", action="store_true", help="recompute every unit of the method")
         common(m)
 
+    ee = sub.add_parser("explain-episode", help="play and explain an episode of a zoo agent: an MP4, a GIF, an offline HTML player and the saved result",
+                        description="Play a seeded episode of the zoo's agent for --env, explain every --every-th agent step with --method (one "
+                                    "colour scale for the episode) and write DIR/episode.mp4, DIR/episode.gif, DIR/episode.html and DIR/result/ "
+                                    "(rlexplain.episode; lesson 32).",
+                        epilog=_examples("explain-episode --env ALE/Breakout-v5 --method occlusion --steps 200 --out runs/episode"), **par)
+    ee.add_argument("--env", default="ALE/Breakout-v5", help="a game with an agent in the zoo (see `rlexplain zoo list`)")
+    ee.add_argument("--method", default="occlusion", help="an image explainer of rlexplain.attribution.EXPLAINERS, e.g. occlusion, noise_sensitivity, integrated_gradients")
+    ee.add_argument("--steps", type=_at_least(1), default=200, help="agent steps to play, 4 frames each (fewer when the episode ends first)")
+    ee.add_argument("--every", type=_at_least(1), default=1, help="explain every k-th agent step")
+    ee.add_argument("--out", default="runs/episode", help="folder for episode.mp4, episode.gif, episode.html and result/")
+    ee.add_argument("--seed", type=int, default=0, help="the episode's seed")
+    ee.add_argument("--algo", default=None, help="the zoo agent's algorithm, e.g. a2c (default: the best agent of any)")
+    ee.add_argument("--scale", choices=["episode", "frame"], default="episode", help="one colour scale for the episode, or each frame its own")
+    ee.add_argument("--fps", type=_at_least(1), default=10, help="frames per second of the movie")
+    ee.add_argument("--zoo", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
+
     sb = sub.add_parser("scoreboard", help="score a finished run against the papers' claims: reproduced, not reproduced, not comparable, not run",
                         epilog=_examples("scoreboard runs/demo"), **par)
     sb.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by `rlexplain demo` (or a method's subcommand)")
@@ -1207,6 +1223,11 @@ def _run(args) -> int:
         os.environ.setdefault("TQDM_DISABLE", "1")
     if args.cmd in _method_cmds():
         run_demo(args.out, [_method_cmds()[args.cmd]], args.scale, _executor(args), args.workers, args.force, label=args.cmd)
+        return 0
+    if args.cmd == "explain-episode":
+        from rlexplain.episode import explain_episode_to
+        files = explain_episode_to(args.out, args.env, args.method, args.steps, args.every, args.seed, args.algo, args.fps, args.scale, args.zoo)
+        for k, p in files.items(): print(f"[rlexplain explain-episode] {k}: {p}")
         return 0
     if args.cmd == "scoreboard":
         try: from rlexplain import scoreboard
