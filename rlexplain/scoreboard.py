@@ -718,11 +718,25 @@ def _m_insertion(run, games, sub_metrics, exclude=("random",)) -> list[Estimate]
 def _sanity(run: RunTables) -> pd.DataFrame:
     return run.table("saliency_bench", "saliency_bench_sanity_summary", ("method", "metric", "n_randomized", "mean"))
 
+def _sanity_states(run: RunTables) -> pd.DataFrame | None:
+    """Per-state similarities of the sanity checks (`sanity.parquet` beside each saved job under `BENCH_UNITS`): game,
+    method, n_randomized, state, metric, value; None when the run saved none (the summary table is used instead)."""
+    key = ("sanity_states",)
+    if key not in run._cache:
+        frames = []
+        for p in sorted((run.path / BENCH_UNITS).glob("*/*/sanity.parquet")):
+            try: frames.append(pd.read_parquet(p, columns=["game", "method", "n_randomized", "state", "metric", "value"]))
+            except Exception: continue
+        run._cache[key] = pd.concat(frames, ignore_index=True) if frames else None
+    return run._cache[key]
+
 @measure("sal.sanity")
 def _m_sanity(run, metric: str, layers, methods=None, exclude=("random",)) -> list[Estimate]:
     """Similarity of the randomised model's maps to the original's (Huber et al. Fig. 3) per method: `layers` 1 (the output
-    layer) or 'all' (every layer randomised); t over the states (`std`, `n`)."""
-    s = _sanity(run); s = s[(s.metric == metric) & ~s.method.isin(exclude)]
+    layer) or 'all' (every layer randomised); t over the states: the per-state values the run saved (`_sanity_states`,
+    keyed by game and state, so that two methods are compared through their paired differences), else the summary's
+    `mean`, `std` and `n`."""
+    s = _sanity(run); s = s[(s.metric == metric) & ~s.method.isin(exclude)]; per = _sanity_states(run)
     ms = list(dict.fromkeys(s.method)) if methods is None else list(methods)
     out = []
     for m in ms:
@@ -730,7 +744,10 @@ def _m_sanity(run, metric: str, layers, methods=None, exclude=("random",)) -> li
         if d.empty: raise NotRun(f"the sanity checks have no {m} / {metric} rows (methods: {sorted(set(s.method))})")
         r = d.iloc[-1] if layers == "all" else (d[d.n_randomized == int(layers)].iloc[0] if (d.n_randomized == int(layers)).any() else None)
         if r is None: raise NotRun(f"no {m} / {metric} row with {layers} randomised layer(s)")
-        out.append(Estimate.from_summary(float(r["mean"]), r.get("std"), r.get("n"), m, "states", group=m))
+        v = None if per is None else per[(per.method == m) & (per.metric == metric) & (per.n_randomized == r.n_randomized)].sort_values(["game", "state"])
+        if v is not None and np.isfinite(v.value.to_numpy(float)).sum() >= 2:
+            out.append(Estimate.from_values(v.value.to_numpy(float), m, "states", group=m, paired=tuple(zip(zip(v.game, v.state.astype(int)), v.value.astype(float)))))
+        else: out.append(Estimate.from_summary(float(r["mean"]), r.get("std"), r.get("n"), m, "states", group=m))
     if not out: raise NotRun(f"the sanity checks have no {metric} rows")
     return out
 

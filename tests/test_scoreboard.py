@@ -24,7 +24,7 @@ def _csv(run: Path, section: str, name: str, df: pd.DataFrame):
 
 _SUBS = {"Q-val black": ("q", 0), "Q-val rand": ("q", 1), "Adv black": ("advantage", 0), "Adv rand": ("advantage", 1)}
 
-def _bench_job(run: Path, game: str, method: str, aucs: dict):
+def _bench_job(run: Path, game: str, method: str, aucs: dict, sanity: pd.DataFrame | None = None):
     """Save one saliency-benchmark job as run_benchmark does (a MethodRun under saliency_bench/run/units/bench/<game>/<method>)
     whose per-state insertion AUCs are `aucs[sub_metric]` (n,): flat curves over fractions [0, 1] have their value as area."""
     from rlexplain.saliency_bench import MethodRun
@@ -32,7 +32,7 @@ def _bench_job(run: Path, game: str, method: str, aucs: dict):
     for sub, v in aucs.items():
         kind, s = _SUBS[sub]
         (q if kind == "q" else adv)[:, s, :] = np.asarray(v, float)[:, None]
-    MethodRun(game, method, q, adv, np.ones(n), np.zeros(n, int), np.array([0.0, 1.0]), ("black", "random"), pd.DataFrame(),
+    MethodRun(game, method, q, adv, np.ones(n), np.zeros(n, int), np.array([0.0, 1.0]), ("black", "random"), pd.DataFrame() if sanity is None else sanity,
               np.zeros((2, 2)), 0.1).save(run / "saliency_bench" / "run" / "units" / "bench" / game.replace("/", "-").lower() / method)
 
 
@@ -580,3 +580,22 @@ def test_reference_run_pacman_occlusion_is_decided_by_the_paired_aucs():
     ref = Path(__file__).resolve().parents[1] / "results" / "reference"
     r = sb.score_claim(sb.CLAIMS[sb.CLAIMS.id == "sal-pacman-qvalblack-occlusion"].iloc[0], sb.RunTables(ref))
     assert r["verdict"] == "contradicted" and "occlusion - lime_slic = -0.497 [-0.937, -0.0573] (98.75% paired t over 200 states)" in r["reason"]
+
+
+def test_sanity_checks_pair_the_states_the_run_saved(tmp_path):
+    """Noise Sensitivity against Occlusion at one randomised layer, on the same 32 states whose similarities spread widely:
+    the summary's Welch interval (d = 0.02, se about 0.07) is open; the saved per-state values, paired by game and state
+    (d = 0.02 + 0.005 w, s_d 0.005), decide it."""
+    z = np.sin(np.arange(32) * 0.9) * 0.3 + 0.5; w = np.cos(np.arange(32) * 1.7)
+    def san(m, v): return pd.DataFrame({"game": "ALE/MsPacman-v5", "method": m, "n_randomized": 1, "layer": "q", "state": np.arange(32),
+                                        "metric": "spearman", "value": v})
+    noise, occ = z + 0.02 + 0.005 * w, z
+    for m, v in (("noise_sensitivity", noise), ("occlusion", occ)):
+        _bench_job(tmp_path, "ALE/MsPacman-v5", m, {"Q-val black": np.ones(32)}, san(m, v))
+    _csv(tmp_path, "saliency_bench", "saliency_bench_sanity_summary", pd.DataFrame(
+        {"method": ["noise_sensitivity", "occlusion"], "metric": "spearman", "n_randomized": 1,
+         "mean": [noise.mean(), occ.mean()], "std": [noise.std(ddof=1), occ.std(ddof=1)], "n": 32}))
+    a, b = E.from_summary(noise.mean(), noise.std(ddof=1), 32, "n"), E.from_summary(occ.mean(), occ.std(ddof=1), 32, "o")
+    assert sb.check_greater(a, b).status == "open"
+    r = sb.score_run(tmp_path).set_index("id").loc["sal-noise-output-layer"]
+    assert r.verdict == "reproduced" and r.test == "paired-t" and "paired t over 32 states" in r.reason
