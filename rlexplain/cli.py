@@ -19,14 +19,14 @@ from typing import Callable
 
 # %% auto #0
 __all__ = ['BOARD_SHOWN', 'DEMOS', 'DEMO_SECONDS', 'REFERENCE_SECONDS', 'DEMO_UNITS', 'Section', 'write_report', 'demo_schedule',
-           'run_demo', 'api_html', 'source_links', 'math_to_mathml', 'offline_html', 'for_readers', 'page_defects',
-           'render_docs', 'render_readme', 'build_parser', 'subcommand_parsers', 'main']
+           'run_demo', 'build_parser', 'subcommand_parsers', 'main']
 
 # %% ../nbs/90_cli.ipynb #94f32aa8
 import matplotlib
 import pandas as pd
 
 from .agents import load_best_agent
+from .docs import build_docs, render_readme
 from .core import SCALES, ConfigMismatchError, RunDir, atomic_write, get_scale, load_json, process_pool, save_json, save_table
 
 # %% ../nbs/90_cli.ipynb #40c95c78
@@ -537,7 +537,7 @@ def _resolve(spec: str) -> Callable:
 # sections split into units (`DEMO_UNITS`; a unit without an entry gets its section's time over its number of units).
 # Measured by `rlexplain demo --docs --workers 2` on 2026-11-27, nothing else running on the 2-core machine (an Intel Xeon
 # VM; 2026-11-25's AMD EPYC VM took about 1.8x as long for the same units); the time series' and XRL-Bench's image units
-# from that day's run of the same code for them; docs: rendering the committed lessons on one worker; docs_execute:
+# from that day's run of the same code for them; docs: building the site (Sphinx) from the committed lessons, 2026-11-27 (45 s of CPU); docs_execute:
 # re-executing every notebook (2026-11-25: 10.2 min).
 DEMO_SECONDS = {"ir": 15, "ranld/roadrunner": 35, "ranld/freeway": 38, "ranld/compare/roadrunner": 5,
                 "saliency": 5, "xrlbench/image/breakout": 86, "xrlbench/image/pong": 83,
@@ -555,7 +555,7 @@ DEMO_SECONDS = {"ir": 15, "ranld/roadrunner": 35, "ranld/freeway": 38, "ranld/co
                 "saliency_bench/tuning/ale-breakout-v5/noise_sensitivity": 1,
                 "saliency_bench/tuning/ale-breakout-v5/sarfa": 2,
                 "saliency_bench/bench/ale-mspacman-v5/lime_slic": 21, "timeseries/pong": 119,
-                "timeseries/breakout": 116, "switching": 9, "compare": 17, "docs": 18, "docs_execute": 610}
+                "timeseries/breakout": 116, "switching": 9, "compare": 17, "docs": 45, "docs_execute": 610}
 # The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
 # processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
 REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970, "saliency_bench": 3950, "timeseries": 3270,
@@ -613,9 +613,9 @@ def _section_unit(job: tuple, executor=None, max_workers: int = 1) -> list:
     return sec.items
 
 def _docs_unit(job: tuple) -> None:
-    "The docs as one demo unit `(nbs, folder)`: `render_docs` of the committed executed lessons, on one process."
+    "The docs as one demo unit `(nbs, folder)`: `rlexplain.docs.build_docs` from the committed executed lessons, on one process."
     nbs, folder = job
-    render_docs(nbs, folder, execute=False, workers=1)
+    build_docs(folder, nbs)
 
 def demo_schedule(workers: int = 2,           # worker processes (`--workers`)
                   keys: list[str] | None = None, # sections (default: every one of `DEMOS`)
@@ -647,7 +647,7 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
              label: str | None = None,    # the progress lines' tag (`[rlexplain <label>]`); default "demo"
              ) -> Path:
     """Run every registered method's demo job (or those in `only`) into `out` and write `out/report.html`; with
-    `docs=True` also render the docs into `out/docs` (`render_docs`).
+    `docs=True` also render the docs into `out/docs` (`rlexplain.docs.build_docs`).
 
     Scheduling: every section's work is a list of units (`DEMO_UNITS` splits XRL-Bench, RA-NLD and the time series per
     environment or game; any other section, and the docs, are one unit each), and all units of all sections share one
@@ -754,250 +754,12 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
     say(f"report: {rep}")
     if docs and execute_docs:
         t0 = time.time(); say("docs: executing every notebook and rendering it ...")
-        render_docs(nbs, out / "docs", execute=True, workers=max_workers)
+        build_docs(out / "docs", nbs, execute=True, workers=max_workers)
         save_json(out / "docs" / "done.json", {"seconds": round(time.time() - t0, 1), "execute": True}); finished("docs", time.time() - t0)
     if docs: say(f"docs: {out / 'docs' / 'index.html'}")
     if errors: raise RuntimeError(f"demo jobs failed: {[k for k, _ in errors]}; see {rep}") from errors[0][1]
     return rep
 
-
-# %% ../nbs/90_cli.ipynb #a3c22593
-def _module_of(nb_path: Path) -> str | None:
-    import json
-    for c in json.loads(nb_path.read_text())["cells"]:
-        src = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-        for line in src.splitlines():
-            if line.strip().startswith("#| default_exp"): return line.split("default_exp", 1)[1].strip()
-    return None
-
-def api_html(module: str) -> str:
-    "HTML of `show_doc` for every name in `rlexplain.<module>.__all__`."
-    import mistune
-    from nbdev.showdoc import show_doc
-    mod = importlib.import_module(f"rlexplain.{module}")
-    parts = []
-    for name in getattr(mod, "__all__", []):
-        obj = getattr(mod, name, None)
-        if obj is None or not (callable(obj) or isinstance(obj, type)): continue
-        try: md = show_doc(obj, title_level=3)._repr_markdown_()
-        except Exception as e: md = f"### {name}\n\n(show_doc failed: {e})"
-        parts.append(mistune.html(source_links(md, None)))   # the page is the source: no link
-    return "<section class='api' id='api'><h2>API</h2>" + "".join(parts) + "</section>"
-
-_SOURCE = re.compile(r"\[source\]\((?P<url>[^)\s]*)\)(?:\{[^}\n]*\})?")
-_LIB_FILE = re.compile(r"(?:^|/)rlexplain/(?P<mod>\w+)\.py(?:#L\w*)?$")
-
-def source_links(md: str,                                  # Markdown, e.g. a `show_doc` output
-                 pages: dict[str, str] | None,             # module name -> its docs page ("core" -> "00_core.html"); None: drop links
-                 ) -> str:
-    """`md` with nbdev's `[source](https://github.com/<user>/<repo>/blob/<branch>/rlexplain/<module>.py#L<n>){target=...}`
-    links made real for offline docs: a relative link to the API section of the module's own page when `pages` knows
-    the module, else no link (never a placeholder address, a `#LNone` anchor or the raw `{target=...}` attribute text,
-    which Markdown renderers other than Quarto print as text)."""
-    def fix(m):
-        f = _LIB_FILE.search(m.group("url"))
-        page = (pages or {}).get(f.group("mod")) if f else None
-        return f"[source]({page}#api)" if page else ""
-    return _SOURCE.sub(fix, md)
-
-_FENCE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
-_DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
-# pandoc's tex_math_dollars rule: no space inside either dollar, no digit right after the closing one (so "$5 and $10"
-# stays text); a formula may follow a word (AIM$(k)$) and wrap over lines, never over a blank line
-_INLINE = re.compile(r"(?<![\\$])\$(?![\s$])((?:[^$\n]|\n(?![ \t]*\n))+?)(?<![\s\\])\$(?![\d$])")
-_UNKNOWN_CMD = re.compile(r"<(mi|mo)>\\([A-Za-z]+)</\1>")   # latex2mathml keeps commands it does not know (\arg) as text
-
-def math_to_mathml(md: str) -> str:
-    """Replace `$...$` and `$$...$$` LaTeX in Markdown by MathML (latex2mathml), leaving code spans and fences alone,
-    so that rendered pages show equations offline (no MathJax download). A formula latex2mathml cannot parse stays as
-    its LaTeX source."""
-    from latex2mathml.converter import convert
-    def conv(m, display):
-        try: return _UNKNOWN_CMD.sub(r"<mo>\2</mo>", convert(" ".join(m.group(1).split()), display=display))   # \arg -> arg
-        except Exception: return m.group(0)
-    parts = _FENCE.split(md)
-    for i in range(0, len(parts), 2):  # even parts are outside code
-        t = _DISPLAY.sub(lambda m: "\n\n" + conv(m, "block") + "\n\n", parts[i])
-        parts[i] = _INLINE.sub(lambda m: conv(m, "inline"), t)
-    return "".join(parts)
-
-_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
-_REMOTE_LINK = re.compile(r"<link\b[^>]*href=[\"']https?://[^>]*>", re.I)
-_MATHJAX_NOTE = re.compile(r"<!--[^>]*mathjax[^>]*-->\s*", re.I)
-
-def offline_html(page: str) -> str:
-    """`page` without scripts (nbconvert's jQuery, require.js, MathJax and mermaid from a CDN, widget state) or remote
-    stylesheets, and without this machine's absolute paths (the package folder -> `rlexplain`, the working folder ->
-    `.`, the home folder -> `~`): a page that works offline, on any machine. Equations are MathML already."""
-    page = _MATHJAX_NOTE.sub("", _REMOTE_LINK.sub("", _SCRIPT.sub("", page)))
-    pkg = str(Path(__file__).resolve().parent)
-    for path, short in ((pkg, "rlexplain"), (str(Path.cwd().resolve()), "."), (str(Path.home()), "~")):
-        if len(path) > 1: page = page.replace(path, short)
-    return page
-
-_DIRECTIVE = re.compile(r"^\s*#\s*\|")
-
-def for_readers(nb):
-    """The notebook as a reader sees it (what nbdev's docs show): cells with a `#| hide` directive (scaffolding tests,
-    `#| default_exp`) removed, and the remaining `#| ...` directive lines taken out of the code. Returns `nb`, changed."""
-    keep = []
-    for c in nb.cells:
-        if c.cell_type == "code":
-            lines = c.source.splitlines()
-            flags = [l.split("|", 1)[1].strip() for l in lines if _DIRECTIVE.match(l)]
-            if any(f.startswith(("hide", "default_exp")) for f in flags): continue
-            c.source = "\n".join(l for l in lines if not _DIRECTIVE.match(l)).strip("\n")
-        keep.append(c)
-    nb.cells = keep
-    return nb
-
-def _nb_summary(nb) -> tuple[str, str]:
-    "(title, one-line description) from a notebook's first markdown cell ('# title' and '> description')."
-    for c in nb.cells:
-        if c.cell_type != "markdown": continue
-        lines = c.source.splitlines()
-        title = next((l[2:].strip() for l in lines if l.startswith("# ")), "")
-        desc = " ".join(l[1:].strip() for l in lines if l.startswith(">"))
-        return title, desc
-    return "", ""
-
-_MATH_EL = re.compile(r"<math\b.*?</math>", re.S)
-_TEXT_CELL = re.compile(r'<div class="[^"]*\btext_cell_render\b[^"]*">(.*?)</div>\s*</div>', re.S)
-_CODE_EL = re.compile(r"<(pre|code)\b.*?</\1>", re.S)
-_SOURCE_A = re.compile(r'<a\b[^>]*href="([^"]*)"[^>]*>\s*source\s*</a>')
-
-def page_defects(page: str) -> list[str]:
-    """The defects a rendered docs page must not show (each seen in an earlier rendering, issue 27), one line each:
-    Quarto's `{target="_blank" ...}` attribute as text, a `source` link that is not a relative link into the docs
-    (a code host's address, `#LNone`), a LaTeX command left as text in an equation (`\\arg`), raw `$...$` left in a
-    Markdown cell (an equation that did not convert; a lone `$5` is text), and a `stderr` output box (pink: progress bars, warnings).
-    Empty when the page is clean."""
-    out = []
-    text = html.unescape(page)
-    if '{target="_blank"' in text: out.append(f"{text.count('{target=')} raw '{{target=\"_blank\" ...}}' attribute text")
-    for href in _SOURCE_A.findall(page):
-        if "://" in href or "LNone" in href or not href.split("#")[0].endswith(".html"): out.append(f"a source link to {href!r}")
-    for m in _MATH_EL.findall(page):
-        for cmd in set(re.findall(r"\\[A-Za-z]+", html.unescape(m))): out.append(f"the LaTeX command {cmd} printed as text in an equation")
-    for cell in _TEXT_CELL.findall(page):
-        prose = html.unescape(re.sub(r"<[^>]+>", " ", _MATH_EL.sub(" ", _CODE_EL.sub(" ", cell))))
-        for m in re.finditer(r"\$(?=\S)[^$]{0,300}?\S\$|\$\\[A-Za-z]", prose):   # a pair, or LaTeX after a lone $ (a price stays)
-            out.append(f"a raw '$' in a Markdown cell: {' '.join(m.group(0).split())[:50]!r}")
-    n = len(re.findall(r'class="[^"]*\boutput_stderr\b', page))
-    if n: out.append(f"{n} stderr output box(es)")
-    return out
-
-def _docs_outputs(nb, pages: dict[str, str]) -> None:
-    """Outputs as the docs show them, in place: no `stderr` streams (progress bars and warnings, shown as pink boxes),
-    no widgets, no absolute paths (`rlexplain.lessons.clean_outputs`), and `show_doc`'s source links made relative
-    (`source_links`)."""
-    from rlexplain.lessons import clean_outputs
-    clean_outputs(nb, Path.cwd())
-    for c in nb.cells:
-        for o in c.get("outputs", []):
-            md = o.get("data", {}).get("text/markdown")
-            if md is not None: o["data"]["text/markdown"] = source_links("".join(md) if isinstance(md, list) else md, pages)
-
-def _unsanitized(element) -> str:
-    "nbconvert's `clean_html` filter without bleach: the element as text (bytes decoded as UTF-8)."
-    return element.decode() if isinstance(element, bytes) else str(element)
-
-def _render_page(job: tuple) -> tuple:
-    """One page of `render_docs`, a job `(nb_path, out, pages, scratch, timeout)`: read the notebook, execute it in `scratch`
-    when that is given, and write `out/<stem>.html` (the index notebook's body is returned instead of written). Returns
-    `(stem, title, description, module, body)`. Module-level so that worker processes can run it."""
-    import nbformat
-    from nbconvert import HTMLExporter
-    from rlexplain.lessons import run_notebook
-    nb_path, out, pages, scratch, timeout = job
-    nb = nbformat.read(nb_path, as_version=4); nb.metadata.setdefault("language_info", {"name": "python"})
-    if scratch is not None: run_notebook(nb, scratch, timeout)
-    title, desc = _nb_summary(nb); for_readers(nb); _docs_outputs(nb, pages)
-    for c in nb.cells:
-        if c.cell_type == "markdown": c.source = math_to_mathml(c.source)
-    body, _ = HTMLExporter(template_name="classic", filters={"clean_html": _unsanitized}).from_notebook_node(nb)
-    mod = _module_of(nb_path)
-    if nb_path.stem == "index": return nb_path.stem, title, desc, mod, body
-    if mod: body = body.replace("</body>", api_html(mod) + "</body>")
-    atomic_write(out / f"{nb_path.stem}.html", offline_html(body))
-    return nb_path.stem, title, desc, mod, None
-
-def render_docs(nbs: str | Path = "nbs", out: str | Path = "runs/demo/docs",
-                execute: bool = False,               # execute every notebook again (in a scratch copy under `out`)
-                timeout: int = 1200,                 # with execute: seconds one cell may take
-                only: list[str] | None = None,       # name prefixes of the notebooks to render (default: every one)
-                run: str | Path | None = None,       # with execute: the run folder the notebooks see as ../runs/demo
-                workers: int = 1,                    # without execute: pages rendered side by side on this many processes
-                ) -> Path:
-    """Render every notebook of `nbs` (not starting with `_`; or those `only` names) to `out/<name>.html` with its
-    module's API docs, and the landing page `out/index.html`: the index notebook (the README's content) followed by the
-    lesson plan, every lesson in teaching order with its summary and module.
-
-    By default the pages show the notebooks' committed outputs (the executed lessons, kept current by
-    `rlexplain lessons --execute`; seconds a page). `execute=True` runs each notebook again first, in a scratch copy
-    of `nbs` under `out` (removed afterwards), so that whatever a notebook writes stays under `out`; `run` is linked in
-    as its `../runs/demo`. Pages work offline (`offline_html`: no CDN scripts, MathML equations, no absolute paths) and
-    show no `stderr` boxes (`_docs_outputs`). The notebooks are the project's own, so nbconvert's HTML sanitiser (bleach, about
-    a third of a page's time) is not applied; `offline_html` still removes every script. With `workers` > 1 the committed pages
-    render side by side in worker processes. Raises as `rlexplain.lessons.lesson_paths`, and nbclient's
-    `CellExecutionError` when an executed cell fails."""
-    import shutil
-    from rlexplain.lessons import lesson_paths
-    nbs, out = Path(nbs), Path(out); out.mkdir(parents=True, exist_ok=True)
-    paths = lesson_paths(nbs, only)
-    pages = {m: f"{p.stem}.html" for p in paths if (m := _module_of(p))}
-    scratch = out / ".execute"
-    if execute:   # a scratch copy: relative writes (../runs/...) land under out, never beside the repository's notebooks
-        shutil.rmtree(scratch, ignore_errors=True); (scratch / "nbs").mkdir(parents=True)
-        if run is not None: (scratch / "runs").mkdir(); (scratch / "runs" / "demo").symlink_to(Path(run).resolve(), target_is_directory=True)
-    pages_out, index_body = [], None
-    jobs = [(nb_path, out, pages, scratch / "nbs" if execute else None, timeout) for nb_path in paths]
-    try:
-        if workers > 1 and not execute and len(jobs) > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-            print(f"[rlexplain docs] rendering {len(jobs)} notebooks on {workers} processes ...", flush=True)
-            # spawned, not forked: a fork of a process whose torch has started its OpenMP pool fails ("Invalid thread pool")
-            with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("spawn")) as ex:
-                done = list(ex.map(_render_page, jobs))
-        else:
-            done = []
-            for k, job in enumerate(jobs):
-                print(f"[rlexplain docs] {k + 1}/{len(paths)} {'executing' if execute else 'rendering'} {job[0].name} ...", flush=True)
-                done.append(_render_page(job))
-        for stem, title, desc, mod, body in done:
-            if stem == "index": index_body = body
-            else: pages_out.append((stem, title, desc, mod))
-    finally:
-        if execute: shutil.rmtree(scratch, ignore_errors=True)
-    rows = "".join(f"<tr><td><a href='{s}.html'>{html.escape(t or s)}</a></td><td>{html.escape(d)}</td>"
-                   f"<td>{f'<code>rlexplain.{m}</code>' if m else ''}</td></tr>" for s, t, d, m in pages_out)
-    plan = ("<section style='max-width:1000px;margin:2em auto;font-family:sans-serif'><h2 id='lessons'>Lessons</h2>"
-            "<p>In teaching order: each builds on the ones above it. Every page shows the lesson executed, then its module's API.</p>"
-            f"<table class='tbl'><tr><th>lesson</th><th>what it teaches</th><th>module</th></tr>{rows}</table></section>")
-    if index_body is None:
-        index_body = ("<!doctype html><html><head><meta charset='utf-8'><title>rlexplain docs</title></head>"
-                      "<body><h1 style='font-family:sans-serif;text-align:center'>rlexplain documentation</h1></body></html>")
-    atomic_write(out / "index.html", offline_html(index_body.replace("</body>", plan + "</body>", 1)))
-    return out / "index.html"
-
-
-# %% ../nbs/90_cli.ipynb #6c50e06c
-def render_readme(nb: str | Path = "nbs/index.ipynb", out: str | Path = "README.md",
-                  execute: bool = False,  # execute the notebook again (cwd: its folder) instead of using its committed outputs
-                  ) -> Path:
-    """Write `nb` as Markdown with its outputs to `out` (the nbdev convention: README from index); hidden cells and
-    `#|` directives are left out (`for_readers`). The outputs are the notebook's committed ones unless `execute`."""
-    import nbformat
-    from nbconvert import MarkdownExporter
-    nb_path = Path(nb); node = nbformat.read(nb_path, as_version=4)
-    node.metadata.setdefault("language_info", {"name": "python"})   # committed notebooks keep the kernelspec only: ```python fences
-    if execute:
-        from rlexplain.lessons import run_notebook
-        run_notebook(node, nb_path.parent, 600)
-    body, _ = MarkdownExporter().from_notebook_node(for_readers(node))
-    header = "<!-- generated from nbs/index.ipynb by `rlexplain readme`: edit the notebook, not this file -->\n\n"
-    return atomic_write(out, header + body)
 
 # %% ../nbs/90_cli.ipynb #af9ddce2
 def _executor(args):
@@ -1067,10 +829,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--execute-docs", action="store_true", help="with --docs: execute every notebook again first (about 10 minutes on 2 cores)")
     common(d)
 
-    dc = sub.add_parser("docs", help="render every notebook as an HTML page with its API documentation",
+    dc = sub.add_parser("docs", help="build the docs site (Sphinx): every lesson with its committed outputs, the course, the API reference",
                         epilog=_examples("docs --out runs/docs", "docs --out runs/docs --execute"), **par)
     dc.add_argument("--nbs", default="nbs", help="folder of the notebooks")
-    dc.add_argument("--out", default="runs/demo/docs", help="output folder (index.html links the pages); nothing is written outside it")
+    dc.add_argument("--out", default="runs/demo/docs", help="output folder (open its index.html); nothing is written outside it")
     dc.add_argument("--execute", action="store_true", help="execute every notebook again (in a scratch copy under --out) instead of using its committed outputs")
     dc.add_argument("--timeout", type=_at_least(1), default=1200, help="with --execute: seconds one cell may take")
 
@@ -1081,6 +843,12 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--only", type=_csv, default=None, help="comma-separated name prefixes, e.g. 10_ir,30_saliency (default: every lesson)")
     ls.add_argument("--timeout", type=_at_least(1), default=1200, help="seconds one cell may take")
 
+    co = sub.add_parser("course", help="print the course plan (weeks, lessons, exercises), or write the student edition with --student DIR",
+                        epilog=_examples("course", "course --student runs/student"), **par)
+    co.add_argument("--nbs", default="nbs", help="folder of the lesson notebooks (a clone's nbs/)")
+    co.add_argument("--student", metavar="DIR", default=None, help="write the lessons into DIR without their solution cells and without outputs")
+    co.add_argument("--appendix", action="store_true", help="also list the appendix (the infrastructure notebooks)")
+
     rd = sub.add_parser("readme", help="regenerate README.md from nbs/index.ipynb (executed)", epilog=_examples("readme --out README.md"), **par)
     rd.add_argument("--nb", default="nbs/index.ipynb", help="the index notebook")
     rd.add_argument("--out", default="README.md", help="where to write the Markdown")
@@ -1089,7 +857,7 @@ def build_parser() -> argparse.ArgumentParser:
     z = sub.add_parser("zoo", help="list, train or evaluate the zoo of trained agents",
                        epilog=_examples("zoo list", "zoo train --spec demo --workers 2"), **par)
     zs = z.add_subparsers(dest="zoo_cmd", required=True)
-    zl = zs.add_parser("list", help="one line per agent: id, return mean +- std, random policy's", epilog=_examples("zoo list"), **par)
+    zl = zs.add_parser("list", help="one line per agent: id, return mean +- std, random policy's, and the quality gate (plays, its figures)", epilog=_examples("zoo list"), **par)
     zl.add_argument("--root", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
     zt = zs.add_parser("train", help="train (or resume) agents and evaluate their checkpoints",
                        epilog=_examples("zoo train --env toybox/Breakout --pipelines dqn --seeds 0,1 --checkpoints 5e4 --root runs/zoo"), **par)
@@ -1110,6 +878,11 @@ def build_parser() -> argparse.ArgumentParser:
     ze.add_argument("--episodes", type=_at_least(1), default=10, help="evaluation episodes")
     ze.add_argument("--force", action="store_true", help="re-evaluate entries that have an evaluation")
     ze.add_argument("--epsilon", type=float, default=0.0, help="epsilon-greedy evaluation (0.05 for ALE DQN agents, Mnih et al. 2015)")
+    zg = zs.add_parser("gate", help="measure the quality gate (does the agent play?) of zoo entries and store it in their cards",
+                       epilog=_examples("zoo gate", "zoo gate --env toybox/Breakout --force"), **par)
+    zg.add_argument("--root", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
+    zg.add_argument("--env", default=None, help="only this environment's entries, e.g. toybox/Breakout")
+    zg.add_argument("--force", action="store_true", help="measure again entries whose gate is stored")
 
     i = sub.add_parser("ir", help="interventional robustness study on zoo agents (Mott et al. 2023)",
                        epilog=_examples("ir --out runs/ir --games toybox/Breakout --pipelines dqn,ppo --states 5"), **par)
@@ -1242,7 +1015,14 @@ def _run(args) -> int:
         if args.execute_docs and not args.docs: raise ValueError("--execute-docs renders the docs: add --docs.")
         run_demo(args.out, args.only, args.scale, _executor(args), args.workers, args.force, docs=args.docs, execute_docs=args.execute_docs)
     elif args.cmd == "docs":
-        print("[rlexplain docs]", render_docs(args.nbs, args.out, execute=args.execute, timeout=args.timeout))
+        print("[rlexplain docs]", build_docs(args.out, args.nbs, execute=args.execute, timeout=args.timeout))
+    elif args.cmd == "course":
+        from rlexplain.docs import course_plan, format_plan, write_student_edition
+        if args.student:
+            w = write_student_edition(args.student, args.nbs)
+            print(f"[rlexplain course] wrote {len(w)} student notebooks to {args.student}: "
+                  f"{int(w['solutions removed'].sum())} solution cells and every output removed")
+        else: print(format_plan(course_plan(args.nbs, appendix=args.appendix)))
     elif args.cmd == "readme":
         print(render_readme(args.nb, args.out, execute=args.execute))
     elif args.cmd == "lessons":
@@ -1264,6 +1044,8 @@ def _run(args) -> int:
                 df = agents.train_zoo(args.env, args.pipelines, args.seeds, args.checkpoints, args.root, _executor(args),
                                       args.workers, args.features, args.episodes, kw, eval_epsilon=args.eval_epsilon)
             print(df.drop(columns=["path"]).round(2).to_string(index=False))
+        elif args.zoo_cmd == "gate":
+            print(agents.gate_zoo(args.root, args.env, force=args.force).drop(columns=["path"]).round(2).to_string(index=False))
         else:
             df = agents.list_zoo(args.root)
             for path in df.path: agents.evaluate_entry(path, args.episodes, force=args.force, epsilon=args.epsilon)
