@@ -354,3 +354,62 @@ def test_one_forward_per_distinct_input(name):
     finally: hook.remove()
     repeats = lambda xs: sum(np.array_equal(a, b) for a, b in zip(xs, xs[1:]))
     assert repeats(ours) == 0 and repeats(theirs) > 0 and len(ours) < len(theirs)
+
+
+# --- issue 37 item 5: RA-NLD's attacks move the states ---------------------------------------------------------------------
+def _four_action_line():
+    "Q(x) = W x + b on x in R^2 with Q(0) = (0, 1, 2, 3): greedy action 3; its nearest boundary is action 2's, at distance 1 along -x_1."
+    net = nn.Linear(2, 4)
+    with torch.no_grad():
+        net.weight.copy_(torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])); net.bias.copy_(torch.tensor([0.0, 1.0, 2.0, 3.0]))
+    return Policy.from_module(net, obs_shape=(2,), device="cpu", name="line4")
+
+
+def test_deepfool_over_every_action_by_hand():
+    """By hand: the boundaries of action 3 at x = 0 are |f_k - f_3| / ||w_k - w_3||: action 2 at 1, action 1 at 2, action 0 at
+    3 / sqrt(2); DeepFool steps (-1, 0) onto action 2's and overshoots by 2%: x = (-1.02, 0), action 2. ART 1.20 with
+    nb_grads = 3 < 4 actions takes the labels {1, 2, 3}, finds action 3 at position 2 and subtracts f_2 (the logit at index
+    2) instead of f_3: action 2's distance reads 0, and the step is 0 (the input comes back unchanged). The RA-NLD
+    protocol's DeepFool (nb_grads=3 before issue 37) must move it."""
+    from rlexplain.ranld import paper_shifts
+    from rlexplain.shifts import DeepFool
+    pol, x = _four_action_line(), torch.zeros(1, 2)
+    y = DeepFool()(x, pol)
+    assert torch.allclose(y, torch.tensor([[-1.02, 0.0]]), atol=1e-5) and int(pol.act(y)[0]) == 2
+    with pytest.warns(UserWarning, match="subset branch"):
+        assert torch.equal(DeepFool(nb_grads=3)(x, pol), x)            # ART's zero step, named by the warning
+    for scale in ("demo", "paper"):
+        z = paper_shifts("adversarial", scale)["DeepFool"](x, pol)
+        assert torch.allclose(z, torch.tensor([[-1.02, 0.0]]), atol=1e-5), scale
+
+
+def test_protocol_attacks_move_a_real_agent():
+    """Every adversarial shift of the demo/reference protocol moves each of 2 Freeway states of the zoo's DDQN by more
+    than the scoreboard's no-op threshold (l2 >= 1/255) and changes its greedy action, except Nesterov (an L2 budget of
+    0.001 per entry, 0.168, is short of this agent's boundary, about 0.27 away). Before issue 37, C&W (one binary-search
+    step at c = 10) and Elastic-Net (one step at c = 10) returned the clean frames (l2 = 0), and Nesterov (eps = 0.001 as
+    the whole change's L2 norm) moved them by 0.001. Skipped without the agent."""
+    from rlexplain.agents import load_best_agent
+    from rlexplain.envs import collect_rollout, make_env
+    from rlexplain.ranld import paper_shifts
+    try: pol, card = load_best_agent("ALE/Freeway-v5", "ddqn", device="cpu", plays=False)
+    except LookupError as e: pytest.skip(str(e))
+    ro = collect_rollout(make_env("ALE/Freeway-v5", **card.get("env_kwargs", {})), pol, n_episodes=1, seed=500, max_steps=2)
+    x = torch.from_numpy(ro.obs.astype(np.float32) / 255.0)
+    a0 = pol.act(x)
+    for label, shift in paper_shifts("adversarial", "demo").items():
+        y = shift(x, pol)
+        l2 = (y - x).reshape(len(x), -1).norm(dim=1)
+        assert (l2 >= 1 / 255).all(), f"{label} is a no-op: l2 = {l2.tolist()}"
+        if label != "Nesterov Momentum": assert (pol.act(y) != a0).all(), label
+
+
+def test_paper_shifts_readings():
+    from rlexplain.ranld import NESTEROV_READINGS, paper_shifts
+    assert paper_shifts("adversarial", "demo")["Nesterov Momentum"].per_entry
+    assert not paper_shifts("adversarial", "paper", nesterov="l2")["Nesterov Momentum"].per_entry
+    assert set(NESTEROV_READINGS) == {"per-entry", "l2"}
+    with pytest.raises(ValueError, match="nesterov must be"): paper_shifts("adversarial", "demo", nesterov="pixels")
+    pol = _conv_policy(); x = torch.rand(3, 2, 12, 12) * 0.5 + 0.25     # away from the box: the whole budget is spent
+    d = (paper_shifts("adversarial", "demo")["Nesterov Momentum"](x, pol) - x).reshape(3, -1).norm(dim=1)
+    assert torch.allclose(d, torch.full((3,), 0.001 * (2 * 12 * 12) ** 0.5), rtol=1e-3)   # eps * sqrt(d), d = 288
