@@ -307,7 +307,7 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
 class IRConfig(ScaledConfig):
     "An IR study (Mott et al. 2023, Section 4). Frames are emulator frames (4 per agent step)."
     games: tuple = ("toybox/Breakout",)
-    pipelines: tuple = ("ppo", "dqn", "qrdqn")
+    pipelines: tuple = ("a2c", "ppo", "dqn", "qrdqn")
     checkpoints: tuple | None = None     # frames; None: every checkpoint in the zoo
     n_agents: int = 5                    # measured agents G_1..G_n (seeds 1..n); seed 0 samples the states
     plays: bool = True                   # only seeds whose agent passes the quality gate at the pipeline's last checkpoint
@@ -339,7 +339,8 @@ class IRConfig(ScaledConfig):
 
     @classmethod
     def demo(cls, **kw) -> "IRConfig":
-        "Toybox Breakout, the demo zoo's 3 pipelines x 2 checkpoints, 5 measured agents, 30 states, all 38 interventions."
+        """Toybox Breakout, the paper's four pipelines (those of them with 3 or more agents that pass the quality gate), up to 5
+        measured agents each, 30 states, all 38 interventions."""
         return cls(**kw)
 
     @classmethod
@@ -416,11 +417,11 @@ def _run_ir_job(job: _IRJob) -> IRMatrix:
                      interventions=["none"] + [iv.name for iv in ivs], state_steps=[s.step for s in states],
                      pipeline=job.pipeline, frames=job.frames)
 
-def _playing_seeds(cfg: IRConfig, z: pd.DataFrame, game: str, pipe: str) -> tuple[int, list[int]]:
+def _playing_seeds(cfg: IRConfig, z: pd.DataFrame, game: str, pipe: str) -> tuple[int, list[int]] | str:
     """`(frames, seeds)`: the pipeline's last checkpoint at which at least 3 seeds (a sampler and 2 measured agents) pass the
     quality gate (`rlexplain.agents.quality_gate`, measured here where a card lacks it), and those seeds (at most
-    n_agents + 1). Later checkpoints, with fewer playing seeds, are named in a warning. Raises `ValueError` when no
-    checkpoint has 3 playing seeds, with each seed's gate figures at the last checkpoint."""
+    n_agents + 1). Later checkpoints, with fewer playing seeds, are named in a warning. When no checkpoint has 3
+    playing seeds, returns the reason instead, with each seed's gate figures at the last checkpoint."""
     from rlexplain.agents import quality_gate
     for frames in sorted(z.frames.unique(), reverse=True):
         g = z[z.frames == frames].sort_values("seed")
@@ -433,8 +434,8 @@ def _playing_seeds(cfg: IRConfig, z: pd.DataFrame, game: str, pipe: str) -> tupl
         if frames == z.frames.max(): worst = {int(r.seed): quality_gate(r.path) for r in g.itertuples()}
     figs = "; ".join(f"seed {s}: modal action share {q['modal_share']:.2f}, return - random {q['diff']:+.2f} [{q['low']:+.2f}, {q['high']:+.2f}]"
                      for s, q in worst.items())
-    raise ValueError(f"IR {game}/{pipe}: no checkpoint has 3 agents that pass the quality gate (at {int(z.frames.max())} frames: {figs}). "
-                     f"Train the pipeline further (rlexplain zoo train), or set IRConfig(plays=False) to measure the agents as they are.")
+    return (f"IR {game}/{pipe}: no checkpoint has 3 agents that pass the quality gate (at {int(z.frames.max())} frames: {figs}). "
+            f"Train the pipeline further (rlexplain zoo train), or set IRConfig(plays=False) to measure the agents as they are.")
 
 def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
     """The (game, pipeline, checkpoint) jobs of a study. With `cfg.plays` (the default), a pipeline's agents are the seeds
@@ -442,7 +443,8 @@ def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
     the states (G_0), the next `n_agents` at most are measured, at every checkpoint up to that one. Without it, seed 0
     samples and seeds 1..n are measured, as trained. Raises `FileNotFoundError` if `cfg.zoo` is not a folder and
     `ValueError` when the zoo lacks the agents: no entry of a pipeline, no sampler, fewer than `cfg.n_agents` measured
-    agents (seeds 1..n) at a checkpoint, or (with `plays`) fewer than 3 playing seeds."""
+    agents (seeds 1..n) at a checkpoint, or (with `plays`) no pipeline with 3 playing seeds; a pipeline without them is
+    left out with a `UserWarning` that gives each seed's gate figures."""
     from rlexplain.agents import ZOO_DIR
     root = Path(cfg.zoo or ZOO_DIR)
     if not root.is_dir(): raise FileNotFoundError(f"the zoo folder {root} does not exist (IRConfig.zoo={cfg.zoo!r}).")
@@ -452,7 +454,10 @@ def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
             z = _zoo_entries(cfg, game, pipe)
             if z.empty: raise ValueError(f"the zoo has no {pipe} agents for {game}; train them with `rlexplain zoo train`.")
             if cfg.plays:
-                last, seeds = _playing_seeds(cfg, z, game, pipe)
+                found = _playing_seeds(cfg, z, game, pipe)
+                if isinstance(found, str):   # stated, not silent: the pipeline is left out and the warning says why
+                    warnings.warn(found + " The pipeline is left out of the study.", stacklevel=2); continue
+                last, seeds = found
                 z = z[(z.frames <= last) & z.seed.isin(seeds)]
                 full = z.groupby("frames").seed.nunique() == len(seeds)   # checkpoints every chosen seed has
                 z = z[z.frames.isin(full[full].index)]
@@ -467,6 +472,8 @@ def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
                     raise ValueError(f"{game}/{pipe} @ {frames} frames: IRConfig(n_agents={cfg.n_agents}) needs seeds 1..{cfg.n_agents}; "
                                      f"the zoo {root} has seeds {sorted(int(s) for s in g.seed if s >= 1)}. Lower n_agents or train more seeds.")
                 jobs.append(_IRJob(cfg, game, pipe, int(frames), g0.path.iloc[0], tuple(measured.path)))
+    if not jobs: raise ValueError(f"IR: no pipeline of {list(cfg.pipelines)} has 3 agents that pass the quality gate on {list(cfg.games)} "
+                                  f"(see the warnings); train further or set IRConfig(plays=False).")
     return jobs
 
 # %% ../nbs/10_ir.ipynb #64944f1d

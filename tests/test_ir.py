@@ -286,3 +286,35 @@ def test_checkpoints_of_a_pipeline_share_the_sampled_states(monkeypatch):
         ir._IR_CELLS.clear()
         np.testing.assert_array_equal(ir._run_ir_job(job).R, m.R)
     assert len(calls) == 3
+
+
+def _gated_copy(root, pipe, seed, frames, plays, src_frames=640_000):
+    "A copy of a zoo entry of Toybox Breakout PPO under `root`, relabelled to `frames`, its stored gate saying `plays`."
+    import json, shutil
+    from rlexplain.agents import entry_dir, quality_gate
+    src = entry_dir(ZOO_DIR, "toybox/Breakout", "ppo", seed, src_frames); d = entry_dir(root, "toybox/Breakout", pipe, seed, frames)
+    shutil.copytree(src, d)
+    card = json.loads((d / "card.json").read_text())
+    card.update(frames=frames, pipeline=pipe, id=f"toybox-breakout/{pipe}/seed{seed}/{frames}", gate={**quality_gate(src), "plays": plays})
+    (d / "card.json").write_text(json.dumps(card))
+
+
+def test_ir_measures_the_seeds_that_pass_the_quality_gate(tmp_path):
+    """IRConfig(plays=True): the pipeline's last checkpoint with 3 or more playing seeds; the lowest playing seed samples the
+    states and the next ones are measured; a later checkpoint with fewer playing seeds is named in a warning; a pipeline with
+    no such checkpoint is left out with a warning; no pipeline at all is an error."""
+    root = tmp_path / "zoo"
+    for s, ok in enumerate([False, True, True, False, True, True]): _gated_copy(root, "ppo", s, 640_000, ok)
+    for s in range(6): _gated_copy(root, "ppo", s, 50_000, False)                       # untrained: allowed to be constant
+    for s in range(6): _gated_copy(root, "ppo", s, 1_600_000, s in (1, 2))                 # later: only two play
+    for s in range(4): _gated_copy(root, "a2c", s, 640_000, s == 0)                        # one playing seed: left out
+    cfg = IRConfig(pipelines=("ppo", "a2c"), n_agents=2, p=3, t=2, interventions=("paddle_width_48",), zoo=str(root))
+    with pytest.warns(UserWarning) as rec: jobs = ir_jobs(cfg)
+    msgs = " ".join(str(w.message) for w in rec)
+    assert "[1600000] have fewer than 3 agents" in msgs and "a2c: no checkpoint has 3 agents" in msgs and "left out" in msgs
+    assert [(j.pipeline, j.frames) for j in jobs] == [("ppo", 50_000), ("ppo", 640_000)]
+    assert all(j.sampler.endswith("seed1/0000640000") for j in jobs)                     # the lowest playing seed samples
+    assert [p.split("/")[-2] for p in jobs[1].agents] == ["seed2", "seed4"]              # the next n_agents playing seeds
+    assert [p.split("/")[-2] for p in jobs[0].agents] == ["seed2", "seed4"]              # the same runs at every checkpoint
+    with pytest.raises(ValueError, match="no pipeline of \\['a2c'\\] has 3 agents"), pytest.warns(UserWarning):
+        ir_jobs(IRConfig(pipelines=("a2c",), zoo=str(root)))
