@@ -8,9 +8,9 @@ import pytest
 
 import rlexplain
 
-# Every module of the package; cli is left out only because importing it is slow and it defines no library names.
+# Every module of the package (the zoo's folders hold agents, _modidx is nbdev's index).
 MODULES = sorted(m.name for m in pkgutil.walk_packages(rlexplain.__path__, "rlexplain.")
-                 if not m.name.startswith("rlexplain.zoo") and m.name not in ("rlexplain._modidx", "rlexplain.cli"))
+                 if not m.name.startswith("rlexplain.zoo") and m.name != "rlexplain._modidx")
 PACKAGES = ("rlexplain.attribution", "rlexplain.attribution.explainers", "rlexplain.attribution.metrics")   # they gather their submodules' names
 
 # The compatibility layer deleted in issue 39: module -> names that must raise AttributeError.
@@ -30,7 +30,7 @@ DELETED = {
 
 
 def _public(modname: str) -> list:
-    "(name, object) for every name in the module's `__all__`, and every class or function it binds to a public name."
+    "(name, object) for every name in the module's `__all__`."
     mod = importlib.import_module(modname)
     names = set(getattr(mod, "__all__", ()))
     return [(n, getattr(mod, n)) for n in sorted(names)]

@@ -94,7 +94,7 @@ def old_deep_shap(pol, x, a, refs):
 def test_integrated_gradients_equal_captums(data, kind, method):
     pol, d = data[kind]; x, bg = d["x"], d["bg"]; a = _actions(pol, x)
     new = explain("integrated_gradients", pol, x, a, background=bg, n_background=7, n_steps=9, method=method).values
-    assert close(new, old_ig(pol, x, a, G.IntegratedGradients(pol, bg, n_background=7).references(), 9, method))
+    assert close(new, old_ig(pol, x, a, G._IntegratedGradients(pol, bg, n_background=7).references(), 9, method))
     zeros = explain("integrated_gradients", pol, x, a, baseline="zeros", n_steps=9, method=method).values
     assert close(zeros, old_ig(pol, x, a, np.zeros((1, *x.shape[1:]), np.float32), 9, method))
 
@@ -103,7 +103,7 @@ def test_integrated_gradients_equal_captums(data, kind, method):
 def test_gradient_shap_equals_shaps_draws_and_values(data, kind):
     pol, d = data[kind]; x, bg = d["x"], d["bg"]; a = _actions(pol, x)
     new = explain("gradient_shap", pol, x, a, background=bg, n_background=10, nsamples=37, seed=3).values
-    old = old_gradient_shap(pol, x, a, G.GradientSHAP(pol, bg, n_background=10).references(), 37, seed=3)
+    old = old_gradient_shap(pol, x, a, G._GradientSHAP(pol, bg, n_background=10).references(), 37, seed=3)
     assert close(new, old)
 
 
@@ -111,13 +111,13 @@ def test_gradient_shap_equals_shaps_draws_and_values(data, kind):
 def test_deep_shap_equals_shaps_deep_explainer(data, kind):
     pol, d = data[kind]; x, bg = d["x"], d["bg"]; a = _actions(pol, x)
     new = explain("deep_shap", pol, x, a, background=bg, n_background=10).values
-    assert close(new, old_deep_shap(pol, x, a, G.DeepSHAP(pol, bg, n_background=10).references()))
+    assert close(new, old_deep_shap(pol, x, a, G._DeepSHAP(pol, bg, n_background=10).references()))
 
 
 def test_base_values_and_every_action_are_kept(data):
     "all_actions: per-action values equal each action explained alone; base values are the references' mean output."
     pol, d = data["tab"]; x, bg = d["x"], d["bg"]
-    for cls, kw in ((G.DeepSHAP, {}), (G.GradientSHAP, dict(nsamples=11)), (G.IntegratedGradients, dict(n_steps=6))):
+    for cls, kw in ((G._DeepSHAP, {}), (G._GradientSHAP, dict(nsamples=11)), (G._IntegratedGradients, dict(n_steps=6))):
         ex = cls(pol, bg, n_background=10, all_actions=True, **kw)
         att = ex.explain(x)
         refs = ex.references()
@@ -133,7 +133,7 @@ def test_deep_shap_falls_back_to_shap_for_other_layers(data):
     assert not G._rescale_ok(pol.module) and G._rescale_ok(data["img"][0].module)
     a = _actions(pol, x)
     new = explain("deep_shap", pol, x, a, background=bg, n_background=6).values
-    assert close(new, old_deep_shap(pol, x, a, G.DeepSHAP(pol, bg, n_background=6).references()))
+    assert close(new, old_deep_shap(pol, x, a, G._DeepSHAP(pol, bg, n_background=6).references()))
 
 
 def test_values_do_not_depend_on_workers_or_pass_size(data):
@@ -151,7 +151,7 @@ def test_values_do_not_depend_on_workers_or_pass_size(data):
 # ------------------------------------------------------------- the comparisons have teeth
 def test_a_wrong_implementation_fails_the_comparisons(data, monkeypatch):
     pol, d = data["img"]; x, bg = d["x"][:3], d["bg"]; a = _actions(pol, x)
-    refs = G.DeepSHAP(pol, bg, n_background=10).references()
+    refs = G._DeepSHAP(pol, bg, n_background=10).references()
     ok = explain("deep_shap", pol, x, a, background=bg, n_background=10, check_additivity=False).values
     assert close(ok, old_deep_shap(pol, x, a, refs))
     # DeepSHAP as "gradient at the reference times (x - r)": the plain gradient instead of DeepLIFT's multipliers
@@ -167,7 +167,7 @@ def test_a_wrong_implementation_fails_the_comparisons(data, monkeypatch):
     real_draws = G._shap_draws
     monkeypatch.setattr(G, "_shap_draws", lambda s, m, n: (lambda i, t: (i, 1.0 - t))(*real_draws(s, m, n)))
     bad = explain("gradient_shap", pol, x, a, background=bg, n_background=10, nsamples=15).values
-    assert not close(bad, old_gradient_shap(pol, x, a, G.GradientSHAP(pol, bg, n_background=10).references(), 15))
+    assert not close(bad, old_gradient_shap(pol, x, a, G._GradientSHAP(pol, bg, n_background=10).references(), 15))
     monkeypatch.undo()
     # IG on captum's right Riemann points under the left rule's name
     from captum.attr._utils import approximation_methods as am
@@ -237,8 +237,8 @@ def test_shap_draws_are_shaps(data):
 
 def test_integrated_gradients_rejects_bad_settings(data):
     pol, d = data["tab"]
-    with pytest.raises(ValueError, match="method must be one of"): G.IntegratedGradients(pol, d["bg"], method="simpson")
-    with pytest.raises(ValueError, match="n_steps must be >= 2"): G.IntegratedGradients(pol, d["bg"], n_steps=1)
-    with pytest.raises(ValueError, match="rows_per_pass"): G.IntegratedGradients(pol, d["bg"], rows_per_pass=0)
-    G.IntegratedGradients(pol, d["bg"], n_steps=1, method="gausslegendre")
-    with pytest.raises(ValueError, match="nsamples"): G.GradientSHAP(pol, d["bg"], nsamples=0)
+    with pytest.raises(ValueError, match="method must be one of"): G._IntegratedGradients(pol, d["bg"], method="simpson")
+    with pytest.raises(ValueError, match="n_steps must be >= 2"): G._IntegratedGradients(pol, d["bg"], n_steps=1)
+    with pytest.raises(ValueError, match="rows_per_pass"): G._IntegratedGradients(pol, d["bg"], rows_per_pass=0)
+    G._IntegratedGradients(pol, d["bg"], n_steps=1, method="gausslegendre")
+    with pytest.raises(ValueError, match="nsamples"): G._GradientSHAP(pol, d["bg"], nsamples=0)
