@@ -9,7 +9,6 @@ import base64
 import contextlib
 import dataclasses
 import io
-import json
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -274,7 +273,7 @@ class MovieFrames:
     (`overlay` of `display_maps()`), right the outputs as bars (probabilities of a logits agent, q-values of a q agent) with
     the taken action in red, above them the step, action and return so far. Raises `IndexError` for a step out of range."""
     def __init__(self, ep: EpisodeAttribution, size: tuple = (6.4, 3.2), dpi: int = 100, alpha: float = 0.8):
-        import matplotlib; from matplotlib.figure import Figure; from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure; from matplotlib.backends.backend_agg import FigureCanvasAgg
         self.ep, self.alpha, self.maps = ep, alpha, ep.display_maps()
         self.vals = ep.probabilities() if ep.output_kind == "logits" else ep.outputs.astype(np.float64)
         A = self.vals.shape[1]; names = list(ep.action_names) or [f"a{i}" for i in range(A)]
@@ -452,8 +451,8 @@ class OverlapStudy(Result):
     """Top-k overlap of explainers' maps with attack maps and RA-NLD's direction (`vulnerability_overlap`). `table`: one row
     per (state, method, reference) with `overlap` and `random_overlap` (a uniformly random map's, same state and reference);
     `k` pixels of `n_pixels`; `level` the coverage of the intervals; `agent`, `env_id`. `summary()` one row per (method,
-    reference): n, mean overlap, mean random overlap, chance k / P, mean paired difference and its Student-t interval over
-    states. `plot(ax=None)` returns the Axes."""
+    reference): n, mean overlap, mean random overlap, chance k / P, mean paired difference and its paired-t interval over
+    states (`rlexplain.stats.paired_t`) with its p-value. `plot(ax=None)` returns the Axes."""
     table: pd.DataFrame
     k: int
     n_pixels: int
@@ -462,13 +461,13 @@ class OverlapStudy(Result):
     env_id: str = ""
 
     def summary(self) -> pd.DataFrame:
-        from rlexplain.timeseries import t_interval
+        from rlexplain.stats import paired_t
         rows = []
         for (m, r), g in self.table.groupby(["method", "reference"], sort=False):
-            d = (g.overlap - g.random_overlap).to_numpy()
-            lo, hi = t_interval(d, self.level) if len(d) >= 2 else (np.nan, np.nan)
-            rows.append(dict(env_id=self.env_id, method=m, reference=r, n=len(d), overlap=g.overlap.mean(), random=g.random_overlap.mean(),
-                             chance=self.k / self.n_pixels, diff=d.mean(), diff_low=float(lo), diff_high=float(hi), level=self.level))
+            iv = paired_t(g.overlap.to_numpy(), g.random_overlap.to_numpy(), self.level)   # Student's t on the per-state differences
+            rows.append(dict(env_id=self.env_id, method=m, reference=r, n=iv.n, overlap=g.overlap.mean(), random=g.random_overlap.mean(),
+                             chance=self.k / self.n_pixels, diff=iv.value, diff_low=iv.low, diff_high=iv.high, level=self.level,
+                             test=iv.test, pvalue=iv.pvalue))
         return pd.DataFrame(rows)
 
     def to_frame(self) -> pd.DataFrame: return self.table.copy()
@@ -535,11 +534,11 @@ def episode_agent(env_id: str,                  # e.g. "ALE/Breakout-v5"
                   algo: str | None = None,      # "a2c", "ppo", "dqn", ...; None: any
                   root: str | Path | None = None, # zoo folder; default the package's zoo
                   ) -> tuple[Policy, dict]:     # (the agent, its zoo card)
-    """The zoo agent an episode is played with: `best_zoo_entry(env_id, algo, root)`, the last checkpoint with the highest
-    evaluated return (ALE Breakout: A2C, 17.9 against a random policy's 0.9). Raises `LookupError` naming the game when the
-    zoo has no agent for it."""
+    """The zoo agent an episode is played with: `best_zoo_entry(env_id, algo, root, plays=True)`, among the agents that pass
+    the zoo's quality gate the one with the highest evaluated return (ALE Breakout: A2C, 17.9 against a random policy's
+    0.9). Raises `LookupError` naming the game when the zoo has no such agent."""
     from rlexplain.agents import best_zoo_entry, load_agent, load_card
-    path = best_zoo_entry(env_id, algo, root)
+    path = best_zoo_entry(env_id, algo, root, plays=True)   # only agents that pass the zoo's quality gate
     return load_agent(path), load_card(path)
 
 def explain_episode_to(out: str | Path,                # folder: episode.mp4, episode.gif, episode.html, result/
