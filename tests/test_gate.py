@@ -48,3 +48,60 @@ def test_trained_agent_passes_the_gate_and_is_stored(tmp_path):
 @pytest.mark.parametrize("low,share,plays", [(0.1, 0.5, True), (0.0, 0.5, False), (-1, 0.5, False), (1, 0.951, False), (1, 0.95, True)])
 def test_gate_verdict(low, share, plays):
     assert gate_verdict(low, share) is plays
+
+
+def _entry(card: dict):
+    from rlexplain.agents import entry_dir
+    return entry_dir(ZOO_DIR, card["env_id"], card["pipeline"], card["seed"], card["frames"])
+
+
+def test_every_agent_the_demo_and_the_reference_scale_use_passes_the_gate(tmp_path):
+    """Issue 36: the agents of every study at demo and reference scale pass the quality gate. The IR study's last checkpoint
+    of each pipeline (sampler and measured agents), and each other section's agent, chosen as its plan chooses it."""
+    import warnings
+    from rlexplain.cli import _ranld_plan, _xrl_plan
+    from rlexplain.ir import IRConfig, ir_jobs
+    from rlexplain.saliency_bench import BenchConfig
+    from rlexplain.switching import SwitchingConfig, team_entry
+    from rlexplain.timeseries import STUDY_GAMES
+    used = {}
+    for scale in ("demo", "reference"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # pipelines without 3 playing seeds are left out, with a warning
+            jobs = ir_jobs(IRConfig.from_scale(scale))
+        assert {j.pipeline for j in jobs} >= {"ppo"}
+        for pipe in {j.pipeline for j in jobs}:
+            last = max((j for j in jobs if j.pipeline == pipe), key=lambda j: j.frames)
+            for p in (last.sampler, *last.agents): used[p] = f"IR {pipe} ({scale})"
+        _, _, _, cards, _ = _xrl_plan(scale)
+        for c in cards.values(): used[str(_entry(c))] = f"XRL-Bench ({scale})"
+        games, _, _, _ = _ranld_plan(scale, tmp_path)
+        for _, (_, _, c) in games.items(): used[str(_entry(c))] = f"RA-NLD ({scale})"
+        cfg = BenchConfig.from_scale(scale)
+        for g in cfg.games: used[best_zoo_entry(g, cfg.algo)] = f"saliency benchmark ({scale})"
+        sw = SwitchingConfig.from_scale(scale)
+        for seed in {sw.team, sw.donor}: used[team_entry(sw.env_id, sw.pipeline, seed)] = f"switching ({scale})"
+    for g in STUDY_GAMES:
+        for a in ("a2c", "ppo"): used[best_zoo_entry(g, a)] = "time series"
+    used[best_zoo_entry("ALE/Breakout-v5", "dqn")] = "saliency demo"
+    failing = {k: v for k, v in used.items() if not (load_card(k).get("gate") or {}).get("plays")}
+    assert not failing, f"agents that do not pass the quality gate: {failing}"
+
+
+def test_no_lesson_or_module_picks_an_agent_by_a_hard_coded_id_or_around_the_gate():
+    """Lessons and modules choose agents through the gate (best_zoo_entry / load_best_agent, plays=True by default): no code
+    cell holds a zoo id such as 'dqn/seed0/0000200000', and only the agents and IR modules name plays=False."""
+    import json, re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    ids = re.compile(r"seed\d+/\d{5,}")
+    bad = []
+    for nb in sorted((root / "nbs").rglob("*.ipynb")):
+        if nb.name in ("02_agents.ipynb", "10_ir.ipynb"): continue   # the gate's own lesson shows a failing agent on purpose
+        for c in json.loads(nb.read_text())["cells"]:
+            s = "".join(c["source"])
+            if c["cell_type"] == "code" and (ids.search(s) or "plays=False" in s): bad.append(f"{nb.name}: {s[:80]!r}")
+    for py in sorted((root / "rlexplain").rglob("*.py")):
+        if py.name in ("agents.py", "ir.py", "_modidx.py"): continue
+        if "plays=False" in py.read_text(): bad.append(str(py.relative_to(root)))
+    assert not bad, bad
