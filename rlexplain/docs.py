@@ -19,9 +19,9 @@ import pandas as pd
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['DIRECTIVE', 'SOURCE_LINK', 'APPENDIX', 'COURSE', 'SOLUTION', 'CONF', 'README_HEADER', 'directives', 'for_readers',
-           'docs_outputs', 'lesson_info', 'course_parts', 'course_plan', 'format_plan', 'is_solution',
-           'student_notebook', 'write_student_edition', 'build_docs', 'render_readme']
+__all__ = ['DIRECTIVE', 'SOURCE_LINK', 'APPENDIX', 'COURSE', 'SOLUTION', 'TEMPLATE', 'CONF', 'IMAGE', 'README_HEADER',
+           'directives', 'for_readers', 'docs_outputs', 'lesson_info', 'course_parts', 'course_plan', 'format_plan',
+           'is_solution', 'student_notebook', 'write_student_edition', 'template_gaps', 'build_docs', 'render_readme']
 
 # %% ../nbs/93_docs.ipynb #551306f7
 DIRECTIVE = re.compile(r"^\s*#\s*\|")       # an nbdev directive line: `#| export`, `#| hide`, `#| default_exp core`, `#| slow` ...
@@ -81,7 +81,7 @@ def docs_outputs(nb):
 APPENDIX = "Appendix: the infrastructure (reference, not lessons)"
 COURSE: dict[str, list[tuple[str, list[str]]]] = {   # part -> [(notebook stem, the lessons it builds on beyond 00_core)]
     "Week 1: why explain and stress-test agents, and the two tools every method uses": [
-        ("0a_why", []), ("04_shifts", ["01_envs"]), ("05_attribution", [])],
+        ("0a_why", []), ("0b_primer", []), ("04_shifts", ["01_envs"]), ("05_attribution", [])],
     "Week 2: robustness of behaviour": [
         ("10_ir", ["02_agents", "03_interventions"]), ("20_ranld", ["02_agents", "04_shifts"])],
     "Week 3: explaining a decision": [
@@ -187,6 +187,22 @@ def write_student_edition(dest: str | Path,      # the folder to write into (mad
         rows.append({"lesson": s, "exercises": len(lesson_info(nbs / f"{s}.ipynb")["exercises"]), "solutions removed": n, "path": str(path)})
     return pd.DataFrame(rows)
 
+# %% ../nbs/93_docs.ipynb #b452745e
+TEMPLATE = {   # part -> (a regex over the lesson's Markdown, what to write when it is missing)
+    "objectives": (r"\*\*Objectives\.?\*\*|^#+ +Objectives", "an **Objectives.** paragraph under the title"),
+    "paper link": (r"\]\(https?://(arxiv\.org|doi\.org|openreview\.net|proceedings\.|papers\.nips)", "a link to the paper (arXiv or DOI)"),
+    "summary": (r"^#+ +Summary", "a ## Summary heading"),
+    "exercises": (r"^#+ +Exercises", "a ## Exercises heading"),
+    "graded exercises": (r"★", "exercises graded ★ to ★★★"),
+    "open-ended task": (r"★★★[^\n]*[Oo]pen", "one ★★★ open-ended exercise"),
+    "next lesson": (r"^Next: ", "a 'Next: ...' line linking the next lesson"),
+}
+
+def template_gaps(path: str | Path) -> list[str]:
+    "What lesson `path` (an .ipynb) lacks of `TEMPLATE`, one line each (empty: every checked part is there)."
+    md = "\n\n".join(_text(c["source"]) for c in json.loads(Path(path).read_text())["cells"] if c["cell_type"] == "markdown")
+    return [what for part, (rx, what) in TEMPLATE.items() if not re.search(rx, md, re.M)]
+
 # %% ../nbs/93_docs.ipynb #121202f7
 CONF = '''# written by rlexplain.docs.build_docs: Sphinx + myst-nb + sphinx-book-theme, everything served from this site
 project = "rlexplain"
@@ -229,11 +245,18 @@ def _page(path: Path, dest: Path):
     nb = docs_outputs(for_readers(nbformat.read(path, as_version=4), drop_setup=True))
     dest.parent.mkdir(parents=True, exist_ok=True); nbformat.write(nb, dest)
 
+IMAGE = re.compile(r"!\[[^\]]*\]\((?!https?:|data:)([^)\s]+)\)")   # a Markdown image with a path in the repository
+
 def _stage(nbs: Path, src: Path) -> dict[str, list[str]]:
-    "Write the site's pages into the Sphinx source folder `src`; returns the sidebar: caption -> page names."
+    """Write the site's pages into the Sphinx source folder `src`; returns the sidebar: caption -> page names. Pages: the
+    course's notebooks (`course_parts`), `nbs/attribution/`, `course.ipynb`, and the other pages of `nbs/` (Markdown files
+    and notebooks whose name starts with a letter): the glossary under *Start here*, the rest under *Reference*."""
     parts = course_parts(nbs)
-    md = [p for p in sorted(nbs.glob("*.md"))]
-    toc = {"Start here": (["course"] if (nbs / "course.ipynb").exists() else []) + [p.stem for p in md if p.stem == "glossary"]}
+    others = sorted(p for p in [*nbs.glob("*.md"), *nbs.glob("[a-z]*.ipynb")] if p.stem not in ("index", "course"))
+    for p in others:
+        if p.suffix == ".md": shutil.copy(p, src / p.name)
+        else: _page(p, src / p.name)
+    toc = {"Start here": [s for s in ("course", "glossary") if (nbs / f"{s}.ipynb").exists() or (nbs / f"{s}.md").exists()]}
     for part, stems in parts.items():
         for s in stems: _page(nbs / f"{s}.ipynb", src / f"{s}.ipynb")
         toc[part] = list(stems)
@@ -241,14 +264,16 @@ def _stage(nbs: Path, src: Path) -> dict[str, list[str]]:
     subs = sorted((nbs / "attribution").glob("*.ipynb")) if (nbs / "attribution").is_dir() else []
     for p in subs: _page(p, src / "attribution" / p.name)
     toc[APPENDIX] = toc.get(APPENDIX, []) + [f"attribution/{p.stem}" for p in subs]
-    for p in md: shutil.copy(p, src / p.name)
-    toc["Measurements"] = [p.stem for p in md if p.stem != "glossary"]
+    toc["Reference"] = [p.stem for p in others if p.stem != "glossary"]
     modules = sorted({m for p in [*nbs.glob("[0-9]*.ipynb"), *subs] if (m := _module(p))})
     for m in modules:
         (src / "api").mkdir(exist_ok=True)
         (src / "api" / f"{m}.md").write_text(f"# `{m}`\n\n```{{eval-rst}}\n.. automodule:: {m}\n```\n")
     toc["API reference"] = [f"api/{m}" for m in modules]
     index = docs_outputs(for_readers(nbformat.read(nbs / "index.ipynb", as_version=4)))
+    for c in index.cells:          # the README's figure: a path from the repository's root, copied to the same place
+        for rel in IMAGE.findall(c.source) if c.cell_type == "markdown" else []:
+            if (f := nbs.parent / rel).is_file(): (src / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy(f, src / rel)
     index.cells.append(nbformat.v4.new_markdown_cell("\n\n".join(
         f"```{{toctree}}\n:caption: {cap}\n:hidden:\n:maxdepth: 1\n\n" + "\n".join(names) + "\n```" for cap, names in toc.items() if names)))
     nbformat.write(index, src / "index.ipynb")

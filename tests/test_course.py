@@ -82,3 +82,23 @@ def test_course_names_a_missing_notebooks_folder(tmp_path, capsys):
     with pytest.raises(FileNotFoundError, match="no lessons"):
         from rlexplain.docs import write_student_edition
         write_student_edition(tmp_path / "s", tmp_path)
+
+
+def test_first_week_lessons_exist_with_the_template_and_exercises():
+    "Issue 38.1-2: the first week's lessons exist, have graded exercises with checked solutions, and every part of the template."
+    from rlexplain.docs import TEMPLATE, lesson_info, template_gaps
+    week1 = [s for s, _ in next(iter(COURSE.values()))]
+    assert week1[:2] == ["0a_why", "0b_primer"], week1
+    for stem in week1[:2]:
+        path = NBS / f"{stem}.ipynb"
+        assert template_gaps(path) == [], (stem, template_gaps(path))
+        assert len(lesson_info(path)["exercises"]) >= 3, stem
+        assert sum(is_solution(c) for c in _cells(path)) >= 2, stem
+
+
+def test_template_gaps_names_what_a_lesson_lacks(tmp_path):
+    from rlexplain.docs import TEMPLATE, template_gaps
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell("# t\n\n> x\n\n## Summary\n\n- one\n\nNext: [a](a.ipynb)")])
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    gaps = template_gaps(tmp_path / "t.ipynb")
+    assert len(gaps) == len(TEMPLATE) - 2 and "a ## Exercises heading" in gaps and "a link to the paper (arXiv or DOI)" in gaps

@@ -121,3 +121,17 @@ def test_readme_is_the_index_notebook_rendered(tmp_path):
     out = render_readme(ROOT / "nbs" / "index.ipynb", tmp_path / "README.md")
     assert out.read_text() == (ROOT / "README.md").read_text(), "README.md is out of step with nbs/index.ipynb: run `rlexplain readme`"
     assert "```python" in out.read_text()
+
+
+def test_readme_is_short_and_shows_a_committed_figure():
+    "Issue 38.6: a README for newcomers, at most 1,000 words, with one figure that is committed in the repository."
+    import re
+    import subprocess
+    text = (ROOT / "README.md").read_text()
+    assert len(text.split()) <= 1000, f"README.md has {len(text.split())} words (at most 1,000: move details to nbs/measurements.ipynb)"
+    figures = re.findall(r"!\[[^\]]*\]\(([^)\s]+\.png)\)", text)
+    assert len(figures) == 1, figures
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", figures[0]], cwd=ROOT, capture_output=True)
+    assert (ROOT / figures[0]).is_file() and tracked.returncode in (0, 128), figures[0]   # 128: not a git checkout
+    for command in ("bash run.sh demo", "bash run.sh test", "rlexplain course", "claims reproduced"):
+        assert command in text, command
