@@ -911,7 +911,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ee = sub.add_parser("explain-episode", help="play and explain an episode of a zoo agent: an MP4, a GIF, an offline HTML player and the saved result",
                         description="Play a seeded episode of the zoo's agent for --env, explain every --every-th agent step with --method (one "
-                                    "colour scale for the episode) and write DIR/episode.mp4, DIR/episode.gif, DIR/episode.html and DIR/result/ "
+                                    "colour scale for the episode) and write OUT/episode.mp4, OUT/episode.gif, OUT/episode.html and OUT/result/ "
                                     "(rlexplain.episode; lesson 32).",
                         epilog=_examples("explain-episode --env ALE/Breakout-v5 --method occlusion --steps 200 --out runs/episode"), **par)
     ee.add_argument("--env", default="ALE/Breakout-v5", help="a game with an agent in the zoo (see `rlexplain zoo list`)")
@@ -920,7 +920,7 @@ def build_parser() -> argparse.ArgumentParser:
     ee.add_argument("--every", type=_at_least(1), default=1, help="explain every k-th agent step")
     ee.add_argument("--out", default="runs/episode", help="folder for episode.mp4, episode.gif, episode.html and result/")
     ee.add_argument("--seed", type=int, default=0, help="the episode's seed")
-    ee.add_argument("--algo", default=None, help="the zoo agent's algorithm, e.g. a2c (default: the best agent of any)")
+    ee.add_argument("--algo", default=None, help="the zoo agent's algorithm, e.g. a2c (default: the best agent of any that passes the quality gate)")
     ee.add_argument("--scale", choices=["episode", "frame"], default="episode", help="one colour scale for the episode, or each frame its own")
     ee.add_argument("--fps", type=_at_least(1), default=10, help="frames per second of the movie")
     ee.add_argument("--zoo", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
