@@ -461,10 +461,13 @@ def measure(name: str):
 
 _BREAKOUT_ACTIONS = 4
 
-def _ir_breakout(run: RunTables) -> pd.DataFrame:
+_IR_TABLES = {"breakout": "Table 6", "amidar": "Table 5", "spaceinvaders": "Table 7"}   # Mott et al. 2023, App. E.2
+
+def _ir_breakout(run: RunTables, game: str = "breakout") -> pd.DataFrame:
+    "The IR table's rows of `game` ('breakout', 'amidar', 'spaceinvaders'); `NotComparable` naming the run's games when it has none."
     t = run.table("ir", "ir_table", ("game", "pipeline", "frames", "original"))
-    b = t[t.game.astype(str).str.contains("breakout", case=False)]
-    if b.empty: raise NotComparable(f"game: Table 6 is Breakout; the run's IR games are {sorted(set(t.game.astype(str)))}")
+    b = t[t.game.astype(str).str.replace(r"[^a-z]", "", regex=True, case=False).str.lower().str.contains(game)]
+    if b.empty: raise NotComparable(f"game: {_IR_TABLES.get(game, 'the claim')} is {game}; the run's IR games are {sorted(set(t.game.astype(str)))}")
     return b
 
 def _fr(f) -> str:
@@ -492,15 +495,15 @@ def _ir_matrix_dirs(run: RunTables) -> list[Path]:
             except (OSError, ValueError): continue
     return out
 
-def _ir_cells(run: RunTables) -> pd.DataFrame | None:
+def _ir_cells(run: RunTables, game: str = "breakout") -> pd.DataFrame | None:
     "The run's R cells on Breakout: ir/ir_cells.csv, else the saved R matrices (`IRMatrix.to_frame`), else None."
     if run.has("ir", "ir_cells"):
         c = run.table("ir", "ir_cells", ("pipeline", "frames", "intervention", "R"))
-        return c[c.game.astype(str).str.contains("breakout", case=False)] if "game" in c else c
+        return c[c.game.astype(str).str.replace(r"[^a-z]", "", regex=True, case=False).str.lower().str.contains(game)] if "game" in c else c
     from rlexplain.ir import IRMatrix
     frames = []
     for d in _ir_matrix_dirs(run):
-        if "breakout" not in d.parent.parent.name.lower(): continue
+        if game not in re.sub(r"[^a-z]", "", d.parent.parent.name.lower()): continue
         try: frames.append(IRMatrix.load(d).to_frame())
         except Exception: continue
     return pd.concat(frames, ignore_index=True) if frames else None
@@ -516,16 +519,16 @@ def _ir_constant(r: pd.Series) -> tuple:
                              f"in every state (ir_table.csv constant_agents = n_agents = {int(n)}): R {float(r.original):.3f} counts which "
                              f"action each froze on, and no intervention can change it")
 
-def _ir_original(run: RunTables, pipeline: str, frames) -> Estimate:
+def _ir_original(run: RunTables, pipeline: str, frames, game: str = "breakout") -> Estimate:
     """Original R of `pipeline` at `frames` on Breakout: the table's jackknife-t interval over the measured agents when it
     has one (`original_se`, `n_agents`), else a t interval over the unintervened states of ir_cells.csv, else the mean alone."""
-    b = _ir_breakout(run); f = _ir_frames(b, pipeline, frames)
+    b = _ir_breakout(run, game); f = _ir_frames(b, pipeline, frames)
     r = b[(b.pipeline == pipeline) & (b.frames == f)].iloc[0]
     label = f"{pipeline} R at {_fr(f)} frames"; x = _ir_constant(r)
     if "original_se" in r and np.isfinite(float(r.original_se)) and float(r.get("n_agents", 0) or 0) >= 2:
         n = int(r.n_agents); se = float(r.original_se)
         return Estimate(label, float(r.original), se, n - 1, n, "agents", se * math.sqrt(n), f"jackknife-t over {n} agents", test="jackknife-t", excluded=x)
-    c = _ir_cells(run)
+    c = _ir_cells(run, game)
     if c is not None:
         v = c[(c.pipeline == pipeline) & (c.frames == f) & (c.intervention == "none")].R
         if len(v): return Estimate.from_values(v, label, "states", excluded=x)
@@ -568,12 +571,13 @@ def _diff(a: Estimate, b: Estimate, label: str) -> Estimate:
     return Estimate(label, a.mean - b.mean, se, df, min(a.n or 0, b.n or 0) or None, a.unit, sd, how, test="welch", excluded=x)
 
 @measure("ir.R_drop")
-def _m_ir_drop(run, pipeline: str) -> list[Estimate]:
-    """Original R at 5e4 frames minus at the run's last checkpoint of `pipeline` (Breakout): how much the agents diverge with
+def _m_ir_drop(run, pipeline: str, game: str = "breakout") -> list[Estimate]:
+    """Original R at 5e4 frames minus at the run's last checkpoint of `pipeline` on `game` (Breakout, Amidar or Space
+    Invaders: Tables 6, 5, 7): how much the agents diverge with
     training. Uninformative when every measured agent at either checkpoint takes one constant action in all states
     (ir_table.csv `constant_agents` = `n_agents`, `_ir_constant`): R then counts which action each seed froze on, not how
     trained state-dependent policies differ, which is what the paper's agents (3e6 and 1e7 frames) show."""
-    a, b = _ir_original(run, pipeline, 50_000), _ir_original(run, pipeline, "last")
+    a, b = _ir_original(run, pipeline, 50_000, game), _ir_original(run, pipeline, "last", game)
     return [_diff(a, b, f"{pipeline} R(5e4) - R({b.label.split(' at ')[1]})")]
 
 @measure("ir.normalized")
@@ -890,16 +894,74 @@ def _m_sw(run, labels: dict, zero: bool = False, missing: str = "") -> list[Esti
     return out
 
 @measure("sw.did_relative")
-def _m_sw_rel(run, label: str) -> list[Estimate]:
+def _m_sw_rel(run, label: str, missing: str = "") -> list[Estimate]:
     "DiD of the switch whose label starts with `label`, over |the control's post-period mean| (a fraction of the team's return)."
     t = _switch(run); r = t[t.label.astype(str).str.startswith(label)]
-    if r.empty: raise NotComparable(f"no '{label}' switch in the run (its switches: {list(t.label)})")
+    if r.empty: raise NotComparable(f"{missing + '; ' if missing else ''}no '{label}' switch in the run (its switches: {list(t.label)})")
     r = r.iloc[0]
     if "control_post_mean" not in r or not np.isfinite(r.control_post_mean) or r.control_post_mean == 0:
         raise NotRun("switching_did.csv lacks control_post_mean")
     s = abs(float(r.control_post_mean)); r2 = r.copy()
     for k in ("did", "ci_low", "ci_high"): r2[k] = float(r[k]) / s
     return [_did_estimate(r2, f"{r.label} DiD / |control {r.control_post_mean:.3g}|")]
+
+# %% ../nbs/95_scoreboard.ipynb #3fdd8e2e
+def _score_distinct(c: dict, items: list[Estimate]) -> list[Check]:
+    """Every two items of a block differ: 'holds' when the interval of a - b (paired over common units, else Welch; at the
+    Bonferroni level over the pairs) excludes 0 on either side, else 'open' (no margin: equality is never shown, so never
+    'fails'). Raises `NotRun` when no block has two items."""
+    by: dict = {}
+    for e in items: by.setdefault(e.block, []).append(e)
+    pairs = [(s[i], s[j]) for s in by.values() for i in range(len(s)) for j in range(i + 1, len(s))]
+    if not pairs: raise NotRun("fewer than two items per block to tell apart")
+    lv = _level(len(pairs))
+    return [dataclasses.replace(ch, status="holds") if ch.status == "fails" else ch for ch in (check_greater(a, b, lv) for a, b in pairs)]
+
+def _score_reversal(c: dict, items: list[Estimate]) -> list[Check]:
+    """The methods' ranking depends on the condition. `c["pairs"]` lists 'X|Y' (two block suffixes, e.g. 'Q-val black|Q-val
+    rand'); per game (the block's prefix) and pair: 'holds' when some methods a, b have a > b under X and b > a under Y,
+    both significant (paired over the states; Bonferroni over every method pair and both conditions of the claim), 'fails'
+    when every two methods keep one significant order under both, else 'open'. Raises `NotRun` when no game has both
+    conditions."""
+    plan = []
+    for spec in c["pairs"]:
+        if "|" not in spec: raise ValueError(f"reversal pair {spec!r} must read 'X|Y'")
+        X, Y = (s.strip() for s in spec.split("|", 1))
+        games = [b[:-len(X)].strip() for b in dict.fromkeys(e.block for e in items) if b.endswith(X)]
+        for g in games:
+            ex = {e.label: e for e in items if e.block == f"{g} {X}"}; ey = {e.label: e for e in items if e.block == f"{g} {Y}"}
+            ms = [m for m in ex if m in ey]
+            if len(ms) >= 2: plan.append((g, X, Y, ex, ey, [(ms[i], ms[j]) for i in range(len(ms)) for j in range(i + 1, len(ms))]))
+    if not plan: raise NotRun(f"no game has two methods under both conditions of {list(c['pairs'])}")
+    lv = _level(2 * sum(len(p[-1]) for p in plan)); out = []
+    for g, X, Y, ex, ey, pairs in plan:
+        rev, same = [], 0
+        for a, b in pairs:
+            cx, cy = check_greater(ex[a], ex[b], lv), check_greater(ey[a], ey[b], lv)
+            if {cx.status, cy.status} == {"holds", "fails"}: rev.append(f"{X}: {cx.text}; {Y}: {cy.text}")
+            elif cx.status == cy.status != "open": same += 1
+        t = dict(test="paired-t" if all(ex[m].paired for m in ex) else "welch", level=lv)
+        if rev: out.append(Check("holds", f"{g}: {len(rev)} of {len(pairs)} method pairs swap between {X} and {Y}, e.g. " + rev[0], **t))
+        elif same == len(pairs): out.append(Check("fails", f"{g}: all {len(pairs)} method pairs keep one significant order under {X} and {Y}", **t))
+        else: out.append(Check("open", f"{g}: no significant swap between {X} and {Y} ({same} of {len(pairs)} pairs keep one order; the others are undecided)", **t))
+    return out
+
+SCORERS.update(distinct=_score_distinct, reversal=_score_reversal)
+
+@measure("ts.forecast_width")
+def _m_ts_width(run, game: str, per_eps: bool = False) -> list[Estimate]:
+    """Width (upper - lower) of each agent's prediction interval at the forecast horizon (Fujimoto et al. Fig. 5,
+    `ts_<game>_forecast.csv`), a point estimate per agent (one forecast each: no interval for the width); grouped by the
+    agent. `per_eps`: one item per agent and attack strength (strongest first), blocked by agent, which needs an `eps` column (the paper's
+    right-hand panels: stronger attacks); `NotRun` without it."""
+    t = run.table("timeseries", f"ts_{game}_forecast", ("label", "lower", "upper"))
+    if per_eps:
+        if "eps" not in t: raise NotRun(f"ts_{game}_forecast.csv forecasts each agent at one attack strength (no eps column); "
+                                        "the paper's right-hand panels forecast a stronger attack beside it")
+        return [Estimate.from_summary(float(r.upper - r.lower), None, 1, f"{r.label} eps={r.eps}", "forecast", group=str(r.label), block=str(r.label))
+                for _, r in t.sort_values("eps", ascending=False).iterrows()]   # strongest first: 'decreasing' then reads 'wider with eps'
+    return [Estimate.from_summary(float(r.upper - r.lower), None, 1, f"{r.label} width", "forecast", group=str(r.label).split()[0].lower())
+            for _, r in t.iterrows()]
 
 # %% ../nbs/95_scoreboard.ipynb #21abbb16
 def _paper_ir(algorithm: str, frames: int, column: str = "original") -> pd.Series:
