@@ -443,7 +443,7 @@ def _flag_noop(ax, bars, noop) -> None:
 class QuotientTable(Result):
     """Feature correlation quotients of a protocol run: `table` (one row per run, condition and `at`: quotient,
     n_states, mean episode return, fraction of shifted steps, `changed` the fraction of steps whose observation the shift
-    changed, `l2` the mean L2 size of that change, lambda_2/lambda_1 of S and of the compared set), `directions (K, *obs_shape)` the G of run 0's conditions
+    changed, `l2` the mean L2 size of that change, `flipped` the fraction of steps whose greedy action it changed, lambda_2/lambda_1 of S and of the compared set), `directions (K, *obs_shape)` the G of run 0's conditions
     named `labels`, `baseline_grad_sq_norms` run 0's ||g||^2 over S, `params` the configuration.
     `summary()` is Tables 1-2 (mean, std per condition); `plot()` a bar chart; `plot_directions()` Figures 1 and 5."""
     table: pd.DataFrame
@@ -509,6 +509,15 @@ def _shift_size(ro: ShiftedRollout) -> tuple[float, float]:
     delta = (ro.observed - clean).reshape(len(clean), -1)
     return float((np.abs(delta).max(1) > 1e-6).mean()), float(np.linalg.norm(delta, axis=1).mean())
 
+def _flipped(policy: Policy, ro: ShiftedRollout, batch_size: int = 256) -> float:
+    """Fraction of steps whose greedy action on the shifted observation (`ro.observed`) differs from the greedy action on
+    the clean one (`ro.obs`): 0 for a shift that moves the frames but changes no decision; NaN without both recordings."""
+    if not len(ro.observed) or ro.observed.shape != ro.obs.shape: return float("nan")
+    def greedy(x):
+        with torch.no_grad():
+            return torch.cat([policy.forward(policy.obs(x[i:i + batch_size])).argmax(-1).cpu() for i in range(0, len(x), batch_size)])
+    return float((greedy(ro.obs) != greedy(ro.observed)).double().mean())
+
 def _shift_items(shifts: dict | Sequence) -> list:
     "[(label, Shift)] of a protocol's shifts ({label: Shift or name} or a list); raises `ValueError` for none."
     if isinstance(shifts, dict): items = [(str(k), make_shift(v)) for k, v in shifts.items()]
@@ -562,17 +571,17 @@ def ranld_protocol(policy: Policy,                 # the agent
         H = ranld(policy, ro_h.obs, cfg.temperature, cfg.method, keep_gradients=False, name="S-hat")
         for a in ats:
             rows.append(dict(run=r, condition="unmodified (S-hat)", at=a, quotient=feature_correlation_quotient(H, S),
-                             n_states=H.n_states, mean_return=float(ro_h.returns().mean()), shifted=0.0, changed=0.0, l2=0.0,
+                             n_states=H.n_states, mean_return=float(ro_h.returns().mean()), shifted=0.0, changed=0.0, l2=0.0, flipped=0.0,
                              gap_ratio_S=S.gap_ratio, gap_ratio=H.gap_ratio))
         if r == 0: dirs.append(H.direction); labels.append("S-hat")
         for label, shift in items:
             ro_p = play(shift, s_hat); bar.update()
-            changed, l2 = _shift_size(ro_p)
+            changed, l2 = _shift_size(ro_p); flipped = _flipped(policy, ro_p)
             for j, a in enumerate(ats):
                 P = ranld(policy, _states_of(ro_p, a), cfg.temperature, cfg.method, keep_gradients=False, name=label)
                 rows.append(dict(run=r, condition=label, at=a, quotient=feature_correlation_quotient(P, S), n_states=P.n_states,
                                  mean_return=float(ro_p.returns().mean()), shifted=float(ro_p.attacked.mean()),
-                                 changed=changed, l2=l2, gap_ratio_S=S.gap_ratio, gap_ratio=P.gap_ratio))
+                                 changed=changed, l2=l2, flipped=flipped, gap_ratio_S=S.gap_ratio, gap_ratio=P.gap_ratio))
                 if r == 0 and j == 0: dirs.append(P.direction); labels.append(label)
             del ro_p
     bar.close()
@@ -654,7 +663,8 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
                  ) -> pd.DataFrame:
     """Tables 1-2 analogue (Korkmaz 2024, Section 4): `ranld_protocol` per game, summarised as one row per game,
     condition and `at` with `quotient_mean`, `quotient_std`, `n_runs`, `mean_return`, `n_states`, `changed` (fraction of
-    steps whose observation the shift changed), `l2` (mean L2 norm of that change, [0, 1] pixel units), `table`, and the
+    steps whose observation the shift changed), `l2` (mean L2 norm of that change, [0, 1] pixel units), `flipped` (fraction
+    of steps whose greedy action it changed), `table`, and the
     paper's `paper_mean`/`paper_std` where it reports the game (NaN otherwise). With `out`, each game's result is saved
     to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun with the same shifts and
     configuration; a saved result of other shifts or sizes is recomputed and replaced (with a warning). With a Policy or
@@ -678,7 +688,7 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
             qt = ranld_protocol(policy, env if env is not None else env_id, shifts, cfg, progress=progress, env_kwargs=kw)
             if folder is not None: qt.save(folder)
         s = qt.summary()
-        extra = qt.table.groupby(["condition", "at"], sort=False)[["changed", "l2"]].mean().reset_index()
+        extra = qt.table.groupby(["condition", "at"], sort=False)[[c for c in ("changed", "l2", "flipped") if c in qt.table]].mean().reset_index()
         frames.append(s.merge(extra, on=["condition", "at"], how="left").assign(game=game))
     df = pd.concat(frames, ignore_index=True)
     kinds = {**{c: "1 adversarial" for c in ADVERSARIAL_CONDITIONS}, **{c: "2 natural" for c in NATURAL_CONDITIONS}}
@@ -687,8 +697,8 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
     paper = paper_tables().drop_duplicates(["game", "condition"])[["game", "condition", "paper_mean", "paper_std"]]
     df = df.merge(paper, on=["game", "condition"], how="left")
     cols = ["game", "table", "condition", "at", "quotient_mean", "quotient_std", "paper_mean", "paper_std", "n_runs",
-            "n_states", "mean_return", "changed", "l2"]
-    return df[cols]
+            "n_states", "mean_return", "changed", "l2", "flipped"]
+    return df.reindex(columns=cols)   # a table saved before `flipped` existed gives NaN there
 
 def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
                 at: str = "observed", ax=None):

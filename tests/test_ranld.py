@@ -114,6 +114,7 @@ def test_protocol_small(tmp_path):
     qt = ranld_protocol(tiny, "toybox/Breakout", ["fgsm", "rotation"], RANLDConfig(n_runs=2, n_episodes=1, max_steps=20))
     assert isinstance(qt, QuotientTable) and len(qt.table) == 2 * 3
     assert qt.table.quotient.between(-1e-6, 1 + 1e-5).all()
+    assert qt.table.flipped.between(0, 1).all() and (qt.table[qt.table.condition == "unmodified (S-hat)"].flipped == 0).all()
     assert list(qt.summary().condition) == ["unmodified (S-hat)", "fgsm", "rotation"]
     assert qt.directions.shape == (4, 4, 84, 84)
     qt.save(tmp_path / "q"); back = load_result(tmp_path / "q")
@@ -413,3 +414,15 @@ def test_paper_shifts_readings():
     pol = _conv_policy(); x = torch.rand(3, 2, 12, 12) * 0.5 + 0.25     # away from the box: the whole budget is spent
     d = (paper_shifts("adversarial", "demo")["Nesterov Momentum"](x, pol) - x).reshape(3, -1).norm(dim=1)
     assert torch.allclose(d, torch.full((3,), 0.001 * (2 * 12 * 12) ** 0.5), rtol=1e-3)   # eps * sqrt(d), d = 288
+
+
+def test_flipped_counts_changed_greedy_actions_by_hand():
+    """`_flipped` on the 4-action line: clean states x = 0 (action 3) twice, shifted to (-1.02, 0) (action 2) and to
+    (-0.5, 0) (still action 3: Q = (0, 0.5, 2, 2.5)): one of two steps flipped, 0.5."""
+    from rlexplain.ranld import _flipped
+    from rlexplain.shifts import ShiftedRollout
+    pol = _four_action_line()
+    ro = ShiftedRollout(obs=np.zeros((2, 2), np.float32), actions=np.array([2, 3]), rewards=np.zeros(2), episode=np.zeros(2, int), states=[], env_id="line",
+                        observed=np.array([[-1.02, 0.0], [-0.5, 0.0]], np.float32), attacked=np.ones(2, bool))
+    assert _flipped(pol, ro) == 0.5
+    assert np.isnan(_flipped(pol, ShiftedRollout(obs=np.zeros((2, 2), np.float32), actions=np.array([3, 3]), rewards=np.zeros(2), episode=np.zeros(2, int), states=[], env_id="line")))
