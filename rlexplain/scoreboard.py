@@ -946,7 +946,38 @@ def _score_reversal(c: dict, items: list[Estimate]) -> list[Check]:
         else: out.append(Check("open", f"{g}: no significant swap between {X} and {Y} ({same} of {len(pairs)} pairs keep one order; the others are undecided)", **t))
     return out
 
-SCORERS.update(distinct=_score_distinct, reversal=_score_reversal)
+def _score_not_monotone(c: dict, items: list[Estimate]) -> list[Check]:
+    """Items of a block in order (e.g. R at increasing training): 'holds' when one step rises and another falls, each
+    significantly (Bonferroni over the steps), 'fails' when every step goes one way significantly (monotone), else
+    'open'. Raises `NotRun` when no block has three items."""
+    by: dict = {}
+    for e in items: by.setdefault(e.block, []).append(e)
+    runs = [s for s in by.values() if len(s) >= 3]
+    if not runs: raise NotRun("fewer than three ordered items per block: monotony cannot be judged")
+    lv = _level(sum(len(s) - 1 for s in runs)); out = []
+    for s in runs:
+        steps = [check_greater(s[i + 1], s[i], lv) for i in range(len(s) - 1)]   # 'holds': a rise, 'fails': a fall
+        up = [x for x in steps if x.status == "holds"]; down = [x for x in steps if x.status == "fails"]
+        t = dict(test=", ".join(dict.fromkeys(x.test for x in steps)), level=lv); b = s[0].block
+        if up and down: out.append(Check("holds", f"{b}: rises ({up[0].text}) and falls ({down[0].text})", **t))
+        elif len(up) == len(steps) or len(down) == len(steps):
+            out.append(Check("fails", f"{b}: every step {'rises' if up else 'falls'}: " + "; ".join(x.text for x in steps), **t))
+        else: out.append(Check("open", f"{b}: " + "; ".join(x.text for x in steps if x.status == "open"), **t))
+    return out
+
+SCORERS.update(distinct=_score_distinct, reversal=_score_reversal, not_monotone=_score_not_monotone)
+
+@measure("ir.R_path")
+def _m_ir_path(run, pipeline: str, game: str = "breakout", min_checkpoints: int = 3) -> list[Estimate]:
+    """Original R of `pipeline` on `game` at every checkpoint after 5e4 frames, in increasing frames, one block: the path
+    of R with training (Mott et al. Tables 5-7). `NotComparable` when the run has fewer than `min_checkpoints` of them."""
+    b = _ir_breakout(run, game); r = b[b.pipeline == pipeline]
+    if r.empty: raise NotRun(f"no {pipeline} pipeline in ir/ir_table.csv (it has {sorted(set(b.pipeline))})")
+    fs = sorted(int(f) for f in r.frames if int(f) > 50_000)
+    if len(fs) < min_checkpoints:
+        raise NotComparable(f"agent training length: {len(fs)} {pipeline} checkpoint(s) after 5e4 frames ({[_fr(f) for f in fs]}); "
+                            f"a path of R needs {min_checkpoints} (the paper's 3e6, 5e6, 8e6, 1e7)")
+    return [dataclasses.replace(_ir_original(run, pipeline, f, game), block=f"{pipeline} {game}") for f in fs]
 
 @measure("ts.forecast_width")
 def _m_ts_width(run, game: str, per_eps: bool = False) -> list[Estimate]:

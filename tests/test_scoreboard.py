@@ -669,3 +669,21 @@ def test_issue37_misreadings_are_fixed():
     assert c.loc["ranld-gradnorm-jumpier", "args"] == {"column": "grad_norm_var"} and "variance" in c.loc["ranld-gradnorm-jumpier", "cell"]
     assert c.loc["sal-parameter-dependence", "where"].startswith("Section 7")
     assert len(c) >= 70
+
+
+def test_not_monotone_and_the_path_of_R_by_hand(tmp_path):
+    """Three checkpoints with R 0.7, 0.5, 0.65 and jackknife se 0.02 over 10 agents: steps -0.2 and +0.15, Welch se
+    0.028 on 18 df; at 97.5% each (Bonferroni over 2 steps, t 2.445) half-widths 0.069: a significant fall and rise, so
+    R is not monotone (reproduced). R 0.5, 0.6, 0.7: every step rises (contradicted). Two trained checkpoints: 'not
+    comparable' (training length)."""
+    def table(rs):
+        return pd.DataFrame({"game": "toybox/Breakout", "pipeline": "dqn", "frames": [50_000] + [10**6 * (k + 1) for k in range(len(rs))],
+                             "original": [1.0, *rs], "original_se": 0.02, "n_agents": 10})
+    for rs, want in (((0.7, 0.5, 0.65), "reproduced"), ((0.5, 0.6, 0.7), "contradicted"), ((0.7, 0.5), "not comparable")):
+        d = tmp_path / "-".join(map(str, rs)); _csv(d, "ir", "ir_table", table(rs))
+        row = sb.score_run(d).set_index("id").loc["ir-not-monotone"]
+        assert row.verdict == want, (rs, row.reason)
+    items = sb.MEASURES["ir.R_path"](sb.RunTables(tmp_path / "0.7-0.5-0.65"), pipeline="dqn")
+    assert [round(e.mean, 2) for e in items] == [0.7, 0.5, 0.65] and {e.block for e in items} == {"dqn breakout"}
+    checks = sb.SCORERS["not_monotone"]({}, items)
+    assert checks[0].status == "holds" and "-0.2 [-0.269, -0.131]" in checks[0].text
