@@ -134,6 +134,12 @@ def test_paper_tables_and_shift_budgets():
     assert paper["Carlini&Wagner"].binary_search_steps == 10 and paper["Carlini&Wagner"].confidence == 10.0
     assert demo["Carlini&Wagner"].confidence == 0.0       # ART keeps the clean frame unless the margin kappa is reached
     assert demo["Elastic-Net"].beta == paper["Elastic-Net"].beta == 1e-4
+    # issue 37: C&W from the paper's c = 10 with 3 binary-search steps (ART doubles a failed c: 10, 20, 40), EAD 2 steps
+    # from c = 10 (x10), DeepFool over every action (ART 1.20's subset branch is wrong), Nesterov's eps read per entry
+    assert (demo["Carlini&Wagner"].binary_search_steps, demo["Carlini&Wagner"].initial_const) == (3, 10.0)
+    assert (demo["Elastic-Net"].binary_search_steps, demo["Elastic-Net"].initial_const) == (2, 10.0)
+    assert demo["DeepFool"].nb_grads is None and paper["DeepFool"].nb_grads is None
+    assert demo["Nesterov Momentum"].eps == paper["Nesterov Momentum"].eps == 0.001 and paper["Nesterov Momentum"].per_entry
     with pytest.raises(ValueError, match="scale must be"): paper_shifts("all", "huge")
 
 
