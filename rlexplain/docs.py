@@ -19,9 +19,10 @@ import pandas as pd
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['DIRECTIVE', 'SOURCE_LINK', 'APPENDIX', 'COURSE', 'SOLUTION', 'TEMPLATE', 'CONF', 'IMAGE', 'README_HEADER',
-           'directives', 'for_readers', 'docs_outputs', 'lesson_info', 'course_parts', 'course_plan', 'format_plan',
-           'is_solution', 'student_notebook', 'write_student_edition', 'template_gaps', 'build_docs', 'render_readme']
+__all__ = ['DIRECTIVE', 'SOURCE_LINK', 'APPENDIX', 'COURSE', 'SOLUTION', 'TEMPLATE', 'CONF', 'START_HERE', 'IMAGE',
+           'README_HEADER', 'directives', 'for_readers', 'docs_outputs', 'lesson_info', 'course_parts', 'course_plan',
+           'format_plan', 'is_solution', 'solutions', 'student_notebook', 'write_student_edition', 'template_gaps',
+           'build_docs', 'render_readme']
 
 # %% ../nbs/93_docs.ipynb #551306f7
 DIRECTIVE = re.compile(r"^\s*#\s*\|")       # an nbdev directive line: `#| export`, `#| hide`, `#| default_exp core`, `#| slow` ...
@@ -45,7 +46,8 @@ def _imports_only(source: str) -> bool:
 def for_readers(nb, drop_setup: bool = False):
     """The notebook `nb` (an nbformat `NotebookNode`) as a reader sees it, changed in place and returned: cells with a
     `#| hide` or `#| default_exp` directive removed (scaffolding tests, exercise solutions), the `#|` directive lines
-    taken out of the cells that stay, code cells left empty by that removed. `drop_setup`: also remove the import-only
+    taken out of the cells that stay, code cells left empty by that removed; a cell marked `#| echo: false` keeps its
+    output and is tagged `remove-input` (the site shows the output only). `drop_setup`: also remove the import-only
     code cells before the second Markdown cell (a lesson's setup block, just under its title), as the docs site does;
     the README keeps them (a reader copies them)."""
     keep, markdown_seen = [], 0
@@ -54,6 +56,9 @@ def for_readers(nb, drop_setup: bool = False):
         if c.cell_type == "code":
             d = directives(c.source)
             if "hide" in d or "default_exp" in d: continue
+            if d.get("echo") == "false":    # Quarto's `#| echo: false`: the output without the code
+                tags = c.metadata.setdefault("tags", [])
+                if "remove-input" not in tags: tags.append("remove-input")
             c.source = "\n".join(l for l in c.source.splitlines() if not DIRECTIVE.match(l)).strip("\n")
             if not c.source.strip() and not c.get("outputs"): continue
             if drop_setup and markdown_seen < 2 and _imports_only(c.source) and not c.get("outputs"): continue
@@ -159,6 +164,11 @@ def is_solution(cell) -> bool:
 
 def _text(source) -> str: return "".join(source) if isinstance(source, list) else source
 
+def solutions(path: str | Path) -> list[str]:
+    "The code of lesson `path`'s solution cells (`is_solution`), directive lines left out, in order."
+    cells = json.loads(Path(path).read_text())["cells"]
+    return ["\n".join(l for l in _text(c["source"]).splitlines() if not DIRECTIVE.match(l)).strip("\n") for c in cells if is_solution(c)]
+
 def student_notebook(nb) -> tuple:
     """`nb` (a notebook as an nbformat `NotebookNode` or a dict) for students, changed in place: its solution cells
     (`is_solution`) removed and every code cell's outputs and execution count cleared. Returns `(nb, solutions removed)`."""
@@ -245,18 +255,19 @@ def _page(path: Path, dest: Path):
     nb = docs_outputs(for_readers(nbformat.read(path, as_version=4), drop_setup=True))
     dest.parent.mkdir(parents=True, exist_ok=True); nbformat.write(nb, dest)
 
+START_HERE = ("course", "instructor", "glossary")   # the pages the sidebar opens with, after the home page
 IMAGE = re.compile(r"!\[[^\]]*\]\((?!https?:|data:)([^)\s]+)\)")   # a Markdown image with a path in the repository
 
 def _stage(nbs: Path, src: Path) -> dict[str, list[str]]:
     """Write the site's pages into the Sphinx source folder `src`; returns the sidebar: caption -> page names. Pages: the
     course's notebooks (`course_parts`), `nbs/attribution/`, `course.ipynb`, and the other pages of `nbs/` (Markdown files
-    and notebooks whose name starts with a letter): the glossary under *Start here*, the rest under *Reference*."""
+    and notebooks whose name starts with a letter): those of `START_HERE` first in the sidebar, the rest under *Reference*."""
     parts = course_parts(nbs)
     others = sorted(p for p in [*nbs.glob("*.md"), *nbs.glob("[a-z]*.ipynb")] if p.stem not in ("index", "course"))
     for p in others:
         if p.suffix == ".md": shutil.copy(p, src / p.name)
         else: _page(p, src / p.name)
-    toc = {"Start here": [s for s in ("course", "glossary") if (nbs / f"{s}.ipynb").exists() or (nbs / f"{s}.md").exists()]}
+    toc = {"Start here": [s for s in START_HERE if (nbs / f"{s}.ipynb").exists() or (nbs / f"{s}.md").exists()]}
     for part, stems in parts.items():
         for s in stems: _page(nbs / f"{s}.ipynb", src / f"{s}.ipynb")
         toc[part] = list(stems)
@@ -264,7 +275,7 @@ def _stage(nbs: Path, src: Path) -> dict[str, list[str]]:
     subs = sorted((nbs / "attribution").glob("*.ipynb")) if (nbs / "attribution").is_dir() else []
     for p in subs: _page(p, src / "attribution" / p.name)
     toc[APPENDIX] = toc.get(APPENDIX, []) + [f"attribution/{p.stem}" for p in subs]
-    toc["Reference"] = [p.stem for p in others if p.stem != "glossary"]
+    toc["Reference"] = [p.stem for p in others if p.stem not in START_HERE]
     modules = sorted({m for p in [*nbs.glob("[0-9]*.ipynb"), *subs] if (m := _module(p))})
     for m in modules:
         (src / "api").mkdir(exist_ok=True)

@@ -76,6 +76,8 @@ def test_pages_show_committed_outputs_not_hidden_cells(site):
     assert "<img" in ir and (out / "_images").is_dir()                    # the committed figures
     assert "Solution 1" not in ir and "exact expectation of Algorithm 1" not in ir   # the hidden solution cells
     assert "from fastcore.test import" not in ir                          # the setup block under the title
+    instructor = (out / "instructor.html").read_text()                    # the solutions are on the instructor's page
+    assert "Solution 1" in instructor and "exact expectation of Algorithm 1" in instructor
     home = (out / "index.html").read_text()
     assert "Interventional robustness" in home and 'href="10_ir.html"' in home   # the sidebar links the lessons
 
