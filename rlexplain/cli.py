@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import base64
 import html
 import importlib
@@ -27,7 +28,7 @@ import pandas as pd
 
 from .agents import load_best_agent
 from .docs import build_docs, render_readme
-from .core import SCALES, ConfigMismatchError, RunDir, atomic_write, get_scale, load_json, process_pool, save_json, save_table
+from .core import SCALES, ConfigMismatchError, RunDir, _holds_results, atomic_write, get_scale, load_json, process_pool, run_lock, save_json, save_table
 
 # %% ../nbs/90_cli.ipynb #40c95c78
 class Section:
@@ -107,6 +108,21 @@ def write_report(out: str | Path, sections: list[Section], title: str = "rlexpla
            f"<body><h1>{html.escape(title)}</h1><p>Scale: {html.escape(get_scale())}. Tables are also saved as CSV and Parquet "
            f"and figures as PNG beside this file.</p><ul>{toc}</ul>{''.join(parts)}</body></html>")
     return atomic_write(out / "report.html", doc)
+
+def _with_finished_sections(out: str | Path, sections: list[Section]) -> list[Section]:
+    """`sections` and every other demo section finished in `out` (a `done.json` with its items), in `DEMOS`' order and then
+    `sections`' own: the sections a report of `out` shows, so that a command writing one section into a folder of others
+    (a method's command into a demo folder) rebuilds the report from all of them instead of dropping theirs. A section
+    whose `done.json` cannot be read is left out of the report (its files stay)."""
+    out, mine = Path(out), {s.key: s for s in sections}
+    keys = [k for k in DEMOS if k in mine or (out / k / "done.json").is_file()] + [k for k in mine if k not in DEMOS]
+    shown = []
+    for k in keys:
+        if k in mine: shown.append(mine[k]); continue
+        try: items = [tuple(x) for x in load_json(out / k / "done.json")["items"]]
+        except (OSError, ValueError, KeyError, TypeError): continue
+        s = Section(out, k, *DEMOS[k][:2]); s.items = items; shown.append(s)
+    return shown
 
 # %% ../nbs/90_cli.ipynb #e1f2a3b2
 def _game_slug(env_id: str) -> str:
@@ -662,6 +678,9 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
     (its items, its worker seconds per unit) and is skipped on a rerun; an interrupted one resumes from its saved units.
     One progress line per finished section (and per unit of a split section) gives its worker time and an estimate of
     the time left over every remaining unit, the docs included (a single section prints no `1/1` counter).
+    The run holds `out`'s lock (`core.run_lock`) from its first check to its report: a second run into `out` raises
+    `RunFolderBusy` at once, naming the holder. The report shows this run's sections and every other section finished in
+    `out` earlier (`_with_finished_sections`), so a method's command run into a demo folder never drops the others.
     Raises `ValueError` for unknown method keys; a failing section is reported in the report and re-raised at the end."""
     import shutil
     from concurrent.futures import as_completed
@@ -671,94 +690,95 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
     unknown = [k for k in keys if k not in DEMOS]
     if unknown: raise ValueError(f"unknown demo jobs {unknown}; expected some of {list(DEMOS)}.")
     out = Path(out); errors, sections = [], {}
-    for k in keys:   # every check before any work
-        if force and (out / k).exists(): shutil.rmtree(out / k)
-        RunDir(out / k, config={"job": k, "scale": scale})
-    tag = f"[rlexplain {label or 'demo'}]"; n_steps = len(keys) + bool(docs)
-    say = lambda msg: print(f"{tag} {msg}", flush=True)
-    t_start = time.time()
-    units, left, spent, n_done = [], {}, {}, [0]   # (key, name, fn, arg); unit names still running per split section
-    def fail(k, e):
-        import traceback
-        sections[k].note(f"FAILED: {type(e).__name__}: {e}"); errors.append((k, e)); left.pop(k, None)
-        print("".join(traceback.format_exception(e)), file=sys.stderr, flush=True)
-    for k in keys:
-        title, text, spec = DEMOS[k]
-        sec = sections[k] = Section(out, k, title, text); sec.force = False   # force was applied above, once
-        if (sec.dir / "done.json").exists():
-            sec.items = [tuple(x) for x in load_json(sec.dir / "done.json")["items"]]
-            say(f"{k}: done earlier, skipped (use --force to redo)"); continue
-        if k not in DEMO_UNITS: units.append((k, k, _section_unit, (k, str(out), scale, title, text, spec))); continue
-        try: us = _resolve(DEMO_UNITS[k])(sec, scale)
-        except Exception as e: fail(k, e); continue
-        units += [(k, n, fn, a) for n, fn, a in us]; left[k] = {n for n, _, _ in us}
-    if docs and not execute_docs: units.append(("docs", "docs", _docs_unit, (str(nbs), str(out / "docs"))))
-    n_units = {k: sum(u[0] == k for u in units) for k in {u[0] for u in units}}
-    expected = {u[:2]: _unit_seconds(out, u[0], u[1], n_units[u[0]], execute_docs) for u in units}
-    pool = (executor if executor is not None else process_pool(max_workers) if max_workers > 1 else None) if len(units) > 1 else None
-    workers = max_workers if pool is not None else 1
-    if pool is not None: units.sort(key=lambda u: -expected[u[:2]])   # longest first: the pool's tail is the shortest units
-    eta = lambda: _eta([expected[u[:2]] for u in units if u[:2] not in spent], [(s, expected[u]) for u, s in spent.items()], workers)
-    scale_msg = f"running at {scale} scale" + (f": {len(keys)} sections, {len(units)} units on {workers} processes" if n_steps > 1 else "")
-    say(f"{scale_msg} ({eta()} in all) ...")
+    with run_lock(out, f"rlexplain {label or 'demo'} --out {out}"):   # one writer at a time; every check below runs under it
+        for k in keys:   # every check before any work
+            if force and (out / k).exists(): shutil.rmtree(out / k)
+            RunDir(out / k, config={"job": k, "scale": scale})
+        tag = f"[rlexplain {label or 'demo'}]"; n_steps = len(keys) + bool(docs)
+        say = lambda msg: print(f"{tag} {msg}", flush=True)
+        t_start = time.time()
+        units, left, spent, n_done = [], {}, {}, [0]   # (key, name, fn, arg); unit names still running per split section
+        def fail(k, e):
+            import traceback
+            sections[k].note(f"FAILED: {type(e).__name__}: {e}"); errors.append((k, e)); left.pop(k, None)
+            print("".join(traceback.format_exception(e)), file=sys.stderr, flush=True)
+        for k in keys:
+            title, text, spec = DEMOS[k]
+            sec = sections[k] = Section(out, k, title, text); sec.force = False   # force was applied above, once
+            if (sec.dir / "done.json").exists():
+                sec.items = [tuple(x) for x in load_json(sec.dir / "done.json")["items"]]
+                say(f"{k}: done earlier, skipped (use --force to redo)"); continue
+            if k not in DEMO_UNITS: units.append((k, k, _section_unit, (k, str(out), scale, title, text, spec))); continue
+            try: us = _resolve(DEMO_UNITS[k])(sec, scale)
+            except Exception as e: fail(k, e); continue
+            units += [(k, n, fn, a) for n, fn, a in us]; left[k] = {n for n, _, _ in us}
+        if docs and not execute_docs: units.append(("docs", "docs", _docs_unit, (str(nbs), str(out / "docs"))))
+        n_units = {k: sum(u[0] == k for u in units) for k in {u[0] for u in units}}
+        expected = {u[:2]: _unit_seconds(out, u[0], u[1], n_units[u[0]], execute_docs) for u in units}
+        pool = (executor if executor is not None else process_pool(max_workers) if max_workers > 1 else None) if len(units) > 1 else None
+        workers = max_workers if pool is not None else 1
+        if pool is not None: units.sort(key=lambda u: -expected[u[:2]])   # longest first: the pool's tail is the shortest units
+        eta = lambda: _eta([expected[u[:2]] for u in units if u[:2] not in spent], [(s, expected[u]) for u, s in spent.items()], workers)
+        scale_msg = f"running at {scale} scale" + (f": {len(keys)} sections, {len(units)} units on {workers} processes" if n_steps > 1 else "")
+        say(f"{scale_msg} ({eta()} in all) ...")
 
-    def finished(k, seconds, what=""):   # a section's (or the docs') line: where its results are, as soon as they are there
-        n_done[0] += 1; rest = [u for u in units if u[:2] not in spent]
-        head = f"{n_done[0]}/{n_steps} {k}: " if n_steps > 1 else ""
-        say(f"{head}finished in {seconds:.0f} s{what}, results in {out / k}/; {time.time() - t_start:.0f} s so far"
-            + (f", {eta()}" if rest else ""))
-    def finish(k):                       # a split section whose units are all saved: load them, draw, record
-        t0 = time.perf_counter()
-        try: _resolve(DEMOS[k][2])(sections[k], scale, executor=None, max_workers=1)
-        except Exception as e: fail(k, e); return
-        mine = {n: s for (kk, n), s in spent.items() if kk == k}
-        secs = sum(mine.values()) + time.perf_counter() - t0
-        save_json(sections[k].dir / "done.json", {"items": sections[k].items, "seconds": round(secs, 1),
-                                                  "units": {n: round(s, 1) for n, s in mine.items()}})
-        finished(k, secs, " of worker time" if workers > 1 else "")
-    def landed(u, result, seconds):
-        k, n = u[:2]; spent[u[:2]] = seconds
-        if u[2] is _saved_unit: RunDir(u[3][2]).save_unit(u[3][3], result)   # this process is the folder's only writer
-        if k == "docs":
-            save_json(out / "docs" / "done.json", {"seconds": round(seconds, 1), "execute": False}); finished("docs", seconds)
-        elif k not in DEMO_UNITS:
-            sections[k].items = [tuple(x) for x in result]
-            save_json(sections[k].dir / "done.json", {"items": sections[k].items, "seconds": round(seconds, 1)}); finished(k, seconds)
-        elif k in left:
-            left[k].discard(n); say(f"{k}/{n}: unit done in {seconds:.0f} s")
-            if not left[k]: del left[k]; finish(k)
-    for k in [k for k, v in left.items() if not v]: del left[k]; finish(k)   # split sections whose units were all saved earlier
-    try:
-        if pool is None:
-            for u in units:
-                if u[0] in DEMO_UNITS and u[0] not in left: continue   # its section failed
-                fn = (lambda a: _section_unit(a, executor=executor, max_workers=max_workers)) if u[2] is _section_unit else u[2]
-                try: result, seconds = _timed((fn, u[3]))
-                except Exception as e:
-                    if u[0] == "docs": raise
-                    fail(u[0], e); continue
-                landed(u, result, seconds)
-        else:
-            futs = {pool.submit(_timed, (u[2], u[3])): u for u in units}
-            for f in as_completed(futs):
-                u = futs[f]
-                try: result, seconds = f.result()
-                except Exception as e:
-                    if u[0] == "docs": raise
-                    if u[0] in sections and (u[0] not in DEMO_UNITS or u[0] in left): fail(u[0], e)
-                    continue
-                landed(u, result, seconds)
-    finally:
-        if pool is not None and pool is not executor: pool.shutdown(cancel_futures=True)
-    rep = write_report(out, [sections[k] for k in keys])
-    say(f"report: {rep}")
-    if docs and execute_docs:
-        t0 = time.time(); say("docs: executing every notebook and rendering it ...")
-        build_docs(out / "docs", nbs, execute=True, workers=max_workers)
-        save_json(out / "docs" / "done.json", {"seconds": round(time.time() - t0, 1), "execute": True}); finished("docs", time.time() - t0)
-    if docs: say(f"docs: {out / 'docs' / 'index.html'}")
-    if errors: raise RuntimeError(f"demo jobs failed: {[k for k, _ in errors]}; see {rep}") from errors[0][1]
-    return rep
+        def finished(k, seconds, what=""):   # a section's (or the docs') line: where its results are, as soon as they are there
+            n_done[0] += 1; rest = [u for u in units if u[:2] not in spent]
+            head = f"{n_done[0]}/{n_steps} {k}: " if n_steps > 1 else ""
+            say(f"{head}finished in {seconds:.0f} s{what}, results in {out / k}/; {time.time() - t_start:.0f} s so far"
+                + (f", {eta()}" if rest else ""))
+        def finish(k):                       # a split section whose units are all saved: load them, draw, record
+            t0 = time.perf_counter()
+            try: _resolve(DEMOS[k][2])(sections[k], scale, executor=None, max_workers=1)
+            except Exception as e: fail(k, e); return
+            mine = {n: s for (kk, n), s in spent.items() if kk == k}
+            secs = sum(mine.values()) + time.perf_counter() - t0
+            save_json(sections[k].dir / "done.json", {"items": sections[k].items, "seconds": round(secs, 1),
+                                                      "units": {n: round(s, 1) for n, s in mine.items()}})
+            finished(k, secs, " of worker time" if workers > 1 else "")
+        def landed(u, result, seconds):
+            k, n = u[:2]; spent[u[:2]] = seconds
+            if u[2] is _saved_unit: RunDir(u[3][2]).save_unit(u[3][3], result)   # this process is the folder's only writer
+            if k == "docs":
+                save_json(out / "docs" / "done.json", {"seconds": round(seconds, 1), "execute": False}); finished("docs", seconds)
+            elif k not in DEMO_UNITS:
+                sections[k].items = [tuple(x) for x in result]
+                save_json(sections[k].dir / "done.json", {"items": sections[k].items, "seconds": round(seconds, 1)}); finished(k, seconds)
+            elif k in left:
+                left[k].discard(n); say(f"{k}/{n}: unit done in {seconds:.0f} s")
+                if not left[k]: del left[k]; finish(k)
+        for k in [k for k, v in left.items() if not v]: del left[k]; finish(k)   # split sections whose units were all saved earlier
+        try:
+            if pool is None:
+                for u in units:
+                    if u[0] in DEMO_UNITS and u[0] not in left: continue   # its section failed
+                    fn = (lambda a: _section_unit(a, executor=executor, max_workers=max_workers)) if u[2] is _section_unit else u[2]
+                    try: result, seconds = _timed((fn, u[3]))
+                    except Exception as e:
+                        if u[0] == "docs": raise
+                        fail(u[0], e); continue
+                    landed(u, result, seconds)
+            else:
+                futs = {pool.submit(_timed, (u[2], u[3])): u for u in units}
+                for f in as_completed(futs):
+                    u = futs[f]
+                    try: result, seconds = f.result()
+                    except Exception as e:
+                        if u[0] == "docs": raise
+                        if u[0] in sections and (u[0] not in DEMO_UNITS or u[0] in left): fail(u[0], e)
+                        continue
+                    landed(u, result, seconds)
+        finally:
+            if pool is not None and pool is not executor: pool.shutdown(cancel_futures=True)
+        rep = write_report(out, _with_finished_sections(out, [sections[k] for k in keys]))
+        say(f"report: {rep}")
+        if docs and execute_docs:
+            t0 = time.time(); say("docs: executing every notebook and rendering it ...")
+            build_docs(out / "docs", nbs, execute=True, workers=max_workers)
+            save_json(out / "docs" / "done.json", {"seconds": round(time.time() - t0, 1), "execute": True}); finished("docs", time.time() - t0)
+        if docs: say(f"docs: {out / 'docs' / 'index.html'}")
+        if errors: raise RuntimeError(f"demo jobs failed: {[k for k, _ in errors]}; see {rep}") from errors[0][1]
+        return rep
 
 
 # %% ../nbs/90_cli.ipynb #af9ddce2
@@ -768,11 +788,38 @@ def _executor(args):
         return Client(args.dask).get_executor()
     return None
 
-def _csv_ints(s: str) -> list[int]:
-    try: return [int(float(x)) for x in s.split(",") if x.strip()]
-    except ValueError: raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
+def _no_repeats(values: list, s: str) -> list:
+    "`values` parsed from `s`; an argparse error naming the first value that appears twice (it would be computed twice)."
+    seen = set()
+    for v in values:
+        if v in seen: raise argparse.ArgumentTypeError(f"{v!r} appears twice in {s!r}; give each value once")
+        seen.add(v)
+    return values
 
-def _csv(s: str) -> list[str]: return [x.strip() for x in s.split(",") if x.strip()]
+def _csv(s: str) -> list[str]:
+    "An argparse type: a non-empty comma-separated list without empty items or repeats (an empty list never means 'all')."
+    items = [x.strip() for x in s.split(",")]
+    if not s.strip(): raise argparse.ArgumentTypeError(f"expected a non-empty comma-separated list, got {s!r} (leave the option out for its default)")
+    if not all(items): raise argparse.ArgumentTypeError(f"expected a comma-separated list without empty items, got {s!r}")
+    return _no_repeats(items, s)
+
+def _csv_ints(s: str, lo: int | None = None) -> list[int]:
+    "An argparse type: `_csv` of integers (`5e4` allowed), each >= `lo` when given."
+    try: vals = [int(float(x)) for x in _csv(s)]
+    except ValueError: raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
+    bad = [v for v in vals if lo is not None and v < lo]
+    if bad: raise argparse.ArgumentTypeError(f"expected integers >= {lo}, got {bad[0]} in {s!r}")
+    return _no_repeats(vals, s)
+
+def _positive_ints(s: str) -> list[int]:
+    "An argparse type: `_csv_ints` of integers >= 1 (training checkpoints: a 0-frame agent is an untrained one)."
+    return _csv_ints(s, lo=1)
+_positive_ints.__name__ = "positive integers"
+
+def _folder(s: str) -> str:
+    "An argparse type: a folder path; an empty one (which would write into the current folder) is refused."
+    if not s.strip(): raise argparse.ArgumentTypeError(f"expected a folder, got {s!r} (an empty path would write into the current folder)")
+    return s
 
 def _at_least(lo: int) -> Callable[[str], int]:
     "An argparse type: an integer >= `lo`; argparse names the user's flag in its message (`argument --states: ...`)."
@@ -822,7 +869,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="run every method (at demo scale unless --scale says otherwise); write figures, tables and report.html",
                        epilog=_examples("demo --out runs/demo --only saliency,xrlbench", "demo --out runs/demo --docs",
                                         "demo --scale reference --out results/reference"), **par)
-    d.add_argument("--out", default="runs/demo", help="run directory (reruns resume and skip finished methods)")
+    d.add_argument("--out", default="runs/demo", type=_folder, help="run directory (reruns resume and skip finished methods)")
     d.add_argument("--only", type=_csv, default=None, help=f"comma-separated subset of: {', '.join(DEMOS)} (default: every job)")
     d.add_argument("--force", action="store_true", help="redo the selected methods from scratch: every unit, even those an earlier or another configuration's run saved")
     d.add_argument("--docs", action="store_true", help="also render the docs into OUT/docs, from the lessons' committed outputs (about a minute)")
@@ -832,7 +879,7 @@ def build_parser() -> argparse.ArgumentParser:
     dc = sub.add_parser("docs", help="build the docs site (Sphinx): every lesson with its committed outputs, the course, the API reference",
                         epilog=_examples("docs --out runs/docs", "docs --out runs/docs --execute"), **par)
     dc.add_argument("--nbs", default="nbs", help="folder of the notebooks")
-    dc.add_argument("--out", default="runs/demo/docs", help="output folder (open its index.html); nothing is written outside it")
+    dc.add_argument("--out", default="runs/demo/docs", type=_folder, help="output folder (open its index.html); nothing is written outside it")
     dc.add_argument("--execute", action="store_true", help="execute every notebook again (in a scratch copy under --out) instead of using its committed outputs")
     dc.add_argument("--timeout", type=_at_least(1), default=1200, help="with --execute: seconds one cell may take")
 
@@ -846,7 +893,7 @@ def build_parser() -> argparse.ArgumentParser:
     co = sub.add_parser("course", help="print the course plan (weeks, lessons, exercises), or write the student edition with --student DIR",
                         epilog=_examples("course", "course --student runs/student"), **par)
     co.add_argument("--nbs", default="nbs", help="folder of the lesson notebooks (a clone's nbs/)")
-    co.add_argument("--student", metavar="DIR", default=None, help="write the lessons into DIR without their solution cells and without outputs")
+    co.add_argument("--student", metavar="DIR", default=None, type=_folder, help="write the lessons into DIR without their solution cells and without outputs")
     co.add_argument("--appendix", action="store_true", help="also list the appendix (the infrastructure notebooks)")
 
     rd = sub.add_parser("readme", help="regenerate README.md from nbs/index.ipynb (executed)", epilog=_examples("readme --out README.md"), **par)
@@ -861,11 +908,14 @@ def build_parser() -> argparse.ArgumentParser:
     zl.add_argument("--root", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
     zt = zs.add_parser("train", help="train (or resume) agents and evaluate their checkpoints",
                        epilog=_examples("zoo train --env toybox/Breakout --pipelines dqn --seeds 0,1 --checkpoints 5e4 --root runs/zoo"), **par)
-    zt.add_argument("--spec", choices=["demo", "custom"], default="custom", help="'demo' trains exactly the shipped demo zoo (other options ignored)")
+    zt.add_argument("--spec", choices=["demo", "custom", "campaign"], default="custom",
+                    help="'demo' trains exactly the shipped demo zoo; 'campaign' one runner of the training campaign of agents that play "
+                         "(rlexplain.agents.CAMPAIGN, --runner); other options ignored")
+    zt.add_argument("--runner", choices=["ir-onpolicy", "value"], default=None, help="with --spec campaign: which runner (one core each)")
     zt.add_argument("--env", default="toybox/Breakout", help="environment id (toybox/Breakout, ALE/Pong-v5, LunarLander-v3, mpe2/simple_spread_v3, ...)")
     zt.add_argument("--pipelines", type=_csv, default=["ppo", "dqn", "qrdqn"], help="comma-separated keys of rlexplain.agents.PIPELINES: ppo, a2c, a2c-tf, dqn, qrdqn, ddqn, sa-ddqn (Atari); dqn-mlp, dqn-mlp-polyak (feature vectors); ppo-mpe (mpe2 teams)")
     zt.add_argument("--seeds", type=_csv_ints, default=list(range(6)), help="comma-separated seeds")
-    zt.add_argument("--checkpoints", type=_csv_ints, default=[50_000, 400_000], help="comma-separated checkpoints in emulator frames (4 per step for Atari games; agent-steps for mpe2 teams); the last ends training")
+    zt.add_argument("--checkpoints", type=_positive_ints, default=[50_000, 400_000], help="comma-separated checkpoints in emulator frames (4 per step for Atari games; agent-steps for mpe2 teams); the last ends training")
     zt.add_argument("--features", choices=["compact", "nature"], default="compact", help="CNN: compact (demo) or the Nature CNN (paper)")
     zt.add_argument("--episodes", type=_at_least(1), default=10, help="evaluation episodes per checkpoint")
     zt.add_argument("--root", default=None, help="zoo folder to write into (default: the package's zoo or $RLEXPLAIN_ZOO)")
@@ -887,7 +937,7 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("ir", help="interventional robustness study on zoo agents (Mott et al. 2023)",
                        epilog=_examples("ir --out runs/ir --games toybox/Breakout --pipelines dqn,ppo --states 5"), **par)
     cfg_default = "(default: IRConfig's value at --scale)"
-    i.add_argument("--out", default="runs/ir", help="run directory (a rerun with the same options resumes; other options are refused, see --force)")
+    i.add_argument("--out", default="runs/ir", type=_folder, help="run directory (a rerun with the same options resumes; other options are refused, see --force)")
     i.add_argument("--force", action="store_true", help="recompute every unit, replacing the results of another configuration in --out")
     i.add_argument("--games", type=_csv, default=None, help=f"comma-separated Toybox games with agents in the zoo, e.g. toybox/Breakout {cfg_default}")
     i.add_argument("--pipelines", type=_csv, default=None, help=f"comma-separated pipelines {cfg_default}")
@@ -905,7 +955,7 @@ def build_parser() -> argparse.ArgumentParser:
         title, text, _ = DEMOS[key]
         m = sub.add_parser(cmd, help=title, description=f"{title}: {text} Runs the method's demo job at the chosen scale "
                            f"and writes its tables, figures and report.html into --out.", epilog=_examples(f"{cmd} --out runs/{key}"), **par)
-        m.add_argument("--out", default=f"runs/{key}", help="run directory (a rerun resumes; another scale is refused, see --force)")
+        m.add_argument("--out", default=f"runs/{key}", type=_folder, help="run directory (a rerun resumes; another scale is refused, see --force)")
         m.add_argument("--force", action="store_true", help="recompute every unit of the method")
         common(m)
 
@@ -918,7 +968,7 @@ def build_parser() -> argparse.ArgumentParser:
     ee.add_argument("--method", default="occlusion", help="an image explainer of rlexplain.attribution.EXPLAINERS, e.g. occlusion, noise_sensitivity, integrated_gradients")
     ee.add_argument("--steps", type=_at_least(1), default=200, help="agent steps to play, 4 frames each (fewer when the episode ends first)")
     ee.add_argument("--every", type=_at_least(1), default=1, help="explain every k-th agent step")
-    ee.add_argument("--out", default="runs/episode", help="folder for episode.mp4, episode.gif, episode.html and result/")
+    ee.add_argument("--out", default="runs/episode", type=_folder, help="folder for episode.mp4, episode.gif, episode.html and result/")
     ee.add_argument("--seed", type=int, default=0, help="the episode's seed")
     ee.add_argument("--algo", default=None, help="the zoo agent's algorithm, e.g. a2c (default: the best agent of any that passes the quality gate)")
     ee.add_argument("--scale", choices=["episode", "frame"], default="episode", help="one colour scale for the episode, or each frame its own")
@@ -942,6 +992,17 @@ def subcommand_parsers(p: argparse.ArgumentParser | None = None) -> dict[str, ar
     return out
 
 _USER_ERRORS = (ValueError, TypeError, LookupError, OSError)
+# IR's games (`IRConfig.paper()`), the ids `--games` accepts in any case (`toybox/breakout` ran with NaN returns)
+_TOYBOX_IDS = ("toybox/Breakout", "toybox/Amidar", "toybox/SpaceInvaders")
+
+def _toybox_ids(games: list[str]) -> list[str]:
+    "`--games` as IR's canonical ids, matched case-insensitively. Raises `ValueError` listing the valid ids, or naming a repeat."
+    canon = {g.lower(): g for g in _TOYBOX_IDS}; out = []
+    for g in games:
+        if g.lower() not in canon: raise ValueError(f"--games: unknown game {g!r}; IR runs on {', '.join(_TOYBOX_IDS)} (any case).")
+        if canon[g.lower()] in out: raise ValueError(f"--games: {canon[g.lower()]} is given twice ({', '.join(games)}); give each game once.")
+        out.append(canon[g.lower()])
+    return out
 _IR_FLAGS = {"p": "--states", "t": "--t", "n_agents": "--agents", "games": "--games", "pipelines": "--pipelines",
              "checkpoints": "--checkpoints", "mode": "--mode", "intervention_base": "--base", "zoo": "--zoo"}
 
@@ -999,7 +1060,7 @@ def _run(args) -> int:
         return 0
     if args.cmd == "explain-episode":
         from rlexplain.episode import explain_episode_to
-        files = explain_episode_to(args.out, args.env, args.method, args.steps, args.every, args.seed, args.algo, args.fps, args.scale, args.zoo)
+        with run_lock(args.out): files = explain_episode_to(args.out, args.env, args.method, args.steps, args.every, args.seed, args.algo, args.fps, args.scale, args.zoo)
         for k, p in files.items(): print(f"[rlexplain explain-episode] {k}: {p}")
         return 0
     if args.cmd == "scoreboard":
@@ -1039,6 +1100,9 @@ def _run(args) -> int:
                 print(df.drop(columns=["path"]).round(2).to_string(index=False) if len(df) else "the zoo is empty")
         elif args.zoo_cmd == "train":
             if args.spec == "demo": df = agents.train_demo_zoo(args.root, _executor(args), max(args.workers, 1))
+            elif args.spec == "campaign":
+                if args.runner is None: raise SystemExit(f"rlexplain zoo train: --spec campaign needs --runner, one of {sorted(agents.CAMPAIGN)}")
+                df = agents.train_campaign(args.runner, args.root)
             else:
                 kw = {"fire_on_life_loss": True} if args.fire_on_life_loss else {}
                 df = agents.train_zoo(args.env, args.pipelines, args.seeds, args.checkpoints, args.root, _executor(args),
@@ -1052,17 +1116,31 @@ def _run(args) -> int:
             print(agents.list_zoo(args.root).drop(columns=["path"]).round(2).to_string(index=False))
     elif args.cmd == "ir":
         from rlexplain.ir import IRConfig, run_ir
-        kw = {k: v for k, v in dict(games=tuple(args.games) if args.games else None, pipelines=tuple(args.pipelines) if args.pipelines else None,
+        games = _toybox_ids(args.games) if args.games else None
+        kw = {k: v for k, v in dict(games=tuple(games) if games else None, pipelines=tuple(args.pipelines) if args.pipelines else None,
                                     checkpoints=tuple(args.checkpoints) if args.checkpoints else None, n_agents=args.agents, p=args.states,
                                     t=args.t, mode=args.mode, intervention_base=args.base, zoo=args.zoo).items() if v is not None}
         cfg = IRConfig.from_scale(args.scale, **kw)
-        rd = RunDir(Path(args.out) / "run", config=cfg, force=args.force)   # refuses another configuration's results
-        sec = Section(args.out, "ir", "Interventional robustness")
-        study = run_ir(cfg, run_dir=rd.path, executor=_executor(args), max_workers=args.workers)
-        sec.table("ir_table", study.table())
-        for g in cfg.games:
-            sec.figure(f"ir_{g.split('/')[-1].lower()}", study.plot(g)); sec.figure(f"ir_{g.split('/')[-1].lower()}_normalized", study.plot(g, normalized=True))
-        write_report(args.out, [sec], "rlexplain: interventional robustness")
+        if args.t is not None and cfg.mode == "exact":
+            raise ValueError(f"--t {args.t} has no effect with --mode exact (it compares the agents' exact action distributions; "
+                             "--t is the number of sampled actions of --mode sample): leave --t out, or use --mode sample.")
+        out = Path(args.out)
+        if (out / "ir" / "done.json").is_file():
+            raise ValueError(f"--out {out} holds the finished ir section of a `rlexplain demo` run ({out / 'ir' / 'done.json'}), which "
+                             f"the ir command would replace: choose another --out, or rerun that section with `rlexplain demo --out {out} --only ir --force`.")
+        made = not out.exists()
+        with run_lock(out):   # one writer at a time
+            try:
+                rd = RunDir(out / "run", config=cfg, force=args.force)   # refuses another configuration's results
+                study = run_ir(cfg, run_dir=rd.path, executor=_executor(args), max_workers=args.workers)
+            except Exception:   # nothing computed (the agents could not be found, ...): leave no folder behind
+                if made and out.exists() and not _holds_results(out): shutil.rmtree(out / "run", ignore_errors=True)
+                raise
+            sec = Section(out, "ir", "Interventional robustness")
+            sec.table("ir_table", study.table())
+            for g in cfg.games:
+                sec.figure(f"ir_{g.split('/')[-1].lower()}", study.plot(g)); sec.figure(f"ir_{g.split('/')[-1].lower()}_normalized", study.plot(g, normalized=True))
+            write_report(out, _with_finished_sections(out, [sec]), "rlexplain: interventional robustness")
         print(study.table().round(3).to_string(index=False))
     return 0
 

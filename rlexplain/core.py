@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 # %% auto #0
-__all__ = ['SCALES', 'PROGRESS_MODES', 'LAYOUTS', 'RESULT_TYPES', 'get_scale', 'ScaledConfig', 'get_device', 'seed_everything',
-           'progress', 'fmt_num', 'to_obs_tensor', 'torch_threads', 'ComputeSettings', 'compute_settings',
-           'map_batches', 'run_metadata', 'PolicyLike', 'Policy', 'warn_constant_policy', 'sb3_class',
-           'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy', 'atomic_write', 'json_default', 'save_json',
-           'load_json', 'save_table', 'save_arrays', 'load_arrays', 'Result', 'load_result', 'ConfigMismatchError',
-           'encode_unit_name', 'RunDir', 'process_pool', 'run_jobs']
+__all__ = ['SCALES', 'PROGRESS_MODES', 'LAYOUTS', 'RESULT_TYPES', 'RUN_LOCK', 'get_scale', 'ScaledConfig', 'get_device',
+           'seed_everything', 'progress', 'fmt_num', 'to_obs_tensor', 'torch_threads', 'ComputeSettings',
+           'compute_settings', 'map_batches', 'run_metadata', 'PolicyLike', 'Policy', 'warn_constant_policy',
+           'sb3_class', 'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy', 'atomic_write', 'json_default',
+           'save_json', 'load_json', 'save_table', 'save_arrays', 'load_arrays', 'Result', 'load_result',
+           'ConfigMismatchError', 'encode_unit_name', 'RunDir', 'RunFolderBusy', 'run_lock', 'process_pool', 'run_jobs']
 
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
@@ -163,7 +163,9 @@ def to_obs_tensor(obs: Any,                     # array-like: (C, H, W) / (B, C,
     its values (tabular features such as counts or flags), and float input is taken as is. A single observation gets
     a batch axis; an empty batch `(0, *obs_shape)` stays empty. Raises `TypeError` for strings, objects or complex
     numbers, and `ValueError` for channel-last images (e.g. `(B, 84, 84, 4)` when `(4, 84, 84)` is expected),
-    another shape, NaN or infinite values (also values too large for float32), and images other than uint8 outside `[0, 1]`."""
+    another shape, NaN or infinite values (also values too large for float32), and images other than uint8 outside `[0, 1]`.
+    Warns (`UserWarning`, the binary-values check) when uint8 images hold only 0 and 1: binary planes that the division by
+    255 would make all but zero."""
     if isinstance(obs, (list, tuple)):
         try: obs = np.asarray(obs)
         except ValueError as e: raise ValueError(f"obs is ragged (observations of different shapes): {e}") from None
@@ -191,7 +193,12 @@ def to_obs_tensor(obs: Any,                     # array-like: (C, H, W) / (B, C,
     elif t.ndim in (1, 3): t = t.unsqueeze(0)
     elif t.ndim not in (2, 4): raise ValueError(f"obs must be (D,), (B, D), (C, H, W) or (B, C, H, W); got shape {tuple(t.shape)}.")
     image = t.ndim == 4
-    if is_uint8 and image: t = t / 255.0
+    if is_uint8 and image:
+        if t.numel() and t.max() == 1:   # only 0 and 1: binary planes (MinAtar-like) or a mask, not 0-255 frames
+            warnings.warn(f"binary-values check: these uint8 image observations {tuple(t.shape)} hold only 0 and 1, and uint8 images "
+                          "are divided by 255, so the network sees 0 and 0.0039. Frames in 0-255 are fine; for 0/1 planes "
+                          "pass obs.astype(np.float32) (floats in [0, 1] are taken as they are).", UserWarning, stacklevel=2)
+        t = t / 255.0
     if t.numel() and (was_float or (image and not is_uint8)):   # integers are finite; uint8 images are in range
         lo, hi = torch.aminmax(t)   # one pass (NaN propagates into both); 7x faster than isfinite + min + max
         if was_float and not (torch.isfinite(lo) and torch.isfinite(hi)):
@@ -691,11 +698,13 @@ def load_sb3(path: str | Path, algo: str | None = None, device: str | torch.devi
         raise ValueError(f"unknown SB3 algorithm {algo!r}; expected one of {sorted(_SB3_ALGOS)}.")
     try: found = sb3_algo_of_zip(path)
     except ValueError: found = None   # a custom policy class: trust `algo`
-    family = lambda a: "value" if a in ("dqn", "qrdqn", "ddqn", "sa-ddqn") else "actor-critic"
+    # the zip's own algorithm decides: a PPO zip loaded as A2C (same network) would be named and treated as A2C. DDQN and
+    # SA-DDQN models (rlexplain.agents) may save DQN's policy class, so a zip read as DQN may be loaded as either.
+    same = lambda found, a: found == a or (found == "dqn" and a in ("ddqn", "sa-ddqn"))
     if algo is None:
         if found is None: sb3_algo_of_zip(path)   # raises, naming the file
         algo = found
-    elif found is not None and (family(found) != family(algo) or {found, algo} == {"dqn", "qrdqn"}):
+    elif found is not None and not same(found, algo):
         raise ValueError(f"{path} holds a {found.upper()} model; got algo={algo!r}. Pass algo={found!r} or leave it out.")
     custom = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0, "exploration_schedule": lambda _: 0.0,
               "clip_range": lambda _: 0.0, "optimize_memory_usage": False, "replay_buffer_kwargs": {}}
@@ -913,6 +922,14 @@ def encode_unit_name(name: str) -> str:
     return "/".join(part(s) for s in name.split("/"))
 
 _UNIT_EXTS = (".parquet", ".npz", ".json")
+RUN_LOCK = ".rlexplain.lock"   # the run lock's file name in a run folder (`run_lock`)
+
+def _holds_results(path: Path) -> bool:
+    "Whether folder `path` holds any file but run records (`config.json`, `meta.json`, the run lock, killed writes' temporaries)."
+    for f in Path(path).rglob("*"):
+        if f.is_file() and f.name not in ("config.json", "meta.json", RUN_LOCK) and not (f.name.startswith(".") and f.name.endswith(".tmp")):
+            return True
+    return False
 
 class RunDir:
     """An experiment's folder. `unit(name, fn)` runs `fn()` only if unit `name` has no saved result yet,
@@ -923,7 +940,9 @@ class RunDir:
     machine and compute settings in `meta.json`; opening the folder again with a different `config` raises
     `ConfigMismatchError` naming each differing field, so that one table never mixes two configurations, unless
     `force=True`, which removes every saved unit and records the new configuration. `config=None` checks nothing.
-    A folder with units but no recorded configuration is refused too (its configuration is unknown).
+    A folder with units but no recorded configuration is refused too (its configuration is unknown). A folder that holds no
+    results (only `config.json`, `meta.json`, the run lock and empty folders: a run that failed before its first result)
+    refuses nothing: the new configuration replaces the recorded one.
     Leftover temporary files of writes that were killed are removed on opening."""
     def __init__(self, path: str | Path | "RunDir",
                  config: Any = None,   # the configuration these results depend on (dict or dataclass)
@@ -943,7 +962,9 @@ class RunDir:
         if cfg_path.exists():
             saved = load_json(cfg_path)
             diff = _config_diff(saved, self.config)
-            if diff:
+            if diff and not _holds_results(self.path):   # a run that failed before its first result: nothing to mix
+                save_json(cfg_path, self.config)
+            elif diff:
                 raise ConfigMismatchError(f"{self.path} holds results of another configuration ({'; '.join(diff)}); "
                                           "use --force / force=True to recompute, or another output folder.")
         else:
@@ -999,6 +1020,78 @@ class RunDir:
         "Run `fn()` unless unit `name` is done; save and return its result."
         if self.done(name): return self.load_unit(name)
         return self.save_unit(name, fn())
+
+# %% ../nbs/00_core.ipynb #fb07418a
+class RunFolderBusy(BlockingIOError):
+    "Another live run holds a run folder's lock (raised by `run_lock`; its message names the holder)."
+
+def _pid_alive(pid: Any) -> bool:
+    "Whether process `pid` exists on this host (a process of another user counts as alive)."
+    try: os.kill(int(pid), 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    except (OverflowError, ValueError, TypeError): return False
+    return True
+
+class run_lock:
+    """Hold the lock of run folder `folder` while a run writes into it (`with run_lock(out, "rlexplain ir"): ...`): the file
+    `folder/.rlexplain.lock` (`RUN_LOCK`), created atomically with `O_CREAT | O_EXCL`, holding `{"pid", "host", "started",
+    "command"}`, and removed on exit. A lock whose pid is dead on this host is stale (a killed run) and is taken over.
+    Creates `folder` when needed and removes it again on exit if it is still empty. Raises `RunFolderBusy` (an `OSError`)
+    at once, never waiting, while a live process holds the lock (this one too: a run never nests into its own folder),
+    naming its pid, start time and command. Two processes taking over one stale lock at the same instant are not told apart."""
+    def __init__(self, folder: str | Path, command: str | None = None):
+        self.folder, self.path = Path(folder), Path(folder) / RUN_LOCK
+        self.command = command if command is not None else " ".join([Path(sys.argv[0]).name] + sys.argv[1:])
+        self._made = False
+
+    def holder(self) -> dict | None:
+        "The lock's record, `{}` when it is being written or unreadable, None when there is no lock."
+        try: rec = json.loads(self.path.read_text())
+        except FileNotFoundError: return None
+        except (OSError, ValueError): return {}
+        return rec if isinstance(rec, dict) else {}
+
+    def _stale(self, rec: dict) -> bool:
+        import socket
+        return bool(rec) and rec.get("host") == socket.gethostname() and not _pid_alive(rec.get("pid"))
+
+    def __enter__(self) -> "run_lock":
+        import datetime, socket
+        self._made = not self.folder.exists()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        rec = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
+               "started": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")}
+        for _ in range(2):   # the second try follows the removal of a stale lock
+            try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                held = self.holder()
+                if held is not None and self._stale(held):
+                    try: self.path.unlink()
+                    except FileNotFoundError: pass
+                    continue
+                self._cleanup()
+                if not held: raise RunFolderBusy(f"{self.folder} is locked by another run ({self.path} is being written or unreadable); "
+                                                 f"if no run is writing into it, delete {self.path}.") from None
+                who = "this process" if held.get("pid") == os.getpid() and held.get("host") == rec["host"] else f"pid {held.get('pid')}"
+                raise RunFolderBusy(f"{self.folder} is in use by another run: {who} on {held.get('host')}, started {held.get('started')} "
+                                    f"({held.get('command')!r}); wait for it to end or choose another folder.") from None
+            with os.fdopen(fd, "w") as f: f.write(json.dumps(rec))
+            return self
+        self._cleanup()
+        raise RunFolderBusy(f"{self.folder}: could not take over the stale lock {self.path}; delete it and run again.")
+
+    def __exit__(self, *exc):
+        try: self.path.unlink()
+        except FileNotFoundError: pass
+        self._cleanup()
+        return False
+
+    def _cleanup(self):
+        "Remove the folder if this lock created it and nothing else was written into it."
+        if self._made:
+            try: self.folder.rmdir()
+            except OSError: pass
 
 # %% ../nbs/00_core.ipynb #c0a1f2e4
 def _worker_init() -> None:

@@ -439,6 +439,10 @@ def _as_matrix(x: Any, name: str, agent: str | None, condition: str | None) -> p
     if isinstance(x, pd.DataFrame): return x
     a = np.asarray(x, dtype=np.float64)
     if a.ndim != 2: raise ValueError(f"{name} must be a (M seeds, N episodes) matrix; got shape {a.shape}.")
+    if a.shape[0] > a.shape[1]:   # a time series has more episodes than seeds: this is how an episodes x seeds array looks
+        raise ValueError(f"{name} must be a (M seeds, N episodes) matrix; got shape {a.shape}, more seeds than episodes, which is "
+                         f"how an (N episodes, M seeds) array looks: pass {name}.T, or a DataFrame (index seed, columns episode) "
+                         "when there really are more seeds than episodes.")
     return pd.DataFrame(a, index=pd.RangeIndex(len(a), name="seed"), columns=pd.RangeIndex(a.shape[1], name="episode"))
 
 def t_interval(x: Any,             # (M, ...) per-seed estimates; the interval is taken over axis 0
@@ -563,7 +567,8 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
     the mean of the per-seed DiDs, and the IQM has no simple standard error. The placebo is NaN when
     T = 1 (no pre-period room for a fake T). Raises `ValueError` when T is outside [1, N-1], `placebo_T` outside
     [1, T-1], fewer than 2 seeds, NaN/inf returns, `n_boot` < 1, `level` outside (0, 1), an unknown `interval` or
-    `agg`, `agg="iqm"` with the t interval, or treatment and control are not aligned (different seeds, episodes or shapes)."""
+    `agg`, `agg="iqm"` with the t interval, treatment and control not aligned (different seeds, episodes or shapes), or an
+    array with more rows (seeds) than columns (episodes), which is how a transposed one looks (a DataFrame is taken as labelled)."""
     A = _as_matrix(treatment, "treatment", agent, treatment_condition)
     B = _as_matrix(control, "control", agent, control_condition)
     if A.shape != B.shape or list(A.index) != list(B.index) or list(A.columns) != list(B.columns):

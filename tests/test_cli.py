@@ -65,7 +65,7 @@ def test_os_errors_become_one_line_naming_the_path_and_the_flag(tmp_path, capsys
     f = tmp_path / "afile"; f.write_text("")
     assert main(["saliency", "--out", str(f)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"rlexplain: error: --out {f}: cannot use {f}/saliency: a part of this path is a file, not a folder")
+    assert err.startswith(f"rlexplain: error: --out {f}: cannot use {f}: it exists already and is not a folder")   # the run lock's folder
     assert err.count("\n") == 1 and "Errno" not in err and "Traceback" not in err
 
 
@@ -82,7 +82,7 @@ def test_zoo_card_warnings_are_one_line_each(tmp_path, capsys):
 def test_ir_rerun_with_other_configuration_is_refused_before_any_work(tmp_path, capsys):
     from rlexplain.core import RunDir
     from rlexplain.ir import IRConfig
-    RunDir(tmp_path / "run", config=IRConfig.demo(p=5))       # an earlier run with 5 states
+    RunDir(tmp_path / "run", config=IRConfig.demo(p=5)).save_unit("u", [1])   # an earlier run with 5 states and a result
     assert main(["ir", "--out", str(tmp_path), "--states", "3", "--agents", "4"]) == 2
     err = capsys.readouterr().err
     assert "--states: saved=5, given=3" in err and "--agents: saved=5, given=4" in err and "--force" in err   # the user's flags

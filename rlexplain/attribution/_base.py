@@ -356,12 +356,17 @@ class Metric:
                  attribution: Attribution,  # values (N, *obs_shape) of any explainer
                  ) -> MetricResult:
         """Score `attribution`. Raises `TypeError` for a non-Attribution, `ValueError` for values whose shape differs from the
-        states' or a state type the metric does not handle."""
+        states', states other than the ones the attribution stores (it explained those), or a state type the metric does not handle."""
         if not isinstance(attribution, Attribution):
             raise TypeError(f"attribution must be an Attribution (from rlexplain.attribution.explain); got {type(attribution).__name__}.")
         x = as_states(states, policy)
         if attribution.values.shape != x.shape:
             raise ValueError(f"attribution values have shape {attribution.values.shape}; the states have {x.shape}.")
+        if attribution.states is not None and np.shape(attribution.states) == x.shape:   # the same-states check
+            diff = np.flatnonzero(~np.isclose(np.asarray(attribution.states, np.float32), x, rtol=0, atol=1e-6).reshape(len(x), -1).all(1))
+            if len(diff):
+                raise ValueError(f"same-states check: the attribution was made on other states ({len(diff)} of {len(x)} differ, first "
+                                 f"state {int(diff[0])}); score it on the states it explained, attribution.states.")
         kind = "image" if x.ndim == 4 else "tabular"
         if kind not in self.modalities:
             raise ValueError(f"{self.name} scores {' and '.join(self.modalities)} attributions only; these states are {kind} {x.shape[1:]}.")

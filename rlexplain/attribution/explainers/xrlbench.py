@@ -35,6 +35,13 @@ def _fitted(name: str,            # one of XRL-Bench's names (case-insensitive),
     if key is None:   # a registry name or alias ("integrated_gradients", "ig"): the one alias map, EXPLAINER_ALIASES
         key = getattr(EXPLAINERS.get(registry_name(name)), "key", None)
     if key not in _FITTED: raise ValueError(f"unknown explainer {name!r}; known: {', '.join(_FITTED)}.")
+    import inspect
+    valid = {q for c in _FITTED[key].__mro__ if "__init__" in vars(c) for q, v in inspect.signature(c.__init__).parameters.items()
+             if v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL) and q not in ("self", "policy")}
+    unknown = sorted(set(params) - valid)
+    if unknown:   # name the public method and its options, never the private class that would refuse them
+        public = next((k for k, c in EXPLAINERS.items() if getattr(c, "key", None) == key), key)
+        raise TypeError(f"explain({public!r}) has no option {', '.join(map(repr, unknown))}; its options: {', '.join(sorted(valid))}.")
     return _FITTED[key](policy, background, **params)
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #4ef090d0
