@@ -995,6 +995,28 @@ _USER_ERRORS = (ValueError, TypeError, LookupError, OSError)
 # IR's games (`IRConfig.paper()`), the ids `--games` accepts in any case (`toybox/breakout` ran with NaN returns)
 _TOYBOX_IDS = ("toybox/Breakout", "toybox/Amidar", "toybox/SpaceInvaders")
 
+def _check_ir_zoo(cfg) -> None:
+    """Check that the zoo has `cfg`'s pipelines and checkpoints on each of its games, before anything is written. Raises
+    `ValueError` naming the flag, listing what the zoo has and the nearest choice (`--pipelines dqnn`, `--checkpoints 123`)."""
+    import difflib
+    from rlexplain.agents import list_zoo
+    z = list_zoo(cfg.zoo)
+    near = lambda x, xs: (lambda m: f" (did you mean {m[0]}?)" if m else "")(difflib.get_close_matches(str(x), [str(v) for v in xs], 1, 0.5))
+    for game in cfg.games:
+        zg = z[z.env_id.str.lower() == game.lower()] if len(z) else z
+        have = sorted(set(zg.pipeline)) if len(zg) else []
+        if not have: raise ValueError(f"--games: the zoo has no agents for {game}; train them with `rlexplain zoo train --env {game}`.")
+        for pipe in cfg.pipelines:
+            if pipe not in have:
+                raise ValueError(f"--pipelines: the zoo has no {pipe} agents for {game}{near(pipe, have)}; it has {', '.join(have)}. "
+                                 "Train others with `rlexplain zoo train`.")
+            frames = sorted(int(f) for f in set(zg[zg.pipeline == pipe].frames))
+            missing = [c for c in (cfg.checkpoints or ()) if int(c) not in frames]
+            if missing:
+                nearest = min(frames, key=lambda f: abs(f - missing[0]))
+                raise ValueError(f"--checkpoints: the zoo's {pipe} agents for {game} have no checkpoint at {', '.join(map(str, missing))} frames "
+                                 f"(the nearest is {nearest}); they have {', '.join(map(str, frames))}.")
+
 def _toybox_ids(games: list[str]) -> list[str]:
     "`--games` as IR's canonical ids, matched case-insensitively. Raises `ValueError` listing the valid ids, or naming a repeat."
     canon = {g.lower(): g for g in _TOYBOX_IDS}; out = []
@@ -1035,6 +1057,16 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():
         if not debug: warnings.showwarning = _one_line_warning
         try: return _run(args)
+        except KeyboardInterrupt:   # Ctrl-C: one line; every finished unit is saved, and a rerun resumes from them
+            if debug: raise
+            out = getattr(args, "out", None) or getattr(args, "run_dir", None)
+            print("rlexplain: interrupted" + (f"; the finished parts are saved in {out}: run the same command again to resume"
+                                              if out and args.cmd not in ("scoreboard", "course", "readme") else ""), file=sys.stderr)
+            return 130
+        except BrokenPipeError:     # `rlexplain scoreboard RUN | head`: the reader has gone, which is no error of ours
+            try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # Python's flush at exit would raise again
+            except (OSError, ValueError, AttributeError): pass
+            return 0
         except _USER_ERRORS as e:
             if debug: raise
             if isinstance(e, OSError): msg = _os_message(e, args)
@@ -1125,16 +1157,17 @@ def _run(args) -> int:
             raise ValueError(f"--t {args.t} has no effect with --mode exact (it compares the agents' exact action distributions; "
                              "--t is the number of sampled actions of --mode sample): leave --t out, or use --mode sample.")
         out = Path(args.out)
+        _check_ir_zoo(cfg)   # the agents exist (pipelines, checkpoints) before anything is written
         if (out / "ir" / "done.json").is_file():
             raise ValueError(f"--out {out} holds the finished ir section of a `rlexplain demo` run ({out / 'ir' / 'done.json'}), which "
                              f"the ir command would replace: choose another --out, or rerun that section with `rlexplain demo --out {out} --only ir --force`.")
-        made = not out.exists()
+        run_made = not (out / "run").exists()
         with run_lock(out):   # one writer at a time
             try:
                 rd = RunDir(out / "run", config=cfg, force=args.force)   # refuses another configuration's results
                 study = run_ir(cfg, run_dir=rd.path, executor=_executor(args), max_workers=args.workers)
             except Exception:   # nothing computed (the agents could not be found, ...): leave no folder behind
-                if made and out.exists() and not _holds_results(out): shutil.rmtree(out / "run", ignore_errors=True)
+                if run_made and not _holds_results(out / "run"): shutil.rmtree(out / "run", ignore_errors=True)
                 raise
             sec = Section(out, "ir", "Interventional robustness")
             sec.table("ir_table", study.table())

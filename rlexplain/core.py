@@ -29,7 +29,8 @@ __all__ = ['SCALES', 'PROGRESS_MODES', 'LAYOUTS', 'RESULT_TYPES', 'RUN_LOCK', 'g
            'compute_settings', 'map_batches', 'run_metadata', 'PolicyLike', 'Policy', 'warn_constant_policy',
            'sb3_class', 'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy', 'atomic_write', 'json_default',
            'save_json', 'load_json', 'save_table', 'save_arrays', 'load_arrays', 'Result', 'load_result',
-           'ConfigMismatchError', 'encode_unit_name', 'RunDir', 'RunFolderBusy', 'run_lock', 'process_pool', 'run_jobs']
+           'ConfigMismatchError', 'CorruptUnitError', 'encode_unit_name', 'RunDir', 'RunFolderBusy', 'run_lock',
+           'process_pool', 'run_jobs']
 
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
@@ -650,6 +651,10 @@ def _zip_data(path: str | Path) -> dict:
     "The JSON `data` entry of a saved SB3 model zip. Raises `FileNotFoundError` / `ValueError` naming the file."
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"no SB3 model at {path}")
+    if path.is_dir():
+        zips = sorted(q.name for q in path.glob("*.zip"))[:3]
+        raise ValueError(f"{path} is a folder; expected the model zip saved by stable-baselines3's model.save()"
+                         + (f", e.g. {path / zips[0]} (it holds {', '.join(zips)})." if zips else "."))
     try:
         with zipfile.ZipFile(path) as z: raw = z.read("data")
     except zipfile.BadZipFile as e:
@@ -885,6 +890,9 @@ def load_result(path: str | Path) -> Result:
 class ConfigMismatchError(ValueError):
     "A run folder holds results of another configuration (raised by `RunDir`; its message names each differing field)."
 
+class CorruptUnitError(ValueError):
+    "A saved unit of a run folder cannot be read (raised by `RunDir.load_unit`; its message names the path)."
+
 def _plain(config: Any) -> Any:
     "A configuration as plain JSON values (tuples become lists, dataclasses dicts), so that saved and given compare equal."
     if dataclasses.is_dataclass(config) and not isinstance(config, type): config = dataclasses.asdict(config)
@@ -997,13 +1005,28 @@ class RunDir:
         return self._unit_path(name) is not None
 
     def load_unit(self, name: str) -> Any:
-        "The saved result of unit `name`. Raises `KeyError` if it is not done."
+        """The saved result of unit `name`. Raises `KeyError` if it is not done, and `CorruptUnitError` naming the path when
+        its files cannot be read (a truncated `arrays.npz`, a cut JSON or Parquet file)."""
         p = self._unit_path(name)
         if p is None: raise KeyError(f"unit {name!r} has no result in {self.path}")
-        if p.is_dir(): return load_result(p)
-        if p.name.endswith(".parquet"): return pd.read_parquet(p)
-        if p.name.endswith(".npz"): return load_arrays(p)
-        return load_json(p)
+        try:
+            if p.is_dir(): return load_result(p)
+            if p.name.endswith(".parquet"): return pd.read_parquet(p)
+            if p.name.endswith(".npz"): return load_arrays(p)
+            return load_json(p)
+        except (zipfile.BadZipFile, EOFError, ValueError, OSError) as e:
+            raise CorruptUnitError(f"the saved unit {name!r} at {p} cannot be read ({type(e).__name__}: {' '.join(str(e).split())[:200]})") from e
+
+    def load_or_discard(self, name: str) -> tuple[bool, Any]:
+        """`(True, result)` of a saved unit; `(False, None)` when there is none, or when it cannot be read: then its files are
+        removed with a warning naming them, so that the unit is computed again."""
+        if not self.done(name): return False, None
+        try: return True, self.load_unit(name)
+        except CorruptUnitError as e:
+            p = self._unit_path(name)
+            if p is not None: shutil.rmtree(p) if p.is_dir() else p.unlink()
+            warnings.warn(f"{e}; computing it again.", UserWarning, stacklevel=2)
+            return False, None
 
     def save_unit(self, name: str, value: Any) -> Any:
         "Save the result of unit `name` atomically (a `Result`, DataFrame, dict of arrays, or JSON-able); return `value`."
@@ -1017,9 +1040,9 @@ class RunDir:
         return value
 
     def unit(self, name: str, fn: Callable[[], Any]) -> Any:
-        "Run `fn()` unless unit `name` is done; save and return its result."
-        if self.done(name): return self.load_unit(name)
-        return self.save_unit(name, fn())
+        "Run `fn()` unless unit `name` is done (a saved unit that cannot be read is computed again); save and return its result."
+        ok, value = self.load_or_discard(name)
+        return value if ok else self.save_unit(name, fn())
 
 # %% ../nbs/00_core.ipynb #fb07418a
 class RunFolderBusy(BlockingIOError):
@@ -1140,8 +1163,9 @@ def run_jobs(fn: Callable,                  # picklable function of one job argu
     results: list = [None] * len(jobs)
     todo = []
     for i in range(len(jobs)):
-        if run_dir is not None and names is not None and run_dir.done(names[i]): results[i] = run_dir.load_unit(names[i])
-        else: todo.append(i)
+        ok, value = run_dir.load_or_discard(names[i]) if (run_dir is not None and names is not None) else (False, None)
+        if ok: results[i] = value
+        else: todo.append(i)   # not done, or its saved files could not be read (removed with a warning): computed again
     def _finish(i, value):
         results[i] = run_dir.save_unit(names[i], value) if (run_dir is not None and names is not None) else value
     bar = progress(total=len(todo), desc=desc, disable=not todo)

@@ -126,8 +126,10 @@ def fake_ir(monkeypatch):
 
 def test_game_ids_are_matched_case_insensitively_or_listed(tmp_path, fake_ir, capsys):
     "`--games toybox/breakout` (lower case) ran and gave NaN returns."
-    assert main(["ir", "--out", str(tmp_path / "o"), "--games", "toybox/breakout,toybox/SPACEINVADERS"]) == 2
-    assert fake_ir[0].games == ("toybox/Breakout", "toybox/SpaceInvaders")   # the canonical ids reach the study
+    from rlexplain.cli import _toybox_ids
+    assert _toybox_ids(["toybox/breakout", "TOYBOX/SPACEINVADERS", "toybox/amidar"]) == ["toybox/Breakout", "toybox/SpaceInvaders", "toybox/Amidar"]
+    assert main(["ir", "--out", str(tmp_path / "o"), "--games", "toybox/breakout"]) == 2
+    assert fake_ir[0].games == ("toybox/Breakout",)              # the canonical id reaches the study
     capsys.readouterr()
     assert main(["ir", "--out", str(tmp_path / "o"), "--games", "toybox/brekout"]) == 2
     err = capsys.readouterr().err
@@ -155,15 +157,31 @@ def test_a_failed_run_writes_nothing_and_the_corrected_command_is_accepted(tmp_p
     """A run that failed on its agents (`--pipelines dqnn`) had written `config.json`, so the corrected command was refused as
     'holds results of another configuration' by a folder holding no results."""
     out = tmp_path / "o"
-    assert main(["ir", "--out", str(out), "--pipelines", "dqnn", "--states", "3"]) == 2
-    assert "the zoo has no dqnn agents" in capsys.readouterr().err
+    assert main(["ir", "--out", str(out), "--pipelines", "dqn", "--states", "3"]) == 2   # fails on its agents (the stand-in)
+    assert "the zoo has no dqn agents" in capsys.readouterr().err
     assert not out.exists()                                       # nothing left behind
-    out.mkdir(); assert main(["ir", "--out", str(out), "--pipelines", "dqnn", "--states", "3"]) == 2   # a folder the user made
-    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["config.json", "meta.json"]
+    out.mkdir(); assert main(["ir", "--out", str(out), "--pipelines", "dqn", "--states", "3"]) == 2   # a folder the user made
+    assert [p.name for p in out.rglob("*") if p.is_file()] == []
+    (out / "run").mkdir(); (out / "run" / "config.json").write_text('{"p": 3}')   # what such a failed run left before issue 41
     capsys.readouterr()
     assert main(["ir", "--out", str(out), "--pipelines", "dqn", "--states", "4"]) == 2   # the corrected command reaches the study
     err = capsys.readouterr().err
     assert "the zoo has no dqn agents" in err and "another configuration" not in err and len(fake_ir) == 3
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["--pipelines", "dqnn"], r"--pipelines: the zoo has no dqnn agents for toybox/Breakout \(did you mean dqn\?\); it has a2c, dqn, "),
+    (["--pipelines", "dqn", "--checkpoints", "123"], r"--checkpoints: the zoo's dqn agents for toybox/Breakout have no checkpoint at 123 "
+                                                     r"frames \(the nearest is 50000\); they have 50000, "),
+])
+def test_zoo_lookups_list_what_exists_and_the_nearest(argv, expected, tmp_path, fake_ir, capsys):
+    """`--pipelines dqnn` and `--checkpoints 123` both said 'the zoo has no dqn(n) agents ... train them' (false for the second),
+    listing no valid choice."""
+    import re
+    assert main(["ir", "--out", str(tmp_path / "o"), "--games", "toybox/Breakout", "--states", "3", *argv]) == 2
+    err = capsys.readouterr().err
+    assert re.search(expected, err) and err.count("\n") == 1, err
+    assert not fake_ir and not (tmp_path / "o").exists()         # refused before any work or write
 
 
 def test_rundir_without_results_takes_the_new_configuration(tmp_path):
@@ -271,3 +289,75 @@ def test_the_ir_command_refuses_a_demo_folders_ir_section(tmp_path, fake_ir, mon
     err = capsys.readouterr().err
     assert "holds the finished ir section of a `rlexplain demo` run" in err and "choose another --out" in err
     assert _files(tmp_path) == before and not fake_ir and not (tmp_path / "run").exists()
+
+
+# --- tracebacks that become one line ---
+
+def test_a_corrupt_unit_is_named_and_computed_again(tmp_path):
+    "A truncated unit `arrays.npz` gave a raw `zipfile.BadZipFile` traceback, and the run could not resume until it was deleted."
+    from rlexplain.core import CorruptUnitError, RunDir, run_jobs
+    rd = RunDir(tmp_path, config={"n": 1})
+    rd.unit("a", lambda: {"x": np.arange(1000)}); rd.unit("b", lambda: {"x": np.arange(3)})
+    f = tmp_path / "units" / "a.npz"; f.write_bytes(f.read_bytes()[:100])   # killed mid-copy, say
+    with pytest.raises(CorruptUnitError, match=rf"the saved unit 'a' at {f} cannot be read \(BadZipFile"):
+        rd.load_unit("a")
+    calls = []
+    with pytest.warns(UserWarning, match=rf"unit 'a' at {f} cannot be read.*computing it again"):
+        out = run_jobs(lambda j: calls.append(j) or {"x": np.arange(1000)}, ["a", "b"], names=["a", "b"], run_dir=RunDir(tmp_path, config={"n": 1}))
+    assert calls == ["a"] and out[0]["x"].sum() == 499500 and out[1]["x"].tolist() == [0, 1, 2]
+    assert RunDir(tmp_path).load_unit("a")["x"].sum() == 499500   # saved again, readable
+    (tmp_path / "units" / "b.npz").write_bytes(b"")
+    with pytest.warns(UserWarning, match="unit 'b'"):
+        assert RunDir(tmp_path).unit("b", lambda: {"x": np.ones(2)})["x"].tolist() == [1.0, 1.0]
+
+
+def test_from_sb3_on_a_folder_names_it(tmp_path):
+    "`from_sb3` on a directory raised a raw IsADirectoryError."
+    from rlexplain.core import Policy
+    (tmp_path / "CartPole-v1.zip").write_bytes(b"")
+    with pytest.raises(ValueError, match=rf"{tmp_path} is a folder; expected the model zip .*e.g. {tmp_path / 'CartPole-v1.zip'}"):
+        Policy.from_sb3(tmp_path)
+
+
+def test_tabular_lime_with_no_samples_is_refused():
+    "`tabular_lime` with `n_samples=0` raised an IndexError from inside lime."
+    from rlexplain.attribution import explain
+    pol = _tabular_policy(); X = np.random.default_rng(2).normal(size=(5, 4)).astype(np.float32)
+    for n in (0, -3, 1.5):
+        with pytest.raises(ValueError, match=rf"explain\('tabular_lime'\): num_samples \(n_samples\) must be an integer >= 2.*got {n}"):
+            explain("tabular_lime", pol, X, n_samples=n, background=X)
+    assert explain("tabular_lime", pol, X[:1], n_samples=2, background=X).values.shape == (1, 4)
+
+
+def test_ctrl_c_prints_one_line_and_the_rerun_resumes(tmp_path, monkeypatch, capsys):
+    "Ctrl-C printed a full KeyboardInterrupt traceback (the rerun resumed correctly)."
+    import types
+    from rlexplain import cli
+    from rlexplain.core import RunDir
+    calls, interrupt = [], [True]
+    mod = types.ModuleType("_ctrl_c_mod")
+    def job(sec, scale, executor=None, max_workers=1):
+        rd = RunDir(sec.dir / "run", config={"scale": scale})
+        rd.unit("a", lambda: calls.append("a") or [1])
+        if interrupt[0]: raise KeyboardInterrupt
+        rd.unit("b", lambda: calls.append("b") or [2]); sec.note("ok")
+    mod.job = job
+    monkeypatch.setitem(sys.modules, "_ctrl_c_mod", mod)
+    monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake": ("Fake", "a fake job", "_ctrl_c_mod:job")})
+    monkeypatch.setattr(cli, "_scoreboard_html", lambda out: "")
+    try: rc = main(["fake", "--out", str(tmp_path)])
+    except KeyboardInterrupt: pytest.fail("Ctrl-C escaped `main` as a traceback")
+    err = capsys.readouterr().err
+    assert rc == 130 and err == f"rlexplain: interrupted; the finished parts are saved in {tmp_path}: run the same command again to resume\n"
+    assert not (tmp_path / ".rlexplain.lock").exists()            # the lock went with the run
+    interrupt[0] = False
+    assert main(["fake", "--out", str(tmp_path)]) == 0 and calls == ["a", "b"]   # resumed: unit a not computed again
+
+
+def test_a_closed_pipe_ends_quietly(monkeypatch, capsys):
+    "`rlexplain scoreboard RUN | head` ended in 'Broken pipe'."
+    from rlexplain import cli
+    def closed(args): raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(cli, "_run", closed)
+    assert main(["scoreboard", "runs/demo"]) == 0
+    assert "Broken pipe" not in capsys.readouterr().err

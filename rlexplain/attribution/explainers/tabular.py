@@ -93,6 +93,9 @@ class _TabularLIME(_FittedExplainer):
                  discretize_continuous: bool = True, # LIME's default quartile discretiser
                  kernel_width: float | None = None,  # None: 0.75 * sqrt(D)
                  **kw):
+        if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
+            raise ValueError(f"explain('tabular_lime'): num_samples (n_samples) must be an integer >= 2, LIME's perturbed samples per "
+                             f"state (the first is the state itself); got {num_samples!r}.")
         super().__init__(policy, background, **kw)
         self.num_samples, self.discretize_continuous, self.kernel_width = int(num_samples), bool(discretize_continuous), kernel_width
         self._make()
