@@ -692,6 +692,9 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
     out = Path(out); errors, sections = [], {}
     with run_lock(out, f"rlexplain {label or 'demo'} --out {out}"):   # one writer at a time; every check below runs under it
         for k in keys:   # every check before any work
+            made_by = load_json(out / k / "config.json").get("command") if (out / k / "config.json").is_file() else None
+            if made_by: raise ValueError(f"{out / k} holds the results of `rlexplain {made_by}`, which the demo's {k} section would replace: "
+                                         f"choose another --out (or remove {out / k} first).")
             if force and (out / k).exists(): shutil.rmtree(out / k)
             RunDir(out / k, config={"job": k, "scale": scale})
         tag = f"[rlexplain {label or 'demo'}]"; n_steps = len(keys) + bool(docs)
@@ -1169,6 +1172,8 @@ def _run(args) -> int:
             except Exception:   # nothing computed (the agents could not be found, ...): leave no folder behind
                 if run_made and not _holds_results(out / "run"): shutil.rmtree(out / "run", ignore_errors=True)
                 raise
+            # the section records the command that made it: `demo --out` this folder then refuses to replace it (run_demo)
+            RunDir(out / "ir", config={"command": "ir", "config": cfg}, force=True)
             sec = Section(out, "ir", "Interventional robustness")
             sec.table("ir_table", study.table())
             for g in cfg.games:

@@ -361,3 +361,26 @@ def test_a_closed_pipe_ends_quietly(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_run", closed)
     assert main(["scoreboard", "runs/demo"]) == 0
     assert "Broken pipe" not in capsys.readouterr().err
+
+
+def test_a_demo_into_an_ir_command_folder_refuses_to_replace_it(tmp_path, monkeypatch, capsys):
+    """The reverse direction: `rlexplain demo --out runs/ir` would have written the demo's IR section over the `ir` command's.
+    The section records the command that made it, and the demo refuses it before any work."""
+    import types
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    import rlexplain.ir
+    from rlexplain import cli
+    from rlexplain.cli import run_demo
+    study = types.SimpleNamespace(table=lambda: pd.DataFrame({"pipeline": ["dqn"], "R": [0.5]}),
+                                  plot=lambda g, normalized=False: plt.figure())
+    monkeypatch.setattr(rlexplain.ir, "run_ir", lambda cfg, **kw: study)
+    monkeypatch.setattr(cli, "_scoreboard_html", lambda out: "")
+    def stop(*a, **kw): raise _StopBeforeWork("the demo's IR section started")
+    monkeypatch.setattr(cli, "_demo_ir", stop)                    # a demo that gets past its checks fails here, quickly
+    assert main(["ir", "--out", str(tmp_path), "--games", "toybox/Breakout", "--states", "3"]) == 0
+    assert json.loads((tmp_path / "ir" / "config.json").read_text())["command"] == "ir"
+    before = _files(tmp_path)
+    with pytest.raises(ValueError, match=rf"{tmp_path / 'ir'} holds the results of `rlexplain ir`, which the demo's ir section would replace"):
+        run_demo(tmp_path, only=["ir"], scale="demo")
+    assert _files(tmp_path) == before
