@@ -28,7 +28,7 @@ import pandas as pd
 
 from .agents import load_best_agent
 from .docs import build_docs, render_readme
-from .core import SCALES, ConfigMismatchError, RunDir, _holds_results, atomic_write, get_scale, load_json, process_pool, run_lock, save_json, save_table
+from .core import SCALES, ConfigMismatchError, RunDir, atomic_write, get_scale, load_json, process_pool, run_lock, save_json, save_table
 
 # %% ../nbs/90_cli.ipynb #40c95c78
 class Section:
@@ -785,6 +785,12 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
 
 
 # %% ../nbs/90_cli.ipynb #af9ddce2
+def _run_has_results(path: Path) -> bool:
+    "Whether run folder `path` holds a saved result: any file but its records (config.json, meta.json, the run lock, temporaries)."
+    from rlexplain.core import RUN_LOCK
+    return any(f.is_file() and f.name not in ("config.json", "meta.json", RUN_LOCK) and not (f.name.startswith(".") and f.name.endswith(".tmp"))
+               for f in Path(path).rglob("*"))
+
 def _executor(args):
     if getattr(args, "dask", None):
         from dask.distributed import Client
@@ -1170,7 +1176,7 @@ def _run(args) -> int:
                 rd = RunDir(out / "run", config=cfg, force=args.force)   # refuses another configuration's results
                 study = run_ir(cfg, run_dir=rd.path, executor=_executor(args), max_workers=args.workers)
             except Exception:   # nothing computed (the agents could not be found, ...): leave no folder behind
-                if run_made and not _holds_results(out / "run"): shutil.rmtree(out / "run", ignore_errors=True)
+                if run_made and not _run_has_results(out / "run"): shutil.rmtree(out / "run", ignore_errors=True)
                 raise
             # the section records the command that made it: `demo --out` this folder then refuses to replace it (run_demo)
             RunDir(out / "ir", config={"command": "ir", "config": cfg}, force=True)
