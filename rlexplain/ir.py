@@ -541,7 +541,7 @@ class IRStudy(Result):
             fr = sorted(per_agent.frames.unique()); x = {f: i for i, f in enumerate(fr)}
             ax.scatter([x[f] for f in per_agent.frames], per_agent["return"], s=6, alpha=0.6, label="one agent")
             ax.plot(range(len(fr)), per_agent.groupby("frames")["return"].mean().reindex(fr), "k-o", ms=3, lw=1, label="mean")
-            ax.set_xticks(range(len(fr)), [f"{f:.2g}" for f in fr]); ax.set_xlim(-0.5, len(fr) - 0.5)
+            ax.set_xticks(range(len(fr)), [f"{f:.2g}" for f in fr], rotation=45); ax.set_xlim(-0.5, len(fr) - 0.5)
             ax.tick_params(labelsize=6); ax.set_title("return per agent", fontsize=7); ax.set_ylabel("episode return", fontsize=6)
             if r == 0 and len(fr): ax.legend(fontsize=5, loc="best")
             if r == len(pipes) - 1: ax.set_xlabel("frames", fontsize=7)
