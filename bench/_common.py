@@ -12,7 +12,7 @@ TORCH_DEFAULT = torch.get_num_threads()   # torch's own thread count (physical c
 
 def use(policy, threads: int, workers: int, layout: str, batch: int) -> None:
     "Run `policy` with exactly these compute settings: torch's thread count, worker threads, memory layout, batch size."
-    from rlexplain.core import ComputeSettings
+    from rlexplain.compute import ComputeSettings
     torch.set_num_threads(threads)
     policy.apply_settings(ComputeSettings(threads, workers, layout, batch, "override"))
 

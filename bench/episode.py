@@ -28,12 +28,12 @@ def main(argv=None):
     p.add_argument("--every", type=int, default=1, help="explain every k-th step")
     p.add_argument("--patch", type=int, default=None, help="occlusion patch (default: the paper's, PAPER_PARAMS)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: the package's rule, core.torch_threads; "
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: the package's rule, compute.torch_threads; "
                                                                  "its forward passes then run on the policy's calibrated worker threads)")
     p.add_argument("--no-movie", action="store_true", help="time the explanation only")
     p.add_argument("--busy", action="store_true", help="one process spinning on a core beside the run")
     a = p.parse_args(argv)
-    from rlexplain.core import torch_threads
+    from rlexplain.compute import torch_threads
     torch_threads(a.threads)   # the package's own setter (a Policy would otherwise set its default, 1 thread)
     from rlexplain.attribution import PAPER_PARAMS
     from rlexplain.episode import EPISODE_PARAMS, episode_agent, explain_episode, write_movie

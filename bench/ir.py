@@ -10,7 +10,7 @@ from _common import machine
 import numpy as np
 import torch
 
-from rlexplain.agents import list_zoo, load_agent
+from rlexplain.agent_zoo import list_zoo, load_agent
 from rlexplain.envs import ToyboxEnv
 from rlexplain.interventions import registry
 from rlexplain.ir import intervened_observations, ir_matrix, sample_states

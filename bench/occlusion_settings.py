@@ -91,7 +91,7 @@ def main():
 def run(args):
     sys.path.insert(0, os.path.dirname(__file__))
     from peers import rollout_states
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     la0 = os.getloadavg()
     print("machine:", machine(), "| busy process:", "yes" if args.busy else "no")
     print(f"load average before: {la0[0]:.2f} {la0[1]:.2f} {la0[2]:.2f}")

@@ -18,7 +18,7 @@ references' forward), as a user's single call would.
 | ris                 | score("RIS", 10 neighbours) of rlexplain's IG  | Quantus RelativeInputStability (10 samples) of captum IG |
 | ris_same_explainer  | RIS of one shared explain function             | Quantus RIS of that same function: the metric's own cost |
 
-Threads: rlexplain runs at its own policy (one torch thread, chunks on `workers` Python threads, `core.torch_threads`); each
+Threads: rlexplain runs at its own policy (one torch thread, chunks on `workers` Python threads, `compute.torch_threads`); each
 peer runs at every torch thread count of `--peer-threads` (default 1 and torch's default, the cores: what a user of the peer
 gets), as separate conditions, and the ratio of a row is also given against the peer's fastest setting (`best`).
 Conditions run in interleaved rounds (the order rotated each round); medians are reported with the ratio
@@ -224,9 +224,9 @@ def at_threads(n: int, f):
 
 def build(args):
     "{row: {condition: zero-argument callable returning values (or a float)}} and the rows' descriptions."
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     from rlexplain.attribution import LIME_SEGMENTATIONS
-    from rlexplain.core import compute_settings
+    from rlexplain.compute import compute_settings
     pol, card = load_best_agent("ALE/Breakout-v5", "dqn", device="cpu")
     tab, tcard = load_best_agent("LunarLander-v3", None, device="cpu")
     x, bg = rollout_states(pol, card, args.states, 100, seed=3)

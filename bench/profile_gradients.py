@@ -95,8 +95,8 @@ def main():
     args = ap.parse_args()
     if args.peer_path: sys.path.append(args.peer_path)
     warnings.filterwarnings("ignore")
-    from rlexplain.agents import load_best_agent
-    from rlexplain.core import compute_settings
+    from rlexplain.agent_zoo import load_best_agent
+    from rlexplain.compute import compute_settings
     print("machine:", machine())
     la = os.getloadavg(); print(f"load average before: {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}; versions: {P.versions()}")
     pol, card = load_best_agent("ALE/Breakout-v5", "dqn", device="cpu")

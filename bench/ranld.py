@@ -79,8 +79,8 @@ def synthetic(n: int, d: int, seed: int = 0, spectrum: str = "steep"):
 def real_gradients(n: int):
     "nld_gradients of the zoo's Toybox Breakout DQN on n of its own visited states ((n, 28224) float32)."
     from pathlib import Path
-    from rlexplain.agents import list_zoo, load_agent
-    from rlexplain.core import load_json
+    from rlexplain.agent_zoo import list_zoo, load_agent
+    from rlexplain.runs import load_json
     from rlexplain.envs import collect_rollout, make_env
     from rlexplain.ranld import nld_gradients
     zoo = list_zoo(); z = zoo[(zoo.algo == "dqn") & (zoo.env_id == "toybox/Breakout")].sort_values("frames", ascending=False)
@@ -161,9 +161,10 @@ def shifts_timing(env_id: str, steps: int) -> None:
     "Per-step CPU cost of each of the demo protocol's shifts on the zoo's DDQN agent of env_id (see the module docstring)."
     import torch
     torch.set_num_threads(1)
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     from rlexplain.envs import make_env
-    from rlexplain.ranld import paper_shifts, ranld, tables_config
+    from rlexplain.ranld import ranld
+    from rlexplain.ranld_study import paper_shifts, tables_config
     from rlexplain.shifts import Identity, collect_shifted_rollout
     pol, card = load_best_agent(env_id, "ddqn"); env = make_env(env_id, **card.get("env_kwargs", {}))
     cfg = tables_config("demo"); n_set = cfg.n_runs * cfg.max_steps
@@ -187,9 +188,9 @@ def attacks_timing(env_id: str, steps: int) -> None:
     "ART's PyTorchClassifier against the shifts' one-forward classifier on the demo protocol's attacks (see the module docstring)."
     import torch
     torch.set_num_threads(1)
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     from rlexplain.envs import collect_rollout, make_env
-    from rlexplain.ranld import paper_shifts
+    from rlexplain.ranld_study import paper_shifts
     from rlexplain.shifts import art_classifier
     pol, card = load_best_agent(env_id, "ddqn")
     ro = collect_rollout(make_env(env_id, **card.get("env_kwargs", {})), pol, n_episodes=1, seed=500, max_steps=20 * steps,

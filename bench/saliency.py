@@ -2,7 +2,7 @@
 Huber et al. (2023, Appendix C.2), printed (never asserted) with the machine, its load and the compute settings.
 
 Conditions, interleaved over `--repeats` rounds in an order rotated each round (medians reported):
-- `default`:  rlexplain's compute settings (`rlexplain.core.compute_settings`: threads, workers, layout, batch size);
+- `default`:  rlexplain's compute settings (`rlexplain.compute.compute_settings`: threads, workers, layout, batch size);
 - `1 thread`: one torch thread, one worker, the calibrated layout and batch size;
 - `old`:      what the package did before the thread policy: torch's own thread count, channels-last, batch 512, one worker.
 - `naive`:    the same method with one forward pass per perturbed image (batch size 1, one torch thread, one worker):
@@ -26,12 +26,12 @@ import numpy as np
 import torch
 
 from _common import TORCH_DEFAULT, busy, machine, rotated, use
-from rlexplain.agents import load_best_agent
-from rlexplain.core import compute_settings, map_batches
+from rlexplain.agent_zoo import load_best_agent
+from rlexplain.compute import compute_settings, map_batches
 from rlexplain.envs import collect_rollout, make_env
 from rlexplain.attribution import explain
 from rlexplain.saliency import PAPER_PARAMS
-from rlexplain.saliency_bench import PAPER_RUNTIMES as PAPER_SECONDS   # Huber et al. (2023), GTX Titan X
+from rlexplain.saliency_study import PAPER_RUNTIMES as PAPER_SECONDS   # Huber et al. (2023), GTX Titan X
 
 INPUTS = {"occlusion": 42 * 42, "noise_sensitivity": 28 * 28, "sarfa": 42 * 42, "rise": 1000,
           "lime_slic": 2000, "lime_quickshift": 1500, "lime_felzenszwalb": 1000}   # perturbed images per map (84 x 84 states)

@@ -1,6 +1,6 @@
 """Forward throughput (images per second) of the zoo's ALE Breakout DQN by torch threads, memory layout and batch size,
 printed (never asserted) with the machine and its load, next to `Policy.outputs` at the settings
-`rlexplain.core.compute_settings` picks (and at the settings rlexplain used before it: torch's default thread count,
+`rlexplain.compute.compute_settings` picks (and at the settings rlexplain used before it: torch's default thread count,
 channels-last, batches of 1024).
 
 Every configuration processes the same N observations (default 512) in chunks of its batch size, and the
@@ -37,8 +37,8 @@ def main(argv=None):
     ap.add_argument("--batches", default="32,128,512")
     ap.add_argument("--threads", default=None, help="comma-separated torch thread counts (default: 1..cpu count)")
     args = ap.parse_args(argv)
-    from rlexplain.agents import load_best_agent
-    from rlexplain.core import ComputeSettings, compute_settings
+    from rlexplain.agent_zoo import load_best_agent
+    from rlexplain.compute import ComputeSettings, compute_settings
     pol, card = load_best_agent("ALE/Breakout-v5", "dqn", device="cpu")
     default_threads = TORCH_DEFAULT   # torch's own thread count (physical cores)
     base = copy.deepcopy(pol.module).to(memory_format=torch.contiguous_format).eval()

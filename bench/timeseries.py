@@ -24,8 +24,8 @@ torch.set_num_threads(1)
 
 from rlexplain.envs import make_env
 from rlexplain.shifts import FGSM
-from rlexplain.agents import load_best_agent
-from rlexplain.timeseries import performance_series
+from rlexplain.agent_zoo import load_best_agent
+from rlexplain.timeseries_study import performance_series
 
 
 def raw_loop(env_id, n_steps=3000, **kw):
@@ -39,7 +39,7 @@ def raw_loop(env_id, n_steps=3000, **kw):
 
 def study_scaling(env_id: str, seed_counts):
     "Seconds and env steps of the demo's `run_study` for one game at each seed count."
-    from rlexplain.timeseries import TimeSeriesConfig, run_study
+    from rlexplain.timeseries_study import TimeSeriesConfig, run_study
     for m in seed_counts:
         cfg = TimeSeriesConfig.demo(env_id=env_id, seeds=tuple(range(m)))
         t0 = time.perf_counter(); st = run_study(cfg, max_workers=2); dt = time.perf_counter() - t0
@@ -49,7 +49,7 @@ def study_scaling(env_id: str, seed_counts):
 
 def study_cpu(env_id: str):
     "CPU seconds of the demo's `run_study` for one game in this process (max_workers=1, one torch thread)."
-    from rlexplain.timeseries import TimeSeriesConfig, run_study
+    from rlexplain.timeseries_study import TimeSeriesConfig, run_study
     cfg = TimeSeriesConfig.from_scale("demo", env_id=env_id)
     l0, c0, w0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
     st = run_study(cfg, max_workers=1)

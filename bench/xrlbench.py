@@ -82,7 +82,7 @@ def main():
 
 
 def run(args):
-    from rlexplain.core import compute_settings
+    from rlexplain.compute import compute_settings
     print(f"machine: {machine()} | busy process: {'yes' if args.busy else 'no'}")
     jobs = []    # (env, policy, background, states, method)
     shapes = {"CartPole-v1": ("CartPole", 4, 2), "LunarLander-v3": ("LunarLander", 8, 4), "FlappyBird-v0": ("FlappyBird", 12, 2)}
@@ -95,7 +95,7 @@ def run(args):
         jobs += [(env_id, pol, df, states, m) for m in args.methods]
     torch.manual_seed(0)
     if args.image_zoo:
-        from rlexplain.agents import load_best_agent
+        from rlexplain.agent_zoo import load_best_agent
         img = load_best_agent("ALE/Breakout-v5", "dqn", device="cpu")[0]
     else:
         img = Policy.from_module(nature_cnn(), (4, 84, 84), device="cpu", name="nature-cnn")

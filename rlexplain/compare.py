@@ -14,11 +14,13 @@ import numpy as np
 import pandas as pd
 
 from .attribution import EXPLAINERS, METRICS, as_states, explain, model_layers, score
-from .core import Policy, Result
+from .core import Policy
+from .runs import Result
+from .stats import bootstrap_means, percentile_bounds
 
 # %% auto #0
 __all__ = ['DEMO_EXPLAINERS', 'DEMO_METRICS', 'NOISE_METRICS', 'PAIRS', 'settings', 'Comparison', 'compare', 'rank_agreement',
-           'finding']
+           'finding', 'demo_section']
 
 # %% ../nbs/41_explainers_metrics.ipynb #7f2c743e
 DEMO_EXPLAINERS = {
@@ -83,13 +85,6 @@ class Comparison(Result):
         m = np.where(np.isfinite(means), means, np.nan)
         return rankdata(sign * m, method="average", axis=-2, nan_policy="omit")
 
-    @staticmethod
-    def _boot_means(v: np.ndarray, n_boot: int, seed: int, chunk: int = 100) -> np.ndarray:
-        """`(n_boot, M, J)` means over states of `v (M, J, N)` in `n_boot` paired resamples of the N states (each drawn with
-        `np.random.default_rng(seed).integers(0, N, N)` in turn), `chunk` resamples per array operation."""
-        N = v.shape[-1]; idx = np.random.default_rng(seed).integers(0, N, (int(n_boot), N))
-        return np.concatenate([np.moveaxis(np.nanmean(v[:, :, idx[i:i + chunk]], -1), -1, 0) for i in range(0, len(idx), chunk)])
-
     def ranks(self, n_boot: int = 500,  # bootstrap resamples of the states
               seed: int = 0, level: float = 0.95) -> pd.DataFrame:
         """One row per (method, metric): `mean` value, `rank` (1 = best, direction-aligned) and its percentile interval
@@ -99,8 +94,8 @@ class Comparison(Result):
         with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
             __import__("warnings").simplefilter("ignore", RuntimeWarning)
             full = self._rank(np.nanmean(v, -1), sign)
-            boot = self._rank(self._boot_means(v, n_boot, seed), sign)
-            lo, hi = np.nanpercentile(boot, [100 * (1 - level) / 2, 100 * (1 + level) / 2], axis=0)
+            boot = self._rank(bootstrap_means(v, n_boot, seed), sign)        # paired resamples of the states (rlexplain.stats)
+            lo, hi = percentile_bounds(boot, level)
             mean = np.nanmean(v, -1)
         rows = [{"method": m, "metric": j, "mean": mean[a, b], "rank": full[a, b], "rank_lo": lo[a, b], "rank_hi": hi[a, b],
                  "higher_is_better": sign[b] < 0, "n_states": int(np.isfinite(v[a, b]).sum())}
@@ -112,8 +107,8 @@ class Comparison(Result):
         v, sign = self._cube()
         with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
             __import__("warnings").simplefilter("ignore", RuntimeWarning)
-            boot = self._boot_means(v, n_boot, seed)
-            lo, hi = np.nanpercentile(boot, [2.5, 97.5], axis=0); mean = np.nanmean(v, -1)
+            boot = bootstrap_means(v, n_boot, seed)
+            lo, hi = np.nanpercentile(boot, [2.5, 97.5], axis=0); mean = np.nanmean(v, -1)   # exactly 2.5, 97.5 (percentile_bounds(., 0.95) draws at 2.500000000000002)
         cells = [[f"{mean[a, b]:.3g} [{lo[a, b]:.3g}, {hi[a, b]:.3g}]" if np.isfinite(mean[a, b]) else "n/a"
                   for b in range(len(self.metrics))] for a in range(len(self.methods))]
         cols = [f"{j} ({'higher' if s < 0 else 'lower'} better)" for j, s in zip(self.metrics, sign)]
@@ -218,3 +213,34 @@ def finding(cmp: Comparison) -> str:
         out.append(f"{prefix} vs {'/'.join(others)} {_words(rho)} (mean Spearman rho {rho:+.2f} over {len(sub)} metric pairs, "
                    f"range {sub.spearman_rho.min():+.2f} to {sub.spearman_rho.max():+.2f}).")
     return " ".join(out)
+
+# %% ../nbs/41_explainers_metrics.ipynb #bba80072
+def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
+    """The compare section of `rlexplain demo`: `compare` on the zoo's best ALE Breakout DQN (4 states at demo scale, else 32;
+    8 background states) and LunarLander DQN (60 of 1000 dataset states at demo scale, else 500 of 5000), with `settings`
+    at `scale`: per agent its finding, rank, value and rank-agreement tables and its rank figure. A game without such an
+    agent is skipped with a note."""
+    from rlexplain.agent_zoo import load_best_agent
+    from rlexplain.xrlbench import dataset_arrays, generate_dataset, image_states
+    runs = []
+    try:
+        agent, card = load_best_agent("ALE/Breakout-v5", "dqn")
+        n = 4 if scale == "demo" else 32
+        x = image_states(agent, "ALE/Breakout-v5", n, seed=7, env_kwargs=card.get("env_kwargs"))
+        bg = image_states(agent, "ALE/Breakout-v5", 8, seed=8, env_kwargs=card.get("env_kwargs"))
+        runs.append(("breakout", compare(agent, x, *settings("image", scale), background=bg, agent=f"ALE Breakout DQN ({card['id']})")))
+    except LookupError as e: sec.note(f"ALE/Breakout-v5: skipped ({e})")
+    try:
+        agent, card = load_best_agent("LunarLander-v3", "dqn")
+        df = generate_dataset(agent, "LunarLander-v3", n_states=1000 if scale == "demo" else 5000, seed=0, min_episodes=2)
+        X, _ = dataset_arrays(df); n = 60 if scale == "demo" else 500
+        runs.append(("lunarlander", compare(agent, X[:n], *settings("tabular", scale), background=X[n:], agent=f"LunarLander DQN ({card['id']})")))
+    except LookupError as e: sec.note(f"LunarLander-v3: skipped ({e})")
+    for key, c in runs:
+        sec.note(finding(c))
+        sec.table(f"compare_{key}_ranks", c.ranks(), f"{c.params['agent']}: direction-aligned rank (1 = best) of each explainer on each metric, "
+                  f"with its 95% bootstrap interval over {c.params['n_states']} states")
+        sec.table(f"compare_{key}_values", c.table().reset_index(), f"{c.params['agent']}: mean over states [95% bootstrap interval] per explainer and metric")
+        sec.table(f"compare_{key}_agreement", rank_agreement(c), "Spearman rho between the methods' ranks: insertion vs AIM/AUM, sanity checks vs RIS")
+        ax = c.plot(); ax.figure.tight_layout()
+        sec.figure(f"compare_{key}_ranks", ax.figure, f"{c.params['agent']}: ranks of every explainer on every metric (numbers: rank and 95% interval)")

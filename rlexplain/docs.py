@@ -16,13 +16,13 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from .core import atomic_write
+from .runs import atomic_write
 
 # %% auto #0
-__all__ = ['DIRECTIVE', 'SOURCE_LINK', 'APPENDIX', 'COURSE', 'SOLUTION', 'TEMPLATE', 'CONF', 'START_HERE', 'IMAGE',
-           'README_HEADER', 'directives', 'for_readers', 'docs_outputs', 'lesson_info', 'course_parts', 'course_plan',
-           'format_plan', 'is_solution', 'solutions', 'student_notebook', 'write_student_edition', 'template_gaps',
-           'build_docs', 'render_readme']
+__all__ = ['DIRECTIVE', 'SOURCE_LINK', 'APPENDIX', 'COURSE', 'SOLUTION', 'TEMPLATE', 'CONF', 'ATTRIBUTION_CORE', 'START_HERE',
+           'IMAGE', 'README_HEADER', 'directives', 'for_readers', 'docs_outputs', 'lesson_info', 'course_parts',
+           'course_plan', 'format_plan', 'is_solution', 'solutions', 'student_notebook', 'write_student_edition',
+           'template_gaps', 'build_docs', 'render_readme']
 
 # %% ../nbs/93_docs.ipynb #551306f7
 DIRECTIVE = re.compile(r"^\s*#\s*\|")       # an nbdev directive line: `#| export`, `#| hide`, `#| default_exp core`, `#| slow` ...
@@ -88,15 +88,18 @@ COURSE: dict[str, list[tuple[str, list[str]]]] = {   # part -> [(notebook stem, 
     "Week 1: why explain and stress-test agents, and the two tools every method uses": [
         ("0a_why", []), ("0b_primer", []), ("04_shifts", ["01_envs"]), ("05_attribution", [])],
     "Week 2: robustness of behaviour": [
-        ("10_ir", ["02_agents", "03_interventions"]), ("20_ranld", ["02_agents", "04_shifts"])],
+        ("10_ir", ["02_agents", "03_interventions"]), ("20_ranld", ["02_agents", "04_shifts"]), ("21_ranld_study", ["20_ranld"])],
     "Week 3: explaining a decision": [
         ("30_saliency", ["02_agents"]), ("31_saliency_bench", ["30_saliency", "05_attribution"]),
+        ("33_saliency_study", ["31_saliency_bench"]),
+        ("32_episode", ["05_attribution", "30_saliency", "04_shifts", "20_ranld"]),
         ("40_xrlbench", ["02_agents", "05_attribution"]), ("41_explainers_metrics", ["30_saliency", "40_xrlbench"])],
     "Week 4: evaluating under shift, and which claims held": [
-        ("50_shift_timeseries", ["02_agents", "04_shifts"]), ("51_switching", ["50_shift_timeseries"]),
-        ("95_scoreboard", ["10_ir", "20_ranld", "31_saliency_bench", "40_xrlbench", "50_shift_timeseries"])],
+        ("50_shift_timeseries", ["02_agents", "04_shifts"]), ("52_timeseries_study", ["50_shift_timeseries"]),
+        ("51_switching", ["50_shift_timeseries", "52_timeseries_study"]),
+        ("95_scoreboard", ["10_ir", "21_ranld_study", "33_saliency_study", "40_xrlbench", "52_timeseries_study"])],
     APPENDIX: [
-        ("00_core", []), ("01_envs", []), ("02_agents", ["01_envs"]), ("03_interventions", ["01_envs"]),
+        ("00_core", []), ("00a_compute", []), ("00b_runs", []), ("01_envs", []), ("02_agents", ["01_envs"]), ("03_interventions", ["01_envs"]),
         ("90_cli", []), ("92_lessons", []), ("93_docs", [])],
 }
 
@@ -255,6 +258,7 @@ def _page(path: Path, dest: Path):
     nb = docs_outputs(for_readers(nbformat.read(path, as_version=4), drop_setup=True))
     dest.parent.mkdir(parents=True, exist_ok=True); nbformat.write(nb, dest)
 
+ATTRIBUTION_CORE = "Attribution core: the package behind lessons 05, 30, 40 and 41"   # nbs/attribution/, in the sidebar
 START_HERE = ("course", "instructor", "glossary")   # the pages the sidebar opens with, after the home page
 IMAGE = re.compile(r"!\[[^\]]*\]\((?!https?:|data:)([^)\s]+)\)")   # a Markdown image with a path in the repository
 
@@ -274,7 +278,9 @@ def _stage(nbs: Path, src: Path) -> dict[str, list[str]]:
     if (nbs / "course.ipynb").exists(): _page(nbs / "course.ipynb", src / "course.ipynb")
     subs = sorted((nbs / "attribution").glob("*.ipynb")) if (nbs / "attribution").is_dir() else []
     for p in subs: _page(p, src / "attribution" / p.name)
-    toc[APPENDIX] = toc.get(APPENDIX, []) + [f"attribution/{p.stem}" for p in subs]
+    appendix = toc.pop(APPENDIX, [])      # the attribution package's lessons: their own part, before the appendix
+    toc[ATTRIBUTION_CORE] = [f"attribution/{p.stem}" for p in subs]
+    toc[APPENDIX] = appendix
     toc["Reference"] = [p.stem for p in others if p.stem not in START_HERE]
     modules = sorted({m for p in [*nbs.glob("[0-9]*.ipynb"), *subs] if (m := _module(p))})
     for m in modules:

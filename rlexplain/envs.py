@@ -23,7 +23,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .core import Policy, Result, to_obs_tensor, progress as progress_bar
+from .core import Policy, to_obs_tensor
+from .compute import progress as progress_bar
+from .runs import Result
 
 # %% ../nbs/01_envs.ipynb #cbc01e4b
 TOYBOX_GAMES = {"breakout": "breakout", "amidar": "amidar", "spaceinvaders": "space_invaders"}

@@ -19,7 +19,9 @@ import pandas as pd
 import torch
 
 from .attribution import PAPER_PARAMS, Attribution, Explainer, check_int, explainer, registry_name
-from .core import Policy, Result, atomic_write, progress
+from .core import Policy
+from .compute import progress
+from .runs import Result, atomic_write
 from .envs import Rollout, action_names, make_env
 
 # %% auto #0
@@ -146,12 +148,9 @@ class EpisodeAttribution(Attribution):
 def _ep_getitem(self, idx) -> "EpisodeAttribution":
     "The explained steps `idx` (an int, slice, index array or mask), every time field sliced alike."
     i = np.atleast_1d(np.arange(len(self))[idx])
-    kw = {k: (None if getattr(self, k) is None else getattr(self, k)[i]) for k in ("values", "actions", "states", *_TIME_FIELDS)}
-    out = dataclasses.replace(self, **kw)
-    for extra in ("_pixels", "_per_action"):
-        if getattr(self, extra, None) is not None: object.__setattr__(out, extra, getattr(self, extra)[i])
-    if getattr(self, "_explainer", None) is not None: object.__setattr__(out, "_explainer", self._explainer)
-    return out
+    kw = {k: (None if getattr(self, k) is None else getattr(self, k)[i])
+          for k in ("values", "actions", "states", "pixel_map", "per_action", *_TIME_FIELDS)}
+    return dataclasses.replace(self, **kw)
 
 def _ep_repr(self) -> str:
     return (Attribution.__repr__(self) + f"\n  episode: {self.env_id or '?'}, seed {self.seed}, {self.episode_length} agent steps, "
@@ -244,8 +243,7 @@ def explain_episode(policy: Policy,                     # the agent (image obser
                              frames=None if frames is None else frames[steps], color_scale=color_scale(pix, scale, percentile),
                              scale=scale, percentile=float(percentile), output_kind=policy.kind, action_names=tuple(names),
                              env_id=ro.env_id, seed=seed, every=every, episode_length=len(ro.actions),
-                             episode_return=float(ro.rewards.sum()))
-    object.__setattr__(out, "_pixels", pix)   # the method's own maps (a saved copy sums the frames of values instead)
+                             episode_return=float(ro.rewards.sum()), pixel_map=pix)   # the method's own maps, saved with it
     return out
 
 # %% ../nbs/32_episode.ipynb #87637e6b
@@ -537,7 +535,8 @@ def episode_agent(env_id: str,                  # e.g. "ALE/Breakout-v5"
     """The zoo agent an episode is played with: `best_zoo_entry(env_id, algo, root, plays=True)`, among the agents that pass
     the zoo's quality gate the one with the highest evaluated return (ALE Breakout: A2C, 17.9 against a random policy's
     0.9). Raises `LookupError` naming the game when the zoo has no such agent."""
-    from rlexplain.agents import best_zoo_entry, load_agent, load_card
+    from rlexplain.agents import load_card
+    from rlexplain.agent_zoo import best_zoo_entry, load_agent
     path = best_zoo_entry(env_id, algo, root, plays=True)   # only agents that pass the zoo's quality gate
     return load_agent(path), load_card(path)
 

@@ -20,7 +20,7 @@ __all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'RECORD', 
 # %% ../nbs/92_lessons.ipynb #e10d1f13
 import pandas as pd
 
-from .core import atomic_write
+from .runs import atomic_write
 
 # %% ../nbs/92_lessons.ipynb #458f76d4
 LESSON_BUDGET_BYTES = 2_500_000      # one notebook, outputs included
@@ -101,26 +101,30 @@ KERNEL_ENV = {"MPLBACKEND": "module://matplotlib_inline.backend_inline",   # fig
               "RLEXPLAIN_PROGRESS": "log", "TQDM_DISABLE": "1",          # text progress lines; other libraries' bars (widgets) off
               "PYTHONWARNINGS": "ignore"}
 
+from nbclient.util import run_sync
+from nbconvert.preprocessors import ExecutePreprocessor
+
+class _KernelEnvExecutor(ExecutePreprocessor):
+    "nbconvert's executor whose kernel (a child process) starts with `os.environ | KERNEL_ENV`: no write to this process's environment."
+    async def async_start_new_kernel(self, **kwargs):
+        kwargs.setdefault("env", {**os.environ, **KERNEL_ENV})
+        await super().async_start_new_kernel(**kwargs)
+    start_new_kernel = run_sync(async_start_new_kernel)
+
 def run_notebook(nb,                      # an nbformat NotebookNode, executed in place
                  cwd: str | Path,         # the kernel's working directory (the notebook's folder)
                  timeout: int = 1200,     # seconds one cell may take
                  ):                       # -> nb
-    """Execute `nb` in a fresh kernel with `KERNEL_ENV` (restored afterwards): the one notebook runner of the package,
-    used by `execute_notebook` and by the docs and README rendering in `rlexplain.cli`. Raises nbclient's
-    `CellExecutionError` naming the failing cell."""
-    from nbconvert.preprocessors import ExecutePreprocessor
-    old = {k: os.environ.get(k) for k in KERNEL_ENV}; os.environ.update(KERNEL_ENV)
-    try: ExecutePreprocessor(timeout=timeout, kernel_name="python3", extra_arguments=_KERNEL_ARGS).preprocess(nb, {"metadata": {"path": str(cwd)}})
-    finally:
-        for k, v in old.items():
-            if v is None: os.environ.pop(k, None)
-            else: os.environ[k] = v
+    """Execute `nb` in a fresh kernel started with this process's environment plus `KERNEL_ENV` (`_KernelEnvExecutor`):
+    the one notebook runner of the package, used by `execute_notebook` and by the docs. This process's own environment
+    and settings are left as they are. Raises nbclient's `CellExecutionError` naming the failing cell."""
+    _KernelEnvExecutor(timeout=timeout, kernel_name="python3", extra_arguments=_KERNEL_ARGS).preprocess(nb, {"metadata": {"path": str(cwd)}})
     return nb
 
 
 def execute_notebook(path: str | Path,     # an .ipynb file
                      timeout: int = 1200,   # seconds one cell may take
-                     root: str | Path | None = None, # repository root (default: the notebook folder's parent)
+                     root: str | Path | None = None, # repository root (default: the nearest folder above with settings.ini, else the notebook folder's parent)
                      ) -> dict:             # {"notebook", "seconds", "bytes", "widgets", "stderr", "paths", "problems"}
     """Execute notebook `path` in place (cwd: its folder), clean its outputs with `clean_outputs`, write it atomically,
     and record the code it ran and its seconds (`record_execution`).
@@ -128,7 +132,7 @@ def execute_notebook(path: str | Path,     # an .ipynb file
     import nbformat
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"no notebook at {path}")
-    root = Path(root) if root is not None else path.parent.parent
+    root = Path(root) if root is not None else next((d for d in path.resolve().parents if (d / "settings.ini").exists()), path.parent.parent)
     nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
     run_notebook(nb, path.parent, timeout)
@@ -141,13 +145,15 @@ def execute_notebook(path: str | Path,     # an .ipynb file
             "problems": output_problems(path)}
 
 def lesson_paths(nbs: str | Path = "nbs", only: Iterable[str] | None = None) -> list[Path]:
-    """The notebooks of folder `nbs` in teaching order (file name order; names starting with `_` are skipped), or those whose
-    stem starts with one of `only`. Raises `FileNotFoundError` for a missing folder, `ValueError` if `only` matches none."""
+    """The notebooks of folder `nbs` in teaching order (file name order; names starting with `_` are skipped), then those of
+    its `attribution/` folder (the attribution package's lessons), or those whose path below `nbs` without `.ipynb`
+    (`05_attribution`, `attribution/01_base`) starts with one of `only`. Raises `FileNotFoundError` for a missing folder,
+    `ValueError` if `only` matches none."""
     nbs = Path(nbs)
     if not nbs.is_dir(): raise FileNotFoundError(f"no notebook folder at {nbs}")
-    paths = sorted(p for p in nbs.glob("*.ipynb") if not p.name.startswith("_"))
+    paths = [p for sub in (nbs, nbs / "attribution") for p in sorted(sub.glob("*.ipynb")) if not p.name.startswith("_")]
     if only is not None:
-        only = list(only); paths = [p for p in paths if any(p.stem.startswith(o) for o in only)]
+        only = list(only); paths = [p for p in paths if any(p.relative_to(nbs).with_suffix("").as_posix().startswith(o) for o in only)]
         if not paths: raise ValueError(f"no notebook in {nbs} starts with any of {only}.")
     return paths
 

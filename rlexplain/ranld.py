@@ -13,24 +13,21 @@ from pathlib import Path
 from typing import Any, Sequence
 
 # %% auto #0
-__all__ = ['PD_METHODS', 'DENSE_MAX_D', 'LANCZOS_MIN', 'BASELINE', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS',
-           'NESTEROV_READINGS', 'nld_gradients', 'rayleigh', 'principal_direction', 'top_eigenvalues',
-           'feature_correlation_quotient', 'PrincipalDirection', 'ranld', 'direction_path', 'episode_direction',
-           'RANLDConfig', 'QuotientTable', 'ranld_protocol', 'paper_tables', 'paper_shifts', 'game_name',
-           'ranld_tables', 'plot_tables', 'tables_config', 'spectral_entropy', 'high_freq_fraction', 'top_mass',
-           'PolicyComparison', 'compare_policies']
+__all__ = ['PD_METHODS', 'DENSE_MAX_D', 'LANCZOS_MIN', 'nld_gradients', 'rayleigh', 'principal_direction', 'top_eigenvalues',
+           'feature_correlation_quotient', 'frames_image', 'frame_of', 'log_spectrum', 'PrincipalDirection', 'ranld',
+           'game_name', 'direction_path', 'episode_direction']
 
 # %% ../nbs/20_ranld.ipynb #fd8ac3fb
-import gymnasium as gym
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
 
-from .core import SCALES, Policy, Result, get_scale, ScaledConfig, json_default, warn_constant_policy, progress as progress_bar
+from .core import Policy, warn_constant_policy
+from .runs import Result, json_default
 from .envs import make_env
-from .shifts import Identity, Shift, ShiftedRollout, ce_output_grad, collect_shifted_rollout, make_shift
+from .shifts import ce_output_grad
 
 # %% ../nbs/20_ranld.ipynb #7f416bef
 def _greedy_gradients(policy: Policy, states: Any, temperature: float, batch_size: int) -> tuple[Tensor, Tensor]:
@@ -221,8 +218,11 @@ def feature_correlation_quotient(S_prime: Any, # PrincipalDirection of S', or G_
     return rayleigh(z, A) / den
 
 # %% ../nbs/20_ranld.ipynb #5827b79a
-def _frames_image(v: np.ndarray, frames: Sequence[int] | None = None, gap: int = 2) -> np.ndarray:
-    "(C, H, W) -> (H, C*W + gaps) with NaN gaps, for imshow."
+def frames_image(v: np.ndarray,                      # (C, H, W) stacked frames (or channels), e.g. a direction G_S
+                 frames: Sequence[int] | None = None, # which frames, left to right (negative: from the newest); None: all
+                 gap: int = 2,                        # NaN columns between two frames
+                 ) -> np.ndarray:                     # (H, k*W + (k-1)*gap) for k frames, NaN in the gaps
+    "The frames of `v` side by side for one `imshow` (Korkmaz 2024, Figure 1's layout)."
     idx = list(range(v.shape[0])) if frames is None else [int(f) % v.shape[0] for f in frames]
     H = v.shape[1]; parts = []
     for k, i in enumerate(idx):
@@ -230,14 +230,15 @@ def _frames_image(v: np.ndarray, frames: Sequence[int] | None = None, gap: int =
         parts.append(v[i])
     return np.concatenate(parts, axis=1)
 
-def _frame_of(direction: np.ndarray, frame: int = -1) -> np.ndarray:
-    "Frame `frame` `(H, W)` of an image direction `(..., H, W)` (stacked frames and channels flattened into one axis)."
+def frame_of(direction: np.ndarray, frame: int = -1) -> np.ndarray:
+    """Frame `frame` `(H, W)` of an image direction `(..., H, W)` (stacked frames and channels flattened into one axis;
+    negative counts from the newest). Raises `ValueError` for a direction with fewer than 2 dimensions."""
     if direction.ndim < 2: raise ValueError(f"an image direction is needed; got shape {direction.shape}.")
     v = direction.reshape(-1, *direction.shape[-2:])
     return v[int(frame) % v.shape[0]]
 
-def _log_spectrum(v: np.ndarray) -> np.ndarray:
-    "log10 |FFT2(v)| of an `(H, W)` image, zero frequency centred (fftshift)."
+def log_spectrum(v: np.ndarray) -> np.ndarray:
+    "`(H, W)` float64: log10 |FFT2(v)| (+1e-12) of an `(H, W)` image, zero frequency centred (fftshift; Korkmaz 2024, Figure 2)."
     return np.log10(np.abs(np.fft.fftshift(np.fft.fft2(np.asarray(v, np.float64)))) + 1e-12)
 
 @dataclasses.dataclass(frozen=True)
@@ -301,7 +302,7 @@ class PrincipalDirection(Result):
         if v.ndim == 1:
             ax.bar(np.arange(v.size), v, color="C0"); ax.axhline(0, color="k", lw=0.5); ax.set_xlabel("feature")
         else:
-            img = _frames_image(v if v.ndim == 3 else v.reshape(-1, *v.shape[-2:]), frames)
+            img = frames_image(v if v.ndim == 3 else v.reshape(-1, *v.shape[-2:]), frames)
             lim = float(np.nanmax(np.abs(img))) or 1.0
             im = ax.imshow(img, cmap=cmap, vmin=-lim, vmax=lim); ax.set_xticks([]); ax.set_yticks([])
             if colorbar: ax.figure.colorbar(im, ax=ax, fraction=0.02, pad=0.01).set_label("entry of $\\mathcal{G}_S$ (unit norm)", fontsize=6)
@@ -310,7 +311,7 @@ class PrincipalDirection(Result):
 
     def spectrum(self, frame: int = -1) -> np.ndarray:
         "log10 |FFT2(G_S[frame])|, zero frequency centred (fftshift), `(H, W)`; Figure 2. Raises `ValueError` for a non-image direction."
-        return _log_spectrum(_frame_of(self.direction, frame))
+        return log_spectrum(frame_of(self.direction, frame))
 
     def plot_spectrum(self, ax=None, frame: int = -1, cmap: str = "magma"):
         "The centred 2-D Fourier magnitude of G_S's frame `frame` (log scale), Figure 2."
@@ -363,6 +364,10 @@ def _weights_digest(policy: Policy) -> str:
         h.update(f"{k}:{t.dtype}:{tuple(t.shape)};".encode()); h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())
     return h.hexdigest()
 
+def game_name(env_id: str) -> str:
+    "`ALE/RoadRunner-v5` -> `RoadRunner`, `toybox/Breakout` -> `Breakout`."
+    return str(env_id).split("/")[-1].split("-v")[0].split("NoFrameskip")[0]
+
 def direction_path(out: str | Path, env_id: str) -> Path:
     "The folder where `episode_direction(..., out=out)` saves the direction of `env_id`: `out/<game>/direction`."
     return Path(out) / game_name(env_id) / "direction"
@@ -383,7 +388,7 @@ def episode_direction(policy: Policy,                  # the agent
     the same arguments and the same weights (SHA-1 of the network's state dict), loaded instead of recomputed: so a
     worker process can compute it and its parent read it. A saved result of other arguments or weights is recomputed
     and replaced. Raises `ValueError` as `collect_rollout` and `ranld` do, and `TypeError` for an env_id that is not a string."""
-    from rlexplain.core import load_json, save_json
+    from rlexplain.runs import load_json, save_json
     from rlexplain.envs import collect_rollout
     if not isinstance(env_id, str): raise TypeError(f"env_id must be a string such as 'ALE/RoadRunner-v5'; got {type(env_id).__name__}.")
     env_kwargs = dict(env_kwargs or {}); name = env_id.split("/")[-1] if name is None else str(name)
@@ -401,449 +406,3 @@ def episode_direction(policy: Policy,                  # the agent
         (folder / "key.json").unlink(missing_ok=True)   # the key goes last: a half-written save is never read as done
         res.save(folder); save_json(folder / "key.json", key)
     return res
-
-# %% ../nbs/20_ranld.ipynb #281cd612
-@dataclasses.dataclass(frozen=True)
-class RANLDConfig(ScaledConfig):
-    "Sizes of a RA-NLD protocol run; `.demo()` for a 2-core CPU in seconds, `.paper()` for Korkmaz (2024) Section 4."
-    n_runs: int = 3                  # repetitions (mean +- std over them)
-    n_episodes: int = 2              # episodes per state set (the paper: 10)
-    max_steps: int | None = 150      # cap per episode (None: play to the end)
-    temperature: float = 1.0         # softmax temperature T of J
-    method: str = "auto"             # principal_direction method
-    at: str = "observed"             # "observed", "env" or "both": where S^Psi's gradients are taken
-    attack_prob: float = 1.0         # probability that a step is shifted
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.at not in ("observed", "env", "both"): raise ValueError(f"at must be 'observed', 'env' or 'both'; got {self.at!r}.")
-        if self.n_runs < 1 or self.n_episodes < 1: raise ValueError("n_runs and n_episodes must be >= 1.")
-
-    @classmethod
-    def demo(cls, **kw) -> "RANLDConfig": return cls(**kw)
-    @classmethod
-    def reference(cls, **kw) -> "RANLDConfig":
-        "5 runs of 2 episodes capped at 300 steps: between the demo's 3 x 2 x 150 and the paper's 10 x 10 full episodes."
-        return cls(**{"n_runs": 5, "n_episodes": 2, "max_steps": 300, **kw})
-    @classmethod
-    def paper(cls, **kw) -> "RANLDConfig":
-        "10 episodes per set (Section 4); the paper does not state its number of repetitions: 10 here."
-        return cls(**{"n_runs": 10, "n_episodes": 10, "max_steps": None, **kw})
-
-# %% ../nbs/20_ranld.ipynb #7e6255ba
-def _flag_noop(ax, bars, noop) -> None:
-    "Hatch the bars of shifts that changed no observation and write 'no-op' above them (their Lambda is just another S-hat)."
-    for b, flag in zip(bars, noop):
-        if not flag or not np.isfinite(b.get_height()): continue
-        b.set_hatch("////"); b.set_edgecolor("k"); b.set_alpha(0.55)
-        ax.text(b.get_x() + b.get_width() / 2, b.get_height() / 2, "no-op", rotation=90, ha="center", va="center", fontsize=6,
-                bbox=dict(facecolor="w", edgecolor="none", pad=0.5))
-
-@dataclasses.dataclass(frozen=True)
-class QuotientTable(Result):
-    """Feature correlation quotients of a protocol run: `table` (one row per run, condition and `at`: quotient,
-    n_states, mean episode return, fraction of shifted steps, `changed` the fraction of steps whose observation the shift
-    changed, `l2` the mean L2 size of that change, `flipped` the fraction of steps whose greedy action it changed, lambda_2/lambda_1 of S and of the compared set), `directions (K, *obs_shape)` the G of run 0's conditions
-    named `labels`, `baseline_grad_sq_norms` run 0's ||g||^2 over S, `params` the configuration.
-    `summary()` is Tables 1-2 (mean, std per condition); `plot()` a bar chart; `plot_directions()` Figures 1 and 5."""
-    table: pd.DataFrame
-    directions: np.ndarray
-    labels: tuple
-    baseline_grad_sq_norms: np.ndarray
-    params: dict = dataclasses.field(default_factory=dict)
-
-    def to_frame(self) -> pd.DataFrame: return self.table.copy()
-
-    def summary(self) -> pd.DataFrame:
-        "Mean and std of Lambda over runs per condition (and `at`), in the order the conditions were run."
-        order = {c: i for i, c in enumerate(dict.fromkeys(self.table["condition"]))}
-        s = (self.table.groupby(["condition", "at"], sort=False)
-             .agg(quotient_mean=("quotient", "mean"), quotient_std=("quotient", lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0),
-                  n_runs=("quotient", "size"), mean_return=("mean_return", "mean"), n_states=("n_states", "mean")).reset_index())
-        return s.sort_values("condition", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
-
-    def formatted(self, digits: int = 4) -> pd.DataFrame:
-        "The summary as 'mean ± std' strings, one column per `at` (the layout of Tables 1-2)."
-        s = self.summary()
-        s["Lambda"] = [f"{m:.{digits}f} ± {sd:.{digits}f}" for m, sd in zip(s.quotient_mean, s.quotient_std)]
-        return s.pivot(index="condition", columns="at", values="Lambda").reindex(list(dict.fromkeys(s.condition)))
-
-    def plot(self, ax=None):
-        """Bar chart of mean Lambda ± std over runs per condition (one bar group per `at`); a shift that changed no
-        observation in any run (`changed` = 0) is hatched and labelled "no-op". Returns the Axes."""
-        if ax is None: _, ax = plt.subplots(figsize=(6, 2.4))
-        s = self.summary(); conds = list(dict.fromkeys(s.condition)); ats = list(dict.fromkeys(s["at"]))
-        noop = self.table.groupby("condition").changed.max().reindex(conds).fillna(1).to_numpy() == 0
-        noop &= np.array([c != "unmodified (S-hat)" for c in conds])
-        w = 0.8 / len(ats)
-        for j, a in enumerate(ats):
-            sub = s[s["at"] == a].set_index("condition").reindex(conds); x = np.arange(len(conds)) + j * w
-            bars = ax.bar(x, sub.quotient_mean, w, yerr=sub.quotient_std, capsize=2, label=f"at={a}")
-            _flag_noop(ax, bars, noop)
-        ax.set_xticks(np.arange(len(conds)) + w * (len(ats) - 1) / 2); ax.set_xticklabels(conds, fontsize=7)
-        ax.set_ylim(0, 1.15); ax.set_ylabel("$\\Lambda(\\cdot, S)$ (mean ± std over runs)", fontsize=7)
-        if len(ats) > 1: ax.legend(fontsize=7)
-        return ax
-
-    def plot_directions(self, ax=None, frame: int = -1, cmap: str = "RdBu_r", colorbar: bool = True):
-        """G of each condition in run 0 (frame `frame`), side by side, each divided by its own largest |entry| so that
-        the shared colour bar reads "G / max|G|" in [-1, 1] (Figures 1, 5). Returns the Axes."""
-        if ax is None: _, ax = plt.subplots(figsize=(min(8, 1.6 * len(self.labels)), 2))
-        v = self.directions
-        if v.ndim != 4: raise ValueError(f"plot_directions needs image directions (K, C, H, W); got {v.shape}.")
-        fr = np.stack([f / (np.abs(f).max() or 1.0) for f in v[:, int(frame)]])
-        im = ax.imshow(_frames_image(fr), cmap=cmap, vmin=-1, vmax=1); ax.set_yticks([])
-        if colorbar: ax.figure.colorbar(im, ax=ax, fraction=0.025, pad=0.01).set_label("G / max|G| (per condition)", fontsize=6)
-        W = v.shape[-1]; ax.set_xticks([(W + 2) * k + W / 2 for k in range(len(self.labels))])
-        ax.set_xticklabels(self.labels, fontsize=7); ax.tick_params(length=0)
-        return ax
-
-# %% ../nbs/20_ranld.ipynb #3329023b
-def _states_of(ro: ShiftedRollout, at: str) -> np.ndarray:
-    return ro.observed if at == "observed" else ro.obs
-
-def _shift_size(ro: ShiftedRollout) -> tuple[float, float]:
-    "(fraction of steps whose observation the shift changed, mean L2 norm of the change in [0, 1] units)."
-    if not len(ro.observed) or ro.observed.shape != ro.obs.shape: return float("nan"), float("nan")
-    clean = ro.obs.astype(np.float32) / (255.0 if ro.obs.dtype == np.uint8 else 1.0)
-    delta = (ro.observed - clean).reshape(len(clean), -1)
-    return float((np.abs(delta).max(1) > 1e-6).mean()), float(np.linalg.norm(delta, axis=1).mean())
-
-def _flipped(policy: Policy, ro: ShiftedRollout, batch_size: int = 256) -> float:
-    """Fraction of steps whose greedy action on the shifted observation (`ro.observed`) differs from the greedy action on
-    the clean one (`ro.obs`): 0 for a shift that moves the frames but changes no decision; NaN without both recordings."""
-    if not len(ro.observed) or ro.observed.shape != ro.obs.shape: return float("nan")
-    def greedy(x):
-        with torch.no_grad():
-            return torch.cat([policy.forward(policy.obs(x[i:i + batch_size])).argmax(-1).cpu() for i in range(0, len(x), batch_size)])
-    return float((greedy(ro.obs) != greedy(ro.observed)).double().mean())
-
-def _shift_items(shifts: dict | Sequence) -> list:
-    "[(label, Shift)] of a protocol's shifts ({label: Shift or name} or a list); raises `ValueError` for none."
-    if isinstance(shifts, dict): items = [(str(k), make_shift(v)) for k, v in shifts.items()]
-    else: items = [(s if isinstance(s, str) else make_shift(s).name, make_shift(s)) for s in shifts]
-    if not items: raise ValueError("give at least one shift (e.g. ['fgsm', 'blur']).")
-    return items
-
-def _protocol_params(cfg: RANLDConfig, items: list, fresh_envs: bool = True) -> dict:
-    """What determines a protocol run besides the agent: the configuration, every shift's name and parameters, and
-    whether each state set was played on a fresh environment (`envs`: "fresh per set") or on one given object ("given")."""
-    p = {**dataclasses.asdict(cfg), "shifts": {k: {"name": s.name, **s.params} for k, s in items},
-         "envs": "fresh per set" if fresh_envs else "given"}
-    return json.loads(json.dumps(p, default=json_default))
-
-def ranld_protocol(policy: Policy,                 # the agent
-                   env: gym.Env | str,             # an environment or an id for make_env
-                   shifts: dict | Sequence,        # {label: Shift or name} or a list of Shifts / names
-                   config: RANLDConfig | None = None, # sizes; default RANLDConfig.from_scale()
-                   progress: bool = False,
-                   env_kwargs: dict | None = None, # make_env's keyword arguments when env is an id
-                   ) -> QuotientTable:
-    """Korkmaz (2024) Section 3 protocol: per run, a baseline set S, an independent unmodified set S-hat and, for each
-    shift, S^Psi collected while the policy sees shifted observations; Lambda(S-hat, S) and Lambda(S^Psi, S) (Tables 1-2).
-    Given an env id, every state set is played on a fresh `make_env(env, **env_kwargs)`, so the result depends only on
-    (policy, env id, env_kwargs, shifts, config): an ALE environment's `reset(seed=...)` (without sticky actions,
-    `envs.ALESeedWithoutReload`) reseeds the episode but not all of the emulator's state, and on a used environment an
-    episode can differ from a fresh one's (Freeway, seed 1000: from step 21, after one earlier episode). Given an
-    environment object, every set is played on it, and the result can depend on what it played before. Raises
-    `ValueError` for no shifts, unknown shift names, or env_kwargs with an environment object."""
-    cfg = config or RANLDConfig.from_scale()
-    items = _shift_items(shifts)
-    if isinstance(env, str):
-        env_id, kw = env, dict(env_kwargs or {})
-        new_env = lambda: make_env(env_id, **kw)   # about 0.15 s per ALE set: small beside a set's rollout and gradients
-    else:
-        if env_kwargs: raise ValueError("env_kwargs are make_env's arguments for an env id; got an environment object as env.")
-        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
-        new_env = lambda: env
-    ats = ("observed", "env") if cfg.at == "both" else (cfg.at,)
-    def play(shift, seed):
-        return collect_shifted_rollout(new_env(), policy, shift, n_episodes=cfg.n_episodes, seed=seed, attack_prob=cfg.attack_prob,
-                                       max_steps=cfg.max_steps, record_obs=True, record_observed=True)
-    rows, dirs, labels, base_norms = [], [], [], None
-    bar = progress_bar(total=cfg.n_runs * (2 + len(items)), desc="RA-NLD state sets", disable=not progress)
-    for r in range(cfg.n_runs):
-        s_base, s_hat = cfg.seed + 1000 * r, cfg.seed + 1000 * r + 500
-        ro = play(Identity(), s_base); bar.update()
-        S = ranld(policy, ro.obs, cfg.temperature, cfg.method, keep_gradients=True, name="S")
-        if r == 0: dirs.append(S.direction); labels.append("S"); base_norms = S.grad_sq_norms
-        ro_h = play(Identity(), s_hat); bar.update()
-        H = ranld(policy, ro_h.obs, cfg.temperature, cfg.method, keep_gradients=False, name="S-hat")
-        for a in ats:
-            rows.append(dict(run=r, condition="unmodified (S-hat)", at=a, quotient=feature_correlation_quotient(H, S),
-                             n_states=H.n_states, mean_return=float(ro_h.returns().mean()), shifted=0.0, changed=0.0, l2=0.0, flipped=0.0,
-                             gap_ratio_S=S.gap_ratio, gap_ratio=H.gap_ratio))
-        if r == 0: dirs.append(H.direction); labels.append("S-hat")
-        for label, shift in items:
-            ro_p = play(shift, s_hat); bar.update()
-            changed, l2 = _shift_size(ro_p); flipped = _flipped(policy, ro_p)
-            for j, a in enumerate(ats):
-                P = ranld(policy, _states_of(ro_p, a), cfg.temperature, cfg.method, keep_gradients=False, name=label)
-                rows.append(dict(run=r, condition=label, at=a, quotient=feature_correlation_quotient(P, S), n_states=P.n_states,
-                                 mean_return=float(ro_p.returns().mean()), shifted=float(ro_p.attacked.mean()),
-                                 changed=changed, l2=l2, flipped=flipped, gap_ratio_S=S.gap_ratio, gap_ratio=P.gap_ratio))
-                if r == 0 and j == 0: dirs.append(P.direction); labels.append(label)
-            del ro_p
-    bar.close()
-    params = {**_protocol_params(cfg, items, isinstance(env, str)), "policy": policy.name, "env_id": env_id}
-    return QuotientTable(pd.DataFrame(rows), np.stack(dirs), tuple(labels), np.asarray(base_norms), params)
-
-# %% ../nbs/20_ranld.ipynb #97166142
-_T1 = {  # Korkmaz (2024) Table 1: mean, std of Lambda per game; conditions in the paper's column order
-    "Freeway":    [(0.9917, 0.0023), (0.9499, 0.02056), (0.7868, 0.02162), (0.6869, 0.02981), (0.72590, 0.0592)],
-    "BankHeist":  [(0.8360, 0.0116), (0.2837, 0.02316), (0.3407, 0.02412), (0.1748, 0.04421), (0.30917, 0.0521)],
-    "RoadRunner": [(0.7652, 0.0385), (0.1621, 0.02199), (0.3826, 0.03118), (0.5353, 0.03127), (0.52506, 0.0782)],
-    "Pong":       [(0.4934, 0.0391), (0.0408, 0.04056), (0.3444, 0.01981), (0.3277, 0.02871), (0.10529, 0.0629)]}
-_T2 = {  # Korkmaz (2024) Table 2 (its first row repeats Table 1's base observations)
-    "Freeway":    [(0.86756, 0.0271), (0.90564, 0.237), (0.1381, 0.0081), (0.3010, 0.0281), (0.2657, 0.0148)],
-    "BankHeist":  [(0.3095, 0.0429), (0.38814, 0.022), (0.2951, 0.0062), (0.1723, 0.0311), (0.0954, 0.0127)],
-    "RoadRunner": [(0.4369, 0.0334), (0.24358, 0.0204), (0.3350, 0.0050), (0.3308, 0.0274), (0.2496, 0.0162)],
-    "Pong":       [(0.1678, 0.0427), (0.49341, 0.0191), (0.13648, 0.0032), (0.4278, 0.0196), (0.0847, 0.0083)]}
-BASELINE = "unmodified (S-hat)"
-ADVERSARIAL_CONDITIONS = ("Carlini&Wagner", "Nesterov Momentum", "DeepFool", "Elastic-Net")
-NATURAL_CONDITIONS = ("Brightness and Contrast", "Compression Artifacts", "Rotation Modification",
-                      "Perspective Transform", "Blurred Observations")
-
-def paper_tables() -> pd.DataFrame:
-    """Korkmaz (2024) Tables 1 and 2 as one tidy table: columns `table` ("1 adversarial" or "2 natural"), `game`,
-    `condition` (`BASELINE` for Lambda(S-hat, S), else the paper's column name), `paper_mean`, `paper_std`. The base
-    row appears once per table, as in the paper."""
-    rows = []
-    for game, vals in _T1.items():
-        for cond, (m, s) in zip((BASELINE, *ADVERSARIAL_CONDITIONS), vals):
-            rows.append(dict(table="1 adversarial", game=game, condition=cond, paper_mean=m, paper_std=s))
-    for game, vals in _T2.items():
-        for cond, (m, s) in zip((BASELINE, *NATURAL_CONDITIONS), [_T1[game][0], *vals]):
-            rows.append(dict(table="2 natural", game=game, condition=cond, paper_mean=m, paper_std=s))
-    return pd.DataFrame(rows)
-
-# %% ../nbs/20_ranld.ipynb #33957c5e
-NESTEROV_READINGS = {  # the units of the paper's Nesterov eps 0.001, which Korkmaz (2024) Section 4 does not state
-    "per-entry": "eps per observation entry: an L2 budget of 0.001 * sqrt(d) (0.168 on 4 x 84 x 84), shifts.NesterovMomentum(per_entry=True)",
-    "l2": "eps as the L2 norm of the whole change in [0, 1] pixel units (l2 <= 0.001: changed no action of the zoo's DDQNs)"}
-
-def paper_shifts(kind: str = "all",          # "adversarial" (Table 1), "natural" (Table 2) or "all"
-                 scale: str | None = None,   # "demo", "reference" or "paper" (default RLEXPLAIN_SCALE): the C&W and EAD search budgets
-                 nesterov: str = "per-entry", # the reading of the paper's Nesterov eps 0.001: a key of NESTEROV_READINGS
-                 ) -> dict[str, Shift]:
-    """The shifts of Korkmaz (2024) Tables 1-2, labelled with the paper's column names, with the paper's
-    hyperparameters (Section 4: C&W kappa 10, lr 0.01, c 10; Elastic-Net beta 1e-4, lr 0.1, 300 iterations; Nesterov eps
-    0.001, decay 0.1; `rlexplain.shifts` defaults) and DeepFool over every action (ART 1.20's `nb_grads` subset gives
-    wrong, often zero, steps: `shifts.DeepFool`). Nesterov's eps is read per observation entry (`nesterov="per-entry"`,
-    the default) or as the L2 norm of the whole change (`"l2"`, a no-op on the zoo's agents). At `demo` scale the ART
-    attacks search less: Carlini-Wagner 3 binary-search steps x 10 iterations with margin kappa = 0 (c = 10 as the paper,
-    then ART doubles c where the attack failed, to 20 and 40: c = 10 alone changed no Freeway observation), Elastic-Net
-    2 binary-search steps x 20 iterations from c = 10 (ART multiplies a failed c by 10; the same reason), DeepFool 10 iterations; `reference` keeps these small searches (the
-    full ones would take most of its 3-hour budget); `paper` keeps the paper's kappa = 10 and ART's full searches (kappa is
-    in the units of the network's outputs: the zoo's Freeway DDQN, whose Q-values span 0.067-0.074, never reaches a
-    margin of 10, and ART then returns the clean frame). Raises `ValueError` for another `kind`, scale or reading."""
-    if kind not in ("adversarial", "natural", "all"): raise ValueError(f"kind must be 'adversarial', 'natural' or 'all'; got {kind!r}.")
-    if nesterov not in NESTEROV_READINGS: raise ValueError(f"nesterov must be one of {list(NESTEROV_READINGS)}; got {nesterov!r}.")
-    scale = scale or get_scale()
-    if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}; got {scale!r}.")
-    demo = scale != "paper"
-    adv = {"Carlini&Wagner": make_shift("carlini_wagner", **(dict(confidence=0.0, binary_search_steps=3, max_iter=10) if demo else {})),
-           "Nesterov Momentum": make_shift("nesterov", per_entry=nesterov == "per-entry"),
-           "DeepFool": make_shift("deepfool", **(dict(max_iter=10) if demo else {})),
-           "Elastic-Net": make_shift("elastic_net", **(dict(binary_search_steps=2, max_iter=20, initial_const=10.0) if demo else {}))}
-    nat = dict(zip(NATURAL_CONDITIONS, map(make_shift, ("brightness_contrast", "jpeg", "rotation", "perspective", "blur"))))
-    return {"adversarial": adv, "natural": nat, "all": {**adv, **nat}}[kind]
-
-def game_name(env_id: str) -> str:
-    "`ALE/RoadRunner-v5` -> `RoadRunner`, `toybox/Breakout` -> `Breakout`."
-    return str(env_id).split("/")[-1].split("-v")[0].split("NoFrameskip")[0]
-
-# %% ../nbs/20_ranld.ipynb #318ef6d9
-def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: (Policy, env_kwargs dict)} or {env_id: (Policy, env)}
-                 shifts: dict | None = None,       # {label: Shift}; default paper_shifts("all", scale)
-                 config: RANLDConfig | None = None, # protocol sizes; default RANLDConfig.from_scale(scale)
-                 out: str | Path | None = None,    # folder: one saved QuotientTable per game, reused on a rerun (resume)
-                 scale: str | None = None,
-                 progress: bool = True,
-                 ) -> pd.DataFrame:
-    """Tables 1-2 analogue (Korkmaz 2024, Section 4): `ranld_protocol` per game, summarised as one row per game,
-    condition and `at` with `quotient_mean`, `quotient_std`, `n_runs`, `mean_return`, `n_states`, `changed` (fraction of
-    steps whose observation the shift changed), `l2` (mean L2 norm of that change, [0, 1] pixel units), `flipped` (fraction
-    of steps whose greedy action it changed), `table`, and the
-    paper's `paper_mean`/`paper_std` where it reports the game (NaN otherwise). With `out`, each game's result is saved
-    to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun with the same shifts and
-    configuration; a saved result of other shifts or sizes is recomputed and replaced (with a warning). With a Policy or
-    (Policy, env_kwargs), every state set is played on a fresh `make_env(env_id, **env_kwargs)`, so the table depends
-    only on the agent, env_id, env_kwargs, shifts and configuration (see `ranld_protocol`); with (Policy, env), on that
-    environment, and the table can depend on what it played before. Raises `ValueError` for no agents."""
-    if not agents: raise ValueError("give at least one agent: {env_id: policy}.")
-    shifts = shifts if shifts is not None else paper_shifts("all", scale)
-    cfg = config or RANLDConfig.from_scale(scale)
-    frames = []
-    for env_id, a in agents.items():
-        policy, env = a if isinstance(a, tuple) else (a, None)
-        env, kw = (None, env) if isinstance(env, dict) else (env, None)
-        game = game_name(env_id); folder = Path(out) / game if out is not None else None
-        qt = QuotientTable.load(folder) if folder is not None and (folder / "result.json").exists() else None
-        if qt is not None:
-            want = _protocol_params(cfg, _shift_items(shifts), env is None)
-            if {k: qt.params.get(k) for k in want} != want:
-                warnings.warn(f"{folder} holds a run with other shifts, sizes or environments; recomputing it."); qt = None
-        if qt is None:
-            qt = ranld_protocol(policy, env if env is not None else env_id, shifts, cfg, progress=progress, env_kwargs=kw)
-            if folder is not None: qt.save(folder)
-        s = qt.summary()
-        extra = qt.table.groupby(["condition", "at"], sort=False)[[c for c in ("changed", "l2", "flipped") if c in qt.table]].mean().reset_index()
-        frames.append(s.merge(extra, on=["condition", "at"], how="left").assign(game=game))
-    df = pd.concat(frames, ignore_index=True)
-    kinds = {**{c: "1 adversarial" for c in ADVERSARIAL_CONDITIONS}, **{c: "2 natural" for c in NATURAL_CONDITIONS}}
-    df["table"] = df.condition.map(kinds).fillna("other")   # shifts outside the paper's tables
-    df.loc[df.condition == BASELINE, "table"] = "base"
-    paper = paper_tables().drop_duplicates(["game", "condition"])[["game", "condition", "paper_mean", "paper_std"]]
-    df = df.merge(paper, on=["game", "condition"], how="left")
-    cols = ["game", "table", "condition", "at", "quotient_mean", "quotient_std", "paper_mean", "paper_std", "n_runs",
-            "n_states", "mean_return", "changed", "l2", "flipped"]
-    return df.reindex(columns=cols)   # a table saved before `flipped` existed gives NaN there
-
-def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
-                at: str = "observed", ax=None):
-    """Bar chart of `ranld_tables`' output: ours (bars, ± std over runs) beside Korkmaz (2024) Tables 1-2 (black ticks)
-    per game and condition, for gradients taken `at` ("observed" or "env"); returns the Axes. A shift that changed no
-    observation (`changed` = 0: e.g. an attack that failed on every state, so ART returned the clean frames) is
-    hatched and labelled "no-op: the attack changed no observation" in the legend. Raises `KeyError` if `df` lacks the
-    `ranld_tables` columns."""
-    d = df[df["at"] == at]
-    games = list(dict.fromkeys(d.game)); conds = list(dict.fromkeys(d.condition))
-    if ax is None: _, ax = plt.subplots(figsize=(min(9, 1 + 0.55 * len(conds) * len(games)), 2.6))
-    w = 0.8 / max(1, len(games))
-    for k, g in enumerate(games):
-        dg = d[d.game == g].set_index("condition").reindex(conds)
-        x = np.arange(len(conds)) + (k - (len(games) - 1) / 2) * w
-        bars = ax.bar(x, dg.quotient_mean, w, yerr=dg.quotient_std, label=g, color=f"C{k}", capsize=2)
-        _flag_noop(ax, bars, (dg.changed.fillna(1).to_numpy() == 0) & (dg.index != BASELINE))
-        ax.scatter(x, dg.paper_mean, marker="_", s=120, color="k", zorder=3, label="paper" if k == 0 else None)
-    ax.set_xticks(np.arange(len(conds))); ax.set_xticklabels([c.replace(" (S-hat)", "") for c in conds], rotation=30, ha="right", fontsize=7)
-    if ((d.changed.fillna(1) == 0) & (d.condition != BASELINE)).any():
-        ax.bar([np.nan], [np.nan], color="w", edgecolor="k", hatch="////", label="no-op: the attack changed no observation")
-    ax.set_ylabel("$\\Lambda(\\cdot, S)$ (mean ± std over runs)", fontsize=7); ax.set_ylim(0, 1.3); ax.set_yticks(np.linspace(0, 1, 6))
-    ax.legend(fontsize=6, ncol=len(games) + 2, loc="upper center", frameon=False)   # above the bars (Lambda <= 1)
-    return ax
-
-def tables_config(scale: str | None = None) -> RANLDConfig:
-    """Protocol sizes for `ranld_tables`: at `demo` scale 2 runs of 1 episode capped at 40 steps per state set (every
-    step of the 9 shifted rollouts is attacked, and C&W, EAD and DeepFool dominate the time); at `reference` scale 6 runs
-    of 1 episode capped at 100 steps (the runs give the interval its n: a 95% t interval over 2 runs is 18.0 standard deviations wide, over
-    6 runs 2.1); at `paper` scale `RANLDConfig.paper()` (10 episodes per set, 10 runs). Raises `ValueError` for another scale."""
-    scale = scale or get_scale()
-    if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}; got {scale!r}.")
-    if scale == "paper": return RANLDConfig.paper()
-    return RANLDConfig.demo(**(dict(n_runs=6, n_episodes=1, max_steps=100) if scale == "reference" else dict(n_runs=2, n_episodes=1, max_steps=40)))
-
-# %% ../nbs/20_ranld.ipynb #bfbf5499
-def spectral_entropy(v: Any,  # (H, W) image, e.g. one frame of G_S
-                     ) -> float:
-    """Normalised entropy of the 2-D power spectrum, `-sum p log p / log(H W)` with `p = |FFT2(v)|^2 / sum |FFT2(v)|^2`:
-    0 for a constant image (all power at frequency 0), 1 for a single-pixel impulse (flat spectrum). The "evenly spread"
-    reading of Korkmaz (2024) Figure 2. Raises `ValueError` for a non-2-D, all-zero or non-finite input."""
-    P = _power_spectrum(v); p = P.ravel() / P.sum()
-    nz = p[p > 0]
-    return float(-(nz * np.log(nz)).sum() / np.log(p.size))
-
-def high_freq_fraction(v: Any,             # (H, W) image
-                       cutoff: float = 0.5, # radius as a fraction of the Nyquist frequency (0.5 cycles/pixel)
-                       ) -> float:
-    """Share of the power `|FFT2(v)|^2` at radial frequency above `cutoff` x Nyquist: 0 for a constant image, 1 for a
-    checkerboard (all power at the Nyquist corner). Raises `ValueError` as `spectral_entropy` and for cutoff outside [0, 1]."""
-    if not 0 <= cutoff <= 1: raise ValueError(f"cutoff must be in [0, 1]; got {cutoff}.")
-    P = _power_spectrum(v)
-    fy, fx = np.meshgrid(np.fft.fftfreq(P.shape[0]), np.fft.fftfreq(P.shape[1]), indexing="ij")
-    r = np.sqrt(fx ** 2 + fy ** 2) / 0.5
-    return float(P[r > cutoff].sum() / P.sum())
-
-def top_mass(v: Any, frac: float = 0.01) -> float:
-    """Share of `sum v^2` in the `frac` (0-1) largest-magnitude entries of `v` (any shape): the concentration of G
-    (Korkmaz 2024, Figure 4); 1/`frac`-fold above `frac` means concentrated. Raises `ValueError` for non-finite or all-zero `v`."""
-    a = np.sort(np.asarray(v, np.float64).ravel() ** 2)[::-1]
-    if not np.isfinite(a).all() or a.sum() <= 0: raise ValueError("v must be finite and not all zero.")
-    k = max(1, int(round(frac * a.size))); return float(a[:k].sum() / a.sum())
-
-def _power_spectrum(v: Any) -> np.ndarray:
-    "|FFT2(v)|^2 `(H, W)` of a finite, not all-zero `(H, W)` image (unshifted: frequency 0 at [0, 0])."
-    v = np.asarray(v, np.float64)
-    if v.ndim != 2: raise ValueError(f"expected an (H, W) image; got shape {v.shape}.")
-    if not np.isfinite(v).all(): raise ValueError("the image contains NaN or inf.")
-    if not np.any(v): raise ValueError("the image is all zero: its spectrum is undefined.")
-    return np.abs(np.fft.fft2(v)) ** 2
-
-# %% ../nbs/20_ranld.ipynb #e6f2e194
-@dataclasses.dataclass(frozen=True)
-class PolicyComparison(Result):
-    """RA-NLD of several policies on the same episode seeds (Korkmaz 2024, Section 4.2, Figures 2-4): `directions
-    (K, *obs_shape)` each policy's G_S, `grad_sq_norms (K, n_max)` ||grad J||^2 per visited state (NaN-padded),
-    `labels` the K names, `table` one row per policy (n_states, mean_return, eigenvalue, gap_ratio, spectral_entropy,
-    high_freq_fraction, top1pct_mass, grad_norm_cv, grad_norm_var) and `overlap (K, K)` |<G_a, G_b>|."""
-    directions: np.ndarray
-    grad_sq_norms: np.ndarray
-    labels: tuple
-    table: pd.DataFrame
-    overlap: np.ndarray
-    params: dict = dataclasses.field(default_factory=dict)
-
-    def to_frame(self) -> pd.DataFrame: return self.table.copy()
-
-    def plot(self, frame: int = -1):
-        "One row per policy: G_S's frame `frame` (Figure 4), its log Fourier magnitude (Figure 2); below, the standardised ||grad J||^2 over time (Figure 3)."
-        K = len(self.labels)
-        fig = plt.figure(figsize=(8, 1.9 * K + 1.6))
-        gs = fig.add_gridspec(K + 1, 3, height_ratios=[1] * K + [0.9], width_ratios=[1, 1, 1.6])
-        for k, lab in enumerate(self.labels):
-            v = _frame_of(self.directions[k], frame)
-            ax = fig.add_subplot(gs[k, 0]); lim = float(np.abs(v).max()) or 1.0
-            ax.imshow(v, cmap="RdBu_r", vmin=-lim, vmax=lim); ax.set_xticks([]); ax.set_yticks([])
-            ax.set_title(f"$\\mathcal{{G}}_S$ {lab}", fontsize=8)
-            ax = fig.add_subplot(gs[k, 1]); s = _log_spectrum(v)
-            ax.imshow(s, cmap="magma", vmin=np.percentile(s, 1)); ax.set_xticks([]); ax.set_yticks([])
-            ax.set_title(f"log|FFT| (entropy {self.table.spectral_entropy.iloc[k]:.3f})", fontsize=8)
-            ax = fig.add_subplot(gs[k, 2]); g = self.grad_sq_norms[k]; g = g[np.isfinite(g)]
-            ax.hist(g / g.mean(), bins=40, color=f"C{k}"); ax.set_title(f"$\\|\\nabla J\\|^2$ / mean, CV {self.table.grad_norm_cv.iloc[k]:.2f}", fontsize=8)
-            ax.tick_params(labelsize=7)
-        ax = fig.add_subplot(gs[K, :])
-        for k, lab in enumerate(self.labels):
-            g = self.grad_sq_norms[k]; g = g[np.isfinite(g)]
-            ax.plot(g / g.mean(), lw=0.7, label=lab, color=f"C{k}")
-        ax.set_xlabel("state (time)", fontsize=8); ax.set_ylabel("$\\|\\nabla J\\|^2$ / mean", fontsize=8)
-        ax.legend(fontsize=7); ax.tick_params(labelsize=7)
-        fig.tight_layout(); return fig
-
-# %% ../nbs/20_ranld.ipynb #d78ed03c
-def compare_policies(policies: dict,          # {label: Policy}, >= 1 (two for vanilla vs adversarially trained)
-                     env: gym.Env | str,      # the game (an env or an id for make_env), the same for all
-                     n_episodes: int = 2,     # episodes per policy (seeds seed..seed+n_episodes-1)
-                     max_steps: int | None = 300, # cap per episode, steps
-                     seed: int = 0,
-                     temperature: float = 1.0,
-                     epsilon: float = 0.0,    # epsilon-greedy play (0.05 for DQN agents in deterministic ALE)
-                     frame: int = -1,         # which stacked frame the spectrum and concentration use (-1: newest)
-                     ) -> PolicyComparison:
-    """Korkmaz (2024) Section 4.2: play each policy on the same seeds, compute RA-NLD of its visited states (Algorithm 1),
-    and summarise G_S's Fourier spectrum (Figure 2), its concentration and the policies' overlap (Figure 4) and the
-    variability of ||grad J||^2 over time (Figure 3). Raises `ValueError` for no policies or policies whose observation
-    shapes differ."""
-    if not policies: raise ValueError("give at least one policy: {label: Policy}.")
-    shapes = {tuple(p.obs_shape) for p in policies.values()}
-    if len(shapes) > 1: raise ValueError(f"the policies' observation shapes differ: {sorted(shapes)}.")
-    from rlexplain.envs import collect_rollout
-    env = make_env(env) if isinstance(env, str) else env
-    rows, dirs, norms = [], [], []
-    for label, pol in policies.items():
-        ro = collect_rollout(env, pol, n_episodes=n_episodes, seed=seed, max_steps=max_steps, record_states=False, epsilon=epsilon)
-        r = ranld(pol, ro.obs, temperature, keep_gradients=False, name=label)
-        v = _frame_of(r.direction, frame) if r.direction.ndim >= 2 else r.direction
-        g = r.grad_sq_norms
-        rows.append(dict(policy=label, n_states=r.n_states, mean_return=float(ro.returns().mean()), eigenvalue=r.eigenvalue,
-                         gap_ratio=r.gap_ratio, spectral_entropy=spectral_entropy(v) if v.ndim == 2 else np.nan,
-                         high_freq_fraction=high_freq_fraction(v) if v.ndim == 2 else np.nan, top1pct_mass=top_mass(r.direction),
-                         grad_norm_cv=float(g.std() / g.mean()) if g.mean() > 0 else np.nan, grad_norm_var=float(g.var())))
-        dirs.append(r.direction); norms.append(g)
-    n = max(map(len, norms)); G = np.full((len(norms), n), np.nan)
-    for k, g in enumerate(norms): G[k, :len(g)] = g
-    D = np.stack(dirs).reshape(len(dirs), -1).astype(np.float64)
-    D /= np.linalg.norm(D, axis=1, keepdims=True).clip(1e-30)
-    return PolicyComparison(np.stack(dirs), G, tuple(policies), pd.DataFrame(rows), np.abs(D @ D.T),
-                            dict(env_id=env.spec.id if env.spec is not None else "", n_episodes=n_episodes,
-                                 max_steps=max_steps, seed=seed, temperature=temperature, epsilon=epsilon, frame=frame))

@@ -9,19 +9,16 @@ import copy
 import dataclasses
 import json
 import math
-import multiprocessing
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 # %% auto #0
-__all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'PAPER_CALIBRATION', 'DEMO_GRIDS', 'PAPER_GAMES', 'PAPER_RUNTIMES', 'TUNING_METHODS',
-           'random_saliency', 'random_map_calibration', 'SanityCheck', 'sanity_check', 'penultimate_features',
-           'highlights_importance', 'Highlights', 'highlights_div', 'paper_grid', 'Tuning', 'tune', 'BenchConfig',
-           'load_bench_agent', 'collect_stream', 'MethodRun', 'paper_insertion_table', 'paper_tuning_table',
-           'paper_game', 'SaliencyBenchmark', 'game_stream', 'benchmark_jobs', 'run_benchmark', 'tuning_jobs',
-           'run_tuning']
+__all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'PAPER_CALIBRATION', 'Z99', 'SANITY_COLUMNS', 'DEMO_GRIDS', 'random_saliency',
+           'bench_maps', 'random_map_calibration', 'SanityCheck', 'sanity_check', 'sanity_scores', 'load_bench_agent',
+           'collect_stream', 'penultimate_features', 'highlights_importance', 'Highlights', 'highlights_div',
+           'paper_grid', 'Tuning', 'bench_insertion', 'tune']
 
 # %% ../nbs/31_saliency_bench.ipynb #1e3c4645
 import matplotlib.pyplot as plt
@@ -30,15 +27,17 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from .agents import best_zoo_entry, env_slug
 from .attribution import (   # the attribution layer's tools, shown and re-exported by this lesson; its code calls explain/score
     cascading_randomization, check_int, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
     INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
     model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
 from .attribution import Attribution, Explainer, explainer
 from .attribution import explain as attribute, score   # the one road to an explanation, and the one road to a score
-from .core import Policy, Result, RunDir, get_scale, load_json, map_batches, run_jobs, ScaledConfig, progress as progress_bar
+from .core import Policy
+from .compute import get_scale, map_batches, progress as progress_bar
+from .runs import Result, RunDir, load_json
 from .saliency import PAPER_PARAMS
+from .stats import t_quantile
 
 # %% ../nbs/31_saliency_bench.ipynb #0e1ef6fc
 BENCH_METHODS = {   # key -> (rlexplain.saliency method, parameters)
@@ -54,13 +53,13 @@ METHOD_LABELS = {"occlusion": "Occlusion", "noise_sensitivity": "Noise", "sarfa"
                  "noise_sensitivity_black": "NS black", "noise_sensitivity_chosen_action": "NS chosen action"}
 
 def random_saliency(policy: Policy,   # any Policy with image observations
-                    obs: Any,         # (B, C, H, W) float32 in [0, 1] or uint8
-                    action: Any = None, # None: greedy action; an int or (B,) ints
+                    states: Any,      # (B, C, H, W) float32 in [0, 1] or uint8
+                    actions: Any = None, # None: greedy action; an int or (B,) ints
                     seed: int = 0,    # seed of the maps
                     ) -> Attribution: # pixels() (B, H, W) uniform in [0, 1)
     """The benchmark's baseline: uniformly random saliency maps (Huber et al. 2023, Table 1, 'Baseline'): `explain("random", ...)`.
     Raises `ValueError` for a policy without image observations, and as `explain`."""
-    return attribute("random", policy, image_obs(policy, obs), action, seed=int(seed))
+    return attribute("random", policy, image_obs(policy, states), actions, seed=int(seed))
 
 class _FunctionExplainer(Explainer):
     """A custom saliency function `f(policy, obs, actions, **params) -> image Attribution` behind the explainer contract, so that
@@ -75,7 +74,7 @@ class _FunctionExplainer(Explainer):
         if not (isinstance(m, Attribution) and m.is_image):
             raise TypeError(f"a custom saliency method must return an image Attribution (Attribution.from_pixels(maps, actions, name)); got {type(m).__name__}.")
         pix = map_values(m, x); C = x.shape[1]
-        return np.repeat(pix[:, None] / np.float32(C), C, 1), {"_pixels": pix}
+        return np.repeat(pix[:, None] / np.float32(C), C, 1), {"pixel_map": pix}
 
 def _bench_explainer(method: str | Callable, **overrides) -> Explainer:
     """The explainer of a `BENCH_METHODS` key (the registry's method with the benchmark's parameters), "random", or a custom function
@@ -88,20 +87,19 @@ def _bench_explainer(method: str | Callable, **overrides) -> Explainer:
     else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(BENCH_METHODS)}.")
     return explainer(key, **{**params, **overrides})
 
-def _maps(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(policy, obs, action) -> image Attribution
-          policy: Policy,          # any Policy with image observations
-          obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-          action: Any = None,      # None: greedy action; an int or (B,) ints
-          **overrides,             # parameters replacing the method's defaults (e.g. patch=4)
-          ) -> Attribution:        # pixels() (B, H, W); `method` is the key (a function's name)
+def bench_maps(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(policy, obs, action) -> image Attribution
+               policy: Policy,          # any Policy with image observations
+               obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+               action: Any = None,      # None: greedy action; an int or (B,) ints
+               **overrides,             # parameters replacing the method's defaults (e.g. patch=4)
+               ) -> Attribution:        # pixels() (B, H, W); `method` is the key (a function's name)
     """The maps of `method` with the benchmark's parameters, through `rlexplain.attribution.explain` (the one road; `pixels()` is bit for
     bit the method's own map; the explainer stays on the result for the sanity metrics). Raises `KeyError` for an unknown key,
     `TypeError` for a callable that returns no image Attribution."""
     att = attribute(_bench_explainer(method, **overrides), policy, obs, action)    # rlexplain.attribution.explain: the one road
     label = method if isinstance(method, str) else att.method
-    out = Attribution.from_pixels(att.pixels(), att.actions, label, att.params, att.values.shape[1], att.states, att.timing, att.source)
-    object.__setattr__(out, "_explainer", att._explainer)
-    return out
+    return Attribution.from_pixels(att.pixels(), att.actions, label, att.params, att.values.shape[1], att.states, att.timing, att.source,
+                                   explainer=att.explainer)
 
 # %% ../nbs/31_saliency_bench.ipynb #9585a60d
 PAPER_CALIBRATION = pd.DataFrame({"spearman": [0.0087, 0.0093], "ssim": [0.0136, 0.0374], "hog": [0.0096, 0.0087]},
@@ -135,9 +133,12 @@ def random_map_calibration(n_pairs: int = 100,        # pairs of random maps (pa
     return ours.join(PAPER_CALIBRATION.add_prefix("paper_"))
 
 # %% ../nbs/31_saliency_bench.ipynb #c3e3d26b
+Z99 = t_quantile(0.99, math.inf)   # the normal quantile z_0.995 = 2.5758 (rlexplain.stats; df = inf): the sanity curves' 99% band
+
 def _ci99(x: pd.Series) -> float:
+    "Half-width `Z99 sd / sqrt(n)` of the normal 99% interval of the mean of the non-NaN values of `x`; 0 for fewer than 2."
     x = x.dropna()
-    return float(2.576 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else 0.0
+    return float(Z99 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else 0.0
 
 def _sanity_summary(df: pd.DataFrame) -> pd.DataFrame:
     g = df.groupby(["method", "metric", "n_randomized"], sort=False)["value"]
@@ -211,27 +212,70 @@ def sanity_check(policy: Policy,           # the trained agent
     if bad: raise ValueError(f"unknown similarity metrics {bad}; expected some of {SIMILARITY_METRICS}.")
     name = method if isinstance(method, str) else getattr(method, "__name__", "custom")
     ex = _bench_explainer(method, **overrides)
-    if reference is None: ref = _maps(method, policy, x, action, **overrides)
+    if reference is None: ref = bench_maps(method, policy, x, action, **overrides)
     else:
         vals = map_values(reference, x)
         acts = reference.actions if isinstance(reference, Attribution) else resolve_actions(action, policy.outputs(x))
         ref = Attribution.from_pixels(vals, acts, name, {}, x.shape[1], x)
-    table, steps = _sanity_scores(policy, x, ref, name, metrics, seed, layers, ssim_flat, game, ex, progress)
+    table, steps = sanity_scores(policy, x, ref, name, metrics, seed, layers, ssim_flat, game, ex, progress)
     return SanityCheck(table, steps, dict(seed=int(seed), ssim_flat=bool(ssim_flat), n_states=len(x), overrides=overrides))
 
-_SANITY_COLUMNS = ["game", "method", "n_randomized", "layer", "state", "metric", "value"]
+SANITY_COLUMNS = ["game", "method", "n_randomized", "layer", "state", "metric", "value"]
 
-def _sanity_scores(policy: Policy, x: Any, ref: Attribution, name: str, metrics: Sequence[str], seed: int, layers: Sequence[str] | None,
-                   ssim_flat: bool, game: str, explainer_: Explainer | None = None, progress: bool = False) -> tuple[pd.DataFrame, tuple]:
-    """`(table, layers)`: the metrics `sanity_<metric>` of `ref` through `score`, as one row per (randomised layer, metric, state) of their
-    `raw` similarities `(L, N)`, and the randomised layers' names (output layer first). The re-explanations run once (cached on `ref`)."""
+def sanity_scores(policy: Policy,             # the original agent
+                  x: Any,                     # (N, C, H, W) float32 in [0, 1] or uint8: the states of `ref`
+                  ref: Attribution,           # the original agent's maps of `x` (e.g. `bench_maps`), with their explainer
+                  name: str,                  # the method's label in the table
+                  metrics: Sequence[str],     # some of SIMILARITY_METRICS
+                  seed: int,                  # seed of the re-initialisation
+                  layers: Sequence[str] | None, # layers to randomise; None: all parametrised layers
+                  ssim_flat: bool,            # SSIM on flattened maps (authors' code)
+                  game: str,                  # label for the table
+                  explainer_: Explainer | None = None, # re-explain with this; None: the one kept on `ref`
+                  progress: bool = False,
+                  ) -> tuple[pd.DataFrame, tuple]: # (table with SANITY_COLUMNS, randomised layer names)
+    """`(table, layers)`: the metrics `sanity_<metric>` of `ref` through `score` (Adebayo et al. 2018; Huber et al. 2023, Fig. 3), as
+    one row per (randomised layer, metric, state) of their `raw` similarities `(L, N)`, and the randomised layers' names (output layer
+    first); no metrics: an empty table and `()`. The re-explanations run once (cached on `ref`). Raises as `score` does."""
     res = {m: score(f"sanity_{m}", policy, x, ref, seed=seed, layers=layers, explainer=explainer_, flat=ssim_flat, progress=progress)
            for m in metrics}
-    if not res: return pd.DataFrame(columns=_SANITY_COLUMNS), ()
+    if not res: return pd.DataFrame(columns=SANITY_COLUMNS), ()
     steps = tuple(str(n) for n in next(iter(res.values())).raw["layers"])
     rows = [{"game": game, "method": name, "n_randomized": k, "layer": lname, "state": s, "metric": m, "value": float(v)}
             for k, lname in enumerate(steps, 1) for m, r in res.items() for s, v in enumerate(r.raw["similarity"][k - 1])]
-    return pd.DataFrame(rows, columns=_SANITY_COLUMNS), steps
+    return pd.DataFrame(rows, columns=SANITY_COLUMNS), steps
+
+# %% ../nbs/31_saliency_bench.ipynb #a9ed102a
+def load_bench_agent(agent: Any,            # a Policy, a zoo folder (with card.json) or an SB3 .zip
+                     device: str = "auto",
+                     ) -> tuple[Policy, dict, str]: # (policy, env kwargs of its card, name)
+    "The agent of a benchmark game. Raises `ValueError` for anything else."
+    if isinstance(agent, Policy): return agent, {}, agent.name
+    p = Path(agent)
+    if p.is_dir():
+        from rlexplain.agent_zoo import load_agent
+        card = load_json(p / "card.json")
+        return load_agent(p, device=device), dict(card.get("env_kwargs") or {}), str(card.get("id", p.name))
+    if p.suffix == ".zip": return Policy.from_sb3(p, device=device), {}, p.stem
+    raise ValueError(f"agent must be a Policy, a zoo folder or an SB3 .zip; got {agent!r}.")
+
+def collect_stream(policy: Policy,     # the agent that plays (its own action convention; DQN: greedy)
+                   game: str,          # an env id for rlexplain.envs.make_env
+                   n_steps: int = 1001, # states to record (episodes are chained until there are this many)
+                   seed: int = 42,
+                   env_kwargs: dict | None = None,
+                   epsilon: float = 0.0, # epsilon-greedy play (0.05: DQN's evaluation protocol; greedy DQNs can loop in ALE)
+                   ) -> tuple[np.ndarray, np.ndarray]: # obs (N, C, H, W) uint8, episode ids (N,)
+    "Record a stream of states played by the agent (Huber et al. 2023: 1001 steps per game). Raises `ValueError` for epsilon outside [0, 1]."
+    from rlexplain.envs import collect_rollout, make_env
+    env = make_env(game, **(env_kwargs or {}))
+    obs, eps, ep = [], [], 0
+    while sum(len(o) for o in obs) < n_steps:
+        ro = collect_rollout(env, policy, n_episodes=1, seed=seed + ep, max_steps=n_steps - sum(len(o) for o in obs), record_states=False,
+                             epsilon=epsilon)
+        if len(ro.obs) == 0: break
+        obs.append(ro.obs); eps.append(np.full(len(ro.obs), ep)); ep += 1
+    return np.concatenate(obs), np.concatenate(eps)
 
 # %% ../nbs/31_saliency_bench.ipynb #6b3296a0
 def penultimate_features(policy: Policy,         # any Policy
@@ -374,11 +418,15 @@ def _zscore(v: np.ndarray) -> np.ndarray:
     sd = np.nanstd(v)
     return (v - np.nanmean(v)) / sd if sd > 0 else np.zeros_like(v)
 
-def _insertion(policy: Policy, obs: Any, maps: Attribution, starts: Sequence[str] = INSERTION_STARTS, game: str = "",
-               **params,                # the insertion metrics' parameters: pixels_per_step, seed, batch_size
-               ) -> InsertionResult:    # curves (B, S, K)
-    """The insertion curves of `maps` from every start in `starts` (one pass), through `rlexplain.attribution.score` (an `insertion_*`
-    metric's `raw` curves). Raises `ValueError` for starts that are not a non-empty subset of `INSERTION_STARTS`, and as `insertion_curves`."""
+def bench_insertion(policy: Policy,         # the agent
+                    obs: Any,               # (B, C, H, W) float32 in [0, 1] or uint8: the states of `maps`
+                    maps: Attribution,      # (B, H, W) maps of `obs`, e.g. `bench_maps`
+                    starts: Sequence[str] = INSERTION_STARTS, # start images, a non-empty subset of INSERTION_STARTS
+                    game: str = "",         # label of the result
+                    **params,               # the insertion metrics' parameters: pixels_per_step, seed, batch_size
+                    ) -> InsertionResult:   # curves (B, S, K)
+    """The insertion curves (Huber et al. 2023, Section 3) of `maps` from every start in `starts` (one pass), through
+    `rlexplain.attribution.score` (an `insertion_*` metric's `raw` curves). Raises `ValueError` for starts that are not a non-empty subset of `INSERTION_STARTS`, and as `insertion_curves`."""
     starts = tuple(starts)
     first = next((s for s in starts if s in INSERTION_STARTS), None)
     if first is None: raise ValueError(f"starts must be a non-empty subset of {INSERTION_STARTS}; got {starts}.")
@@ -408,8 +456,8 @@ def tune(policy: Policy,                 # the agent
     x = image_obs(policy, obs)
     rows = []
     for params in progress_bar(grid, desc=f"tune {method}", disable=not progress, leave=False):
-        t0 = time.perf_counter(); maps = _maps(method, policy, x, **params); dt = (time.perf_counter() - t0) / len(x)
-        ins = _insertion(policy, x, maps, starts, seed=seed)
+        t0 = time.perf_counter(); maps = bench_maps(method, policy, x, **params); dt = (time.perf_counter() - t0) / len(x)
+        ins = bench_insertion(policy, x, maps, starts, seed=seed)
         qa = np.nanmean([np.nanmean(ins.auc("q", s, auc)) for s in ins.starts])
         aa = np.nanmean([np.nanmean(ins.auc("advantage", s, auc)) for s in ins.starts])
         rows.append({"method": method, "params": json.dumps(params, sort_keys=True), "q_auc": float(qa), "adv_auc": float(aa),
@@ -421,502 +469,3 @@ def tune(policy: Policy,                 # the agent
     pick = t[t.eligible].score.idxmax() if t.eligible.any() else t.seconds_per_map.idxmin()
     t["chosen"] = t.index == pick
     return Tuning(t.sort_values("score", ascending=False).reset_index(drop=True), method, float(max_seconds), game)
-
-# %% ../nbs/31_saliency_bench.ipynb #446d77c9
-PAPER_GAMES = ("ALE/MsPacman-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5", "ALE/Frostbite-v5")
-
-@dataclasses.dataclass(frozen=True)
-class BenchConfig(ScaledConfig):
-    "A saliency benchmark run (Huber et al. 2023). `demo()`, `reference()`, `paper()`, `from_scale()`."
-    games: tuple = ("ALE/Breakout-v5", "ALE/MsPacman-v5") # env ids (demo: two of the paper's four games)
-    agents: tuple | None = None          # per game: zoo folder or SB3 zip path; None: the zoo's best last-checkpoint `algo` agent
-    algo: str = "dqn"                    # zoo algorithm when agents is None (the paper: DQN)
-    methods: tuple = ("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic")
-    baseline: bool = True                # add the random-map baseline ("random")
-    stream_steps: int = 300              # steps recorded per game (paper: 1001 in the code)
-    stream_epsilon: float = 0.05         # epsilon-greedy stream (DQN's evaluation protocol): a greedy DQN can loop in ALE
-    skip: int = 4                        # first states dropped (the code used states 4..1000)
-    n_states: int | None = 50            # insertion states per game, evenly spaced; None: all (paper: 997 / "1000")
-    n_sanity: int = 8                    # states (the first insertion states) for the sanity checks (paper: 1000)
-    starts: tuple = INSERTION_STARTS
-    pixels_per_step: int = 84
-    auc: str = "trapezoid"               # "trapezoid" (paper's AUC) or "mean" (authors' code)
-    sanity_metrics: tuple = SIMILARITY_METRICS
-    ssim_flat: bool = False
-    highlights_budget: int = 5           # paper: 5 (Fig. 2) / 10 (tuning)
-    highlights_context: int = 10
-    highlights_min_gap: int = 10
-    highlights_percentile: float = 30.0
-    batch_size: int | None = None        # images per forward pass of the insertion metric; None: the policy's compute settings
-    device: str = "auto"
-    seed: int = 42                       # the code's seed
-
-    def __post_init__(self):
-        unknown = [m for m in self.methods if m not in BENCH_METHODS]
-        if unknown: raise ValueError(f"unknown methods {unknown}; expected keys of BENCH_METHODS: {list(BENCH_METHODS)}.")
-        if self.agents is not None and len(self.agents) != len(self.games):
-            raise ValueError(f"agents must give one agent per game ({len(self.games)}); got {len(self.agents)}.")
-        if self.auc not in ("trapezoid", "mean"): raise ValueError(f"auc must be 'trapezoid' or 'mean'; got {self.auc!r}.")
-        if self.stream_steps <= self.skip: raise ValueError(f"stream_steps ({self.stream_steps}) must exceed skip ({self.skip}).")
-        if self.n_sanity < 0: raise ValueError(f"n_sanity must be >= 0; got {self.n_sanity}.")
-
-    @classmethod
-    def demo(cls, **kw) -> "BenchConfig":
-        "ALE Breakout and Ms. Pac-Man (the zoo's DQN agents), 50 states each, 5 methods + random baseline, sanity checks on 8 states."
-        return cls(**kw)
-
-    @classmethod
-    def reference(cls, **kw) -> "BenchConfig":
-        """The zoo's two games of the paper's four (ALE Breakout and Ms. Pac-Man: Space Invaders and Frostbite have no zoo agent),
-        the paper code's 1001-state stream of which 200 states per game are scored, the demo's 5 methods + random baseline,
-        sanity checks on 32 states. With 200 states the standard error of a mean insertion AUC is 1/14 of its spread across
-        states, so the paper's Table 1 gaps of 1 std or more separate; about 15 minutes on 2 cores."""
-        d = dict(stream_steps=1004, skip=4, n_states=200, n_sanity=32)
-        d.update(kw); return cls(**d)
-
-    @classmethod
-    def paper(cls, **kw) -> "BenchConfig":
-        "The paper's design: 4 ALE games x 1000 states, 7 methods (3 LIME segmentations) + baseline, sanity checks on all states."
-        d = dict(games=PAPER_GAMES, methods=("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_felzenszwalb",
-                                              "lime_quickshift", "lime_slic"),
-                 stream_steps=1004, skip=4, n_states=None, n_sanity=1000, highlights_budget=5)
-        d.update(kw); return cls(**d)
-
-
-def load_bench_agent(agent: Any,            # a Policy, a zoo folder (with card.json) or an SB3 .zip
-                     device: str = "auto",
-                     ) -> tuple[Policy, dict, str]: # (policy, env kwargs of its card, name)
-    "The agent of a benchmark game. Raises `ValueError` for anything else."
-    if isinstance(agent, Policy): return agent, {}, agent.name
-    p = Path(agent)
-    if p.is_dir():
-        from rlexplain.agents import load_agent
-        card = load_json(p / "card.json")
-        return load_agent(p, device=device), dict(card.get("env_kwargs") or {}), str(card.get("id", p.name))
-    if p.suffix == ".zip": return Policy.from_sb3(p, device=device), {}, p.stem
-    raise ValueError(f"agent must be a Policy, a zoo folder or an SB3 .zip; got {agent!r}.")
-
-def collect_stream(policy: Policy,     # the agent that plays (its own action convention; DQN: greedy)
-                   game: str,          # an env id for rlexplain.envs.make_env
-                   n_steps: int = 1001, # states to record (episodes are chained until there are this many)
-                   seed: int = 42,
-                   env_kwargs: dict | None = None,
-                   epsilon: float = 0.0, # epsilon-greedy play (0.05: DQN's evaluation protocol; greedy DQNs can loop in ALE)
-                   ) -> tuple[np.ndarray, np.ndarray]: # obs (N, C, H, W) uint8, episode ids (N,)
-    "Record a stream of states played by the agent (Huber et al. 2023: 1001 steps per game). Raises `ValueError` for epsilon outside [0, 1]."
-    from rlexplain.envs import collect_rollout, make_env
-    env = make_env(game, **(env_kwargs or {}))
-    obs, eps, ep = [], [], 0
-    while sum(len(o) for o in obs) < n_steps:
-        ro = collect_rollout(env, policy, n_episodes=1, seed=seed + ep, max_steps=n_steps - sum(len(o) for o in obs), record_states=False,
-                             epsilon=epsilon)
-        if len(ro.obs) == 0: break
-        obs.append(ro.obs); eps.append(np.full(len(ro.obs), ep)); ep += 1
-    return np.concatenate(obs), np.concatenate(eps)
-
-@dataclasses.dataclass(frozen=True)
-class MethodRun(Result):
-    """One (game, method) job: insertion curves (see `InsertionResult`), the sanity-check `sanity` table, the
-    example map of the HIGHLIGHTS-DIV state, and the seconds per map."""
-    game: str
-    method: str
-    q: np.ndarray
-    advantage: np.ndarray
-    q_orig: np.ndarray
-    actions: np.ndarray
-    fractions: np.ndarray
-    starts: tuple
-    sanity: pd.DataFrame
-    example: np.ndarray              # (H, W) saliency of the example state
-    seconds_per_map: float
-    params: dict = dataclasses.field(default_factory=dict)
-
-    @property
-    def insertion(self) -> InsertionResult:
-        return InsertionResult(self.q, self.advantage, self.q_orig, self.actions, self.fractions, tuple(self.starts),
-                               self.method, self.game, self.params)
-    def to_frame(self) -> pd.DataFrame: return self.insertion.to_frame()
-    def plot(self, ax=None, metric: str = "q"):
-        "Mean insertion curves of this job (see `InsertionResult.plot`). Returns the Axes."
-        return self.insertion.plot(ax, metric)
-
-@dataclasses.dataclass(frozen=True)
-class _BenchJob:
-    cfg: BenchConfig
-    game: str
-    method: str
-    agent: Any            # zoo folder / SB3 zip path or a Policy
-    obs: np.ndarray       # (N, C, H, W) uint8 insertion states
-    example: np.ndarray   # (1, C, H, W) uint8 HIGHLIGHTS-DIV state
-
-_JOB_AGENTS: dict = {}   # (agent path, device, card/zip mtime) -> Policy: the agents this process has loaded for its jobs
-
-def _job_agent(agent: Any, device: str = "auto") -> Policy:
-    """The Policy of a job's agent (`load_bench_agent`), loaded once per process and reused by the process's later jobs (the jobs
-    only read it: the sanity checks randomise deep copies); a Policy is itself. Raises `ValueError` as `load_bench_agent`."""
-    if isinstance(agent, Policy): return agent
-    p = Path(agent)
-    stamp = p / "card.json" if p.is_dir() else p
-    key = (str(p.resolve()), str(device), stamp.stat().st_mtime_ns if stamp.exists() else None)
-    if key not in _JOB_AGENTS: _JOB_AGENTS[key] = load_bench_agent(agent, device)[0]
-    return _JOB_AGENTS[key]
-
-def _run_bench_job(job: _BenchJob) -> MethodRun:
-    if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
-    policy = _job_agent(job.agent, job.cfg.device)
-    cfg = job.cfg
-    t0 = time.perf_counter(); maps = _maps(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
-    ins = _insertion(policy, job.obs, maps, cfg.starts, job.game, pixels_per_step=cfg.pixels_per_step, seed=cfg.seed, batch_size=cfg.batch_size)
-    n = min(cfg.n_sanity, len(job.obs))
-    if job.method != "random" and n > 0:       # the sanity metrics re-explain with the explainer kept on the maps
-        sanity = _sanity_scores(policy, job.obs[:n], maps[:n], job.method, cfg.sanity_metrics, cfg.seed, None, cfg.ssim_flat, job.game)[0]
-    else: sanity = pd.DataFrame(columns=_SANITY_COLUMNS)
-    example = _maps(job.method, policy, job.example).pixels()[0]
-    params = {k: v for k, v in maps.params.items() if isinstance(v, (int, float, str, bool))}
-    return MethodRun(job.game, job.method, ins.q, ins.advantage, ins.q_orig, ins.actions, ins.fractions, ins.starts,
-                     sanity, example, float(sec), params)
-
-
-# %% ../nbs/31_saliency_bench.ipynb #91c643b8
-_T1 = """Pac-Man|Q-val rand|0.54 1.3|0.75 0.7|0.76 1.2|1.1 2.0|0.46 0.7|0.67 1.1|0.62 1.1|0.85 1.5
-Pac-Man|Adv rand|-0.52 1.2|-0.03 0.8|-0.74 1.3|-0.01 1.1|-0.43 1.2|-0.44 1.0|-0.36 1.1|-0.22 1.0
-Pac-Man|Q-val black|3.08 3.2|0.66 0.8|0.83 1.8|1.01 1.8|2.83 5.3|2.49 4.7|2.47 4.4|0.53 0.8
-Pac-Man|Adv black|1.23 1.6|0.15 0.3|1.7 0.8|0.21 0.4|0.64 0.7|0.94 0.5|0.67 0.5|0.06 0.3
-Breakout|Q-val rand|-0.72 2.5|-1.01 3.0|-3.19 3.9|-0.97 2.7|-0.98 2.7|-0.48 4.1|-0.53 3.2|-2.21 2.9
-Breakout|Adv rand|-0.42 4.7|-1.52 8.4|-0.92 8.4|0.85 6.1|-0.7 6.5|-0.54 5.4|-0.05 4.8|-0.76 5.8
-Breakout|Q-val black|3.16 4.2|3.04 4.2|1.97 2.0|3.39 4.2|7.48 9.6|5.8 8.7|6.12 9.7|2.13 3.1
-Breakout|Adv black|0.02 0.5|0.19 0.6|0.53 1.1|0.29 0.6|0.24 0.6|0.24 0.4|0.71 1.4|0.07 0.2
-Frostbite|Q-val rand|0.56 1.0|0.83 1.0|0.73 1.0|0.92 1.1|0.75 0.9|0.37 1.0|0.36 1.0|0.88 1.1
-Frostbite|Adv rand|0.31 1.1|0.38 1.2|0.2 1.2|0.35 0.9|0.2 0.9|0.24 1.3|0.23 1.3|0.4 1.2
-Frostbite|Q-val black|5.65 3.1|0.58 0.2|1.53 1.6|2.4 1.7|2.71 2.4|5.12 4.1|3.25 2.5|0.51 0.4
-Frostbite|Adv black|0.59 0.9|0.2 0.2|1.22 0.9|0.25 0.3|0.26 0.3|0.28 0.4|0.26 0.3|0.16 0.2
-Space Invaders|Q-val rand|-0.7 0.6|-0.6 0.6|-0.8 0.6|-0.39 0.4|-1.12 0.9|-0.81 0.7|-0.88 0.7|-1.1 0.8
-Space Invaders|Adv rand|0.76 3.5|0.83 3.4|0.79 3.7|0.66 2.8|0.87 4.3|0.76 3.7|0.87 3.6|0.89 4.2
-Space Invaders|Q-val black|1.01 0.2|0.73 0.1|0.74 0.2|0.89 0.1|1.02 0.2|1.08 0.2|1.11 0.3|0.56 0.1
-Space Invaders|Adv black|0.28 0.4|0.26 0.3|0.59 0.4|0.21 0.2|0.24 0.2|0.25 0.2|0.29 0.2|0.13 0.2"""
-_T10 = """Pac-Man|Q-val rand|2.98 3.5|1.0 2.2
-Pac-Man|Adv rand|0.44 1.8|1.12 1.0
-Pac-Man|Q-val black|0.32 0.2|0.62 1.3
-Pac-Man|Adv black|-0.13 0.3|0.23 0.4
-Breakout|Q-val rand|-0.83 2.6|-0.8 3.4
-Breakout|Adv rand|0.4 5.3|-0.4 5.8
-Breakout|Q-val black|1.99 2.5|3.0 3.9
-Breakout|Adv black|0.11 0.5|0.21 0.7
-Frostbite|Q-val rand|3.54 2.3|1.13 1.2
-Frostbite|Adv rand|0.66 1.1|0.73 1.2
-Frostbite|Q-val black|0.5 0.5|0.58 0.3
-Frostbite|Adv black|0.16 0.2|0.3 0.3
-Space Invaders|Q-val rand|0.07 0.7|-0.75 0.7
-Space Invaders|Adv rand|1.04 3.5|1.02 3.7
-Space Invaders|Q-val black|0.48 0.2|0.66 0.2
-Space Invaders|Adv black|0.12 0.3|0.44 0.4"""
-
-def paper_insertion_table() -> pd.DataFrame:
-    "Huber et al. (2023) Table 1 and Table 10 as a long table: paper_game, sub_metric, method, mean, std (AUC over 1000 states)."
-    rows = []
-    for text, methods in ((_T1, ("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_felzenszwalb", "lime_quickshift", "lime_slic", "random")),
-                          (_T10, ("occlusion_gray", "sarfa_blur"))):
-        for line in text.splitlines():
-            game, sub, *cells = line.split("|")
-            for meth, cell in zip(methods, cells):
-                mu, sd = map(float, cell.split())
-                rows.append({"paper_game": game, "sub_metric": sub, "method": meth, "mean": mu, "std": sd})
-    return pd.DataFrame(rows)
-
-PAPER_RUNTIMES = {   # seconds per map of the final parameters, Huber et al. (2023) Tables 3-9 (GTX Titan X)
-    "occlusion": 2.80, "noise_sensitivity": 2.62, "sarfa": 3.00, "rise": 1.54,
-    "lime_felzenszwalb": 1.71, "lime_slic": 2.08, "lime_quickshift": 2.75}
-
-_TUNING = [   # (method, combined score, parameters, seconds per map, final): Huber et al. (2023) Tables 3-6 and 8 (top rows)
-    ("occlusion", 6.76, dict(patch=1, color=0.0, softmax=False), 10.94, False), ("occlusion", 3.44, dict(patch=1, color=0.5, softmax=False), 11.09, False),
-    ("occlusion", 3.42, dict(patch=1, color=0.0, softmax=True), 11.51, False), ("occlusion", 3.03, dict(patch=1, color=0.5, softmax=True), 11.50, False),
-    ("occlusion", 2.33, dict(patch=2, color=0.0, softmax=False), 2.80, True),
-    ("noise_sensitivity", 3.08, dict(radius=2), 5.79, False), ("noise_sensitivity", 2.21, dict(radius=1), 22.84, False),
-    ("noise_sensitivity", 0.94, dict(radius=3), 2.62, True), ("noise_sensitivity", 0.68, dict(radius=9), 0.38, False),
-    ("noise_sensitivity", 0.48, dict(radius=10), 0.31, False),
-    ("sarfa", 7.03, dict(radius=1, perturbation="black"), 12.05, False), ("sarfa", 1.46, dict(radius=2, perturbation="black"), 3.00, True),
-    ("sarfa", 1.09, dict(radius=1, perturbation="blur"), 23.70, False), ("sarfa", 0.57, dict(radius=8, perturbation="blur"), 0.46, False),
-    ("sarfa", 0.55, dict(radius=2, perturbation="blur"), 6.12, False),
-    ("rise", 3.21, dict(n_masks=3000, s=11, p=0.8, softmax=True), 5.09, False), ("rise", 3.04, dict(n_masks=3000, s=13, p=0.7, softmax=False), 4.76, False),
-    ("rise", 2.99, dict(n_masks=2500, s=24, p=0.9, softmax=True), 3.98, False), ("rise", 2.94, dict(n_masks=3000, s=4, p=0.8, softmax=False), 4.66, False),
-    ("rise", 2.66, dict(n_masks=1000, s=8, p=0.5, softmax=False), 1.54, True),
-    ("lime_slic", 3.99, dict(n_segments=200, compactness=10.0, sigma=1.0, num_samples=3000), 3.13, False),
-    ("lime_slic", 3.86, dict(n_segments=200, compactness=10.0, sigma=0.25, num_samples=2000), 2.08, True),
-    ("lime_slic", 3.48, dict(n_segments=200, compactness=10.0, sigma=0.0, num_samples=3000), 3.11, False),
-    ("lime_slic", 3.46, dict(n_segments=200, compactness=0.001, sigma=0.25, num_samples=3000), 2.36, False),
-    ("lime_slic", 3.44, dict(n_segments=200, compactness=10.0, sigma=0.5, num_samples=1000), 1.06, False),
-]
-
-def paper_tuning_table(method: str | None = None) -> pd.DataFrame:
-    """The paper's best parameter sets (Huber et al. 2023, App. C.2, Tables 3-6 and 8; Pac-Man, 10 HIGHLIGHTS-DIV states):
-    method, score (their 'AUC' column: the combined z-score), params (JSON), seconds per map (GTX Titan X), final."""
-    t = pd.DataFrame([{"method": m, "score": sc, "params": json.dumps(p, sort_keys=True), "seconds_per_map": sec, "final": f}
-                      for m, sc, p, sec, f in _TUNING])
-    return t[t.method == method].reset_index(drop=True) if method else t
-
-def paper_game(game: str) -> str | None:
-    "The paper's game matching an env id (e.g. 'toybox/Breakout' -> 'Breakout'), or None."
-    g = game.lower().replace("_", "").replace("-", "").replace(" ", "")
-    for key, name in (("pacman", "Pac-Man"), ("breakout", "Breakout"), ("spaceinvaders", "Space Invaders"), ("frostbite", "Frostbite")):
-        if key in g: return name
-    return None
-
-# %% ../nbs/31_saliency_bench.ipynb #d78cdeb8
-@dataclasses.dataclass(frozen=True)
-class SaliencyBenchmark(Result):
-    """The benchmark's results (Huber et al. 2023): `insertion` one AUC per (game, method, state, start, metric);
-    `curves` mean/std insertion curves; `sanity` the sanity-check similarities; `runtime` seconds per map;
-    `examples (G, M, H, W)` min-max normalised maps of each game's HIGHLIGHTS-DIV state `example_obs (G, C, H, W)`.
-
-    `table()` Table 1 (with the paper's values); `sanity_summary()`; `plot()` / `plot_sanity()` Fig. 3;
-    `plot_examples()` Fig. 2; `plot_curves()`; `runtime_table()` App. D."""
-    insertion: pd.DataFrame
-    curves: pd.DataFrame
-    sanity: pd.DataFrame
-    runtime: pd.DataFrame
-    examples: np.ndarray
-    example_obs: np.ndarray
-    games: tuple
-    methods: tuple
-    agents: dict = dataclasses.field(default_factory=dict)
-    config: dict = dataclasses.field(default_factory=dict)
-
-    def to_frame(self) -> pd.DataFrame: return self.insertion.copy()
-
-    def table(self, paper: bool = True) -> pd.DataFrame:
-        "Table 1: 'mean +- std' of the insertion AUC per game and sub-metric (rows) and method (columns); the paper's beside it."
-        s = self.insertion.groupby(["game", "sub_metric", "method"], sort=False)["auc"].agg(["mean", "std"]).reset_index()
-        s["ours"] = [f"{m:.2f} ± {d:.2f}" for m, d in zip(s["mean"], s["std"])]
-        out = s.pivot(index=["game", "sub_metric"], columns="method", values="ours")
-        out = out[[m for m in self.methods if m in out.columns]]
-        if paper:
-            p = paper_insertion_table(); s["paper_game"] = s.game.map(paper_game)
-            p["paper"] = [f"{m:.2f} ± {d:.2f}" for m, d in zip(p["mean"], p["std"])]
-            s = s.merge(p[["paper_game", "sub_metric", "method", "paper"]], on=["paper_game", "sub_metric", "method"], how="left")
-            pp = s.pivot(index=["game", "sub_metric"], columns="method", values="paper")
-            pp = pp[[m for m in self.methods if m in pp.columns]].add_prefix("paper: ")
-            out = out.join(pp)
-        order = {v: i for i, v in enumerate(SUB_METRIC_LABELS.values())}
-        out = out.reset_index()
-        out = out.sort_values(["game", "sub_metric"], key=lambda c: c.map(order) if c.name == "sub_metric" else c.map({g: i for i, g in enumerate(self.games)}))
-        return out.reset_index(drop=True)
-
-    def sanity_summary(self) -> pd.DataFrame:
-        "Mean, std, 99% CI of the similarities per method, metric and number of randomised layers (Fig. 3)."
-        return _sanity_summary(self.sanity) if len(self.sanity) else pd.DataFrame()
-
-    def plot_sanity(self, axes=None):
-        "Figure 3: similarity to the original maps vs. randomised layers, one panel per metric. Multi-panel: returns the Figure."
-        return _plot_sanity(self.sanity, axes)
-
-    plot = plot_sanity
-
-    def plot_examples(self, axes=None, baseline: bool = False):
-        "Figure 2 / 5: every method's normalised map of each game's HIGHLIGHTS-DIV state over its newest frame. Multi-panel: returns the Figure."
-        ks = [k for k, m in enumerate(self.methods) if baseline or m != "random"]
-        G, M = self.examples.shape[0], len(ks)
-        if axes is None: axes = plt.subplots(G, M + 1, figsize=(min(8, 1.45 * (M + 1)), 1.6 * G), squeeze=False)[1]
-        for g in range(G):
-            frame = self.example_obs[g][-1].astype(np.float32) / 255.0
-            axes[g][0].imshow(frame, cmap="gray", vmin=0, vmax=1); axes[g][0].set_title(self.games[g].split("/")[-1], fontsize=7)
-            for i, k in enumerate(ks):
-                ax = axes[g][i + 1]
-                ax.imshow(frame, cmap="gray", vmin=0, vmax=1); ax.imshow(self.examples[g, k], cmap="jet", alpha=0.55)
-                ax.set_title(METHOD_LABELS.get(self.methods[k], self.methods[k]), fontsize=7)
-            for ax in axes[g]: ax.set_axis_off()
-        axes[0][0].figure.tight_layout()
-        return axes[0][0].figure
-
-    def plot_curves(self, axes=None, game: str | None = None):
-        "Mean insertion curves per method for the four sub-metrics of one game. Multi-panel: returns the Figure."
-        game = game or self.games[0]
-        c = self.curves[self.curves.game == game]
-        if axes is None: axes = plt.subplots(1, 4, figsize=(8, 2.2), sharex=True)[1]
-        for ax, sub in zip(axes, SUB_METRIC_LABELS.values()):
-            for meth, d in c[c.sub_metric == sub].groupby("method", sort=False):
-                ax.plot(d.fraction, d["mean"], lw=1, label=METHOD_LABELS.get(meth, meth))
-            ax.set_title(f"{game.split('/')[-1]}: {sub}", fontsize=8); ax.tick_params(labelsize=6); ax.set_xlabel("fraction inserted", fontsize=7)
-            ax.set_ylabel("Q(s', a) / Q(s, a)" if sub.startswith("Q-val") else "advantage Q(s', a) - mean Q(s', .)", fontsize=7)
-        axes[-1].legend(fontsize=5)
-        axes[0].figure.tight_layout()
-        return axes[0].figure
-
-    def runtime_table(self, paper: bool = True) -> pd.DataFrame:
-        "Seconds per map for each game and method (App. D), with the paper's for the final parameters."
-        t = self.runtime.copy()
-        if paper: t["paper_s_per_map"] = t.method.map(PAPER_RUNTIMES)
-        return t
-
-class _Agent:
-    """A benchmark game's agent (a Policy, zoo folder or SB3 .zip) whose network is loaded (`load_bench_agent`) only when first
-    needed: its name and env kwargs come from the card, so a game whose stream and HIGHLIGHTS-DIV states are saved needs no agent.
-    Raises `ValueError` for anything else."""
-    def __init__(self, spec: Any, device: str = "auto"):
-        self.spec, self.device, self._policy = spec, device, None
-        if isinstance(spec, Policy): self.env_kwargs, self.name, self._policy = {}, spec.name, spec
-        elif Path(spec).is_dir():
-            card = load_json(Path(spec) / "card.json")
-            self.env_kwargs, self.name = dict(card.get("env_kwargs") or {}), str(card.get("id", Path(spec).name))
-        elif Path(spec).suffix == ".zip": self.env_kwargs, self.name = {}, Path(spec).stem
-        else: raise ValueError(f"agent must be a Policy, a zoo folder or an SB3 .zip; got {spec!r}.")
-    def policy(self) -> Policy:
-        if self._policy is None: self._policy = load_bench_agent(self.spec, self.device)[0]
-        return self._policy
-
-def _stream(get_policy: Callable[[], Policy], env_kwargs: dict, game: str, cfg: BenchConfig, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
-    "`game_stream` with the agent behind `get_policy()`, called only when the stream is not saved in `rd` yet."
-    def _record():
-        o, e = collect_stream(get_policy(), game, cfg.stream_steps, cfg.seed, env_kwargs, cfg.stream_epsilon)
-        return {"obs": o, "episode": e}
-    st = rd.unit(f"stream/{env_slug(game)}", _record) if rd else _record()
-    return st["obs"][cfg.skip:], st["episode"][cfg.skip:]
-
-def game_stream(policy: Policy, game: str, cfg: BenchConfig, env_kwargs: dict, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
-    """A game's recorded stream `(obs (T, C, H, W) uint8, episode (T,))` without its first `cfg.skip` states (Huber et al. 2023, App. C.1:
-    the agent's epsilon-greedy play); saved in (and reloaded from) `rd` when given."""
-    return _stream(lambda: policy, env_kwargs, game, cfg, rd)
-
-def _game_highlights(get_policy: Callable[[], Policy], game: str, obs: np.ndarray, episode: np.ndarray, cfg: BenchConfig,
-                     rd: RunDir | None, budget: int | None = None) -> Highlights:
-    """`highlights_div` of a game's stream with the benchmark's parameters (`cfg.highlights_*`, `cfg.seed`) and `budget` (default
-    `cfg.highlights_budget`), saved in `rd` (`highlights/<game>`, or `highlights-<budget>/<game>` for another budget) and reloaded
-    when its parameters and stream length match; `get_policy()` is called only to select."""
-    budget = cfg.highlights_budget if budget is None else int(budget)
-    p = dict(budget=int(budget), context=int(cfg.highlights_context), min_gap=int(cfg.highlights_min_gap),
-             percentile=float(cfg.highlights_percentile), seed=int(cfg.seed))
-    name = f"highlights/{env_slug(game)}" if budget == cfg.highlights_budget else f"highlights-{budget}/{env_slug(game)}"
-    if rd is not None and rd.done(name):
-        hl = rd.load_unit(name)
-        if isinstance(hl, Highlights) and hl.params == p and len(hl.importance) == len(obs): return hl
-    hl = highlights_div(get_policy(), obs, budget=p["budget"], context=p["context"], min_gap=p["min_gap"], percentile=p["percentile"],
-                        episode=episode, seed=p["seed"])
-    return rd.save_unit(name, hl) if rd is not None else hl
-
-def _bench_plan(cfg: BenchConfig, agents: dict | None, rd: RunDir | None) -> tuple:
-    "`(fn, jobs, names, agent names, example states)`: the benchmark's jobs and what `run_benchmark` needs beside their results."
-    jobs, names, agent_names, ex_obs = [], [], {}, []
-    for gi, game in enumerate(cfg.games):
-        spec = (agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else best_zoo_entry(game, cfg.algo))
-        agent = _Agent(spec, cfg.device)
-        agent_names[game] = agent.name
-        obs, ep = _stream(agent.policy, agent.env_kwargs, game, cfg, rd)
-        hl = _game_highlights(agent.policy, game, obs, ep, cfg, rd)
-        idx = np.arange(len(obs)) if cfg.n_states is None or cfg.n_states >= len(obs) else np.linspace(0, len(obs) - 1, cfg.n_states).round().astype(int)
-        example = obs[hl.indices[:1]]; ex_obs.append(example[0])
-        for meth in list(cfg.methods) + (["random"] if cfg.baseline else []):
-            jobs.append(_BenchJob(cfg, game, meth, agent.spec, obs[idx], example))
-            names.append(f"bench/{env_slug(game)}/{meth}")
-    return _run_bench_job, jobs, names, agent_names, ex_obs
-
-def benchmark_jobs(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scale()
-                   run_dir: str | Path | None = None, # where the streams and HIGHLIGHTS-DIV states are saved (and the jobs' results go)
-                   agents: dict | None = None,        # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
-                   ) -> tuple[Callable, list, list[str]]: # (fn, jobs, unit names)
-    """The benchmark's jobs exactly as `run_benchmark` hands them to `rlexplain.core.run_jobs`: one per (game, method), `fn(job)` the
-    job's `MethodRun` (it loads its own agent; run it in any worker process), `names` the units `bench/<game>/<method>` that
-    `run_benchmark(cfg, run_dir=run_dir)` reads. A scheduler that runs the jobs itself saves each result with
-    `RunDir(run_dir).save_unit(name, fn(job))`; `run_benchmark` then loads them all and computes nothing.
-
-    Building the jobs records each game's stream (`stream/<game>`) and HIGHLIGHTS-DIV states (`highlights/<game>`) in `run_dir`, loading
-    the agent only for what is not saved yet. Raises `LookupError` when a game has no agent, `ValueError` for an agent of another kind."""
-    cfg = cfg or BenchConfig.from_scale()
-    return _bench_plan(cfg, agents, RunDir(run_dir) if run_dir is not None else None)[:3]
-
-def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scale()
-                  agents: dict | None = None,        # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
-                  run_dir: str | Path | None = None, # save streams and jobs as they finish; a rerun resumes
-                  executor=None, max_workers: int = 1,
-                  ) -> SaliencyBenchmark:
-    """Run the saliency benchmark (Huber et al. 2023): per game a greedy stream, HIGHLIGHTS-DIV example state, and one
-    job per (game, method) with the insertion metric, sanity checks and run time (`benchmark_jobs`). With `run_dir`, a rerun
-    after every job is saved loads everything and computes nothing (no agent is loaded). Raises `LookupError` when a game
-    has no agent."""
-    cfg = cfg or BenchConfig.from_scale()
-    rd = RunDir(run_dir) if run_dir is not None else None
-    fn, jobs, names, agent_names, ex_obs = _bench_plan(cfg, agents, rd)
-    runs = run_jobs(fn, jobs, executor=executor, max_workers=max_workers, names=names if rd else None,
-                    run_dir=rd, desc="saliency benchmark")
-    ins, curves, sanity, rt = [], [], [], []
-    methods = tuple(dict.fromkeys(r.method for r in runs))
-    examples = np.zeros((len(cfg.games), len(methods), *runs[0].example.shape), np.float32)
-    for r in runs:
-        ir = r.insertion
-        ins.append(ir.to_frame(cfg.auc)); sanity.append(r.sanity)
-        for start in ir.starts:
-            for metric in INSERTION_METRICS:
-                c = ir.curves(metric)[:, ir.starts.index(start)]
-                curves.append(pd.DataFrame({"game": r.game, "method": r.method, "start": start, "metric": metric,
-                                            "sub_metric": SUB_METRIC_LABELS[(metric, start)], "fraction": ir.fractions,
-                                            "mean": np.nanmean(c, 0), "std": np.nanstd(c, 0)}))
-        rt.append({"game": r.game, "method": r.method, "params": json.dumps(BENCH_METHODS.get(r.method, (None, {}))[1]),
-                   "s_per_map": r.seconds_per_map, "n_maps": len(r.q)})
-        examples[cfg.games.index(r.game), methods.index(r.method)] = minmax(r.example)
-    san = [s for s in sanity if len(s)]
-    return SaliencyBenchmark(pd.concat(ins, ignore_index=True), pd.concat(curves, ignore_index=True),
-                             pd.concat(san, ignore_index=True) if san else sanity[0], pd.DataFrame(rt), examples,
-                             np.stack(ex_obs), tuple(cfg.games), methods, agent_names, dataclasses.asdict(cfg))
-
-@dataclasses.dataclass(frozen=True)
-class _TuneJob:
-    agent: Any            # zoo folder / SB3 zip path or a Policy
-    device: str
-    game: str
-    method: str
-    grid: tuple | None    # parameter sets; None: DEMO_GRIDS[method]
-    obs: np.ndarray       # (k, C, H, W) uint8 tuning states
-    max_seconds: float
-    seed: int
-
-def _run_tune_job(job: _TuneJob) -> Tuning:
-    if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
-    grid = None if job.grid is None else [dict(g) for g in job.grid]
-    return tune(_job_agent(job.agent, job.device), job.obs, job.method, grid=grid, max_seconds=job.max_seconds, seed=job.seed, game=job.game)
-
-TUNING_METHODS = ("occlusion", "noise_sensitivity", "sarfa")   # the demo's tuned methods (DEMO_GRIDS); paper scale: all of DEMO_GRIDS
-
-def tuning_jobs(cfg: BenchConfig | None = None,     # the benchmark's configuration (its stream, agent and HIGHLIGHTS-DIV parameters)
-                run_dir: str | Path | None = None,  # the benchmark's run folder (the stream and states are read from it)
-                budget: int = 3,                    # HIGHLIGHTS-DIV tuning states (paper: 10)
-                methods: Sequence[str] = TUNING_METHODS, # keys of BENCH_METHODS
-                grids: dict | None = None,          # method -> parameter sets; None (or a missing method): DEMO_GRIDS[method]
-                game: str | None = None,            # the tuned game; None: cfg.games[0] (the paper: Pac-Man)
-                agents: dict | None = None,         # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
-                max_seconds: float = 3.0,           # `tune`'s time budget per map
-                seed: int = 0,                      # `tune`'s seed (insertion start images and ties)
-                ) -> tuple[Callable, list, list[str]]: # (fn, jobs, unit names `tuning/<game>/<method>`)
-    """Parameter tuning (Huber et al. 2023, Section 4, App. C.2) as jobs, one per method, as `run_tuning` hands them to `run_jobs`:
-    `fn(job)` is `tune(agent, states, method, grid, ...)` and returns its `Tuning` (run it in any worker process; it loads its own agent).
-
-    The states are the first `budget` HIGHLIGHTS-DIV states of `game`'s stream with the benchmark's parameters (`cfg.highlights_*`,
-    `cfg.seed`): the greedy choice with a smaller budget is the prefix of the benchmark's own (`highlights/<game>`, read from `run_dir`
-    where `benchmark_jobs` saved it); a budget above `cfg.highlights_budget` selects again (saved as `highlights-<budget>/<game>`).
-    Raises `ValueError` for a budget < 1 or a method without a grid, `LookupError` when the game has no agent."""
-    cfg = cfg or BenchConfig.from_scale()
-    budget = check_int("budget", budget, 1)
-    game = game or cfg.games[0]
-    if game not in cfg.games: raise ValueError(f"game {game!r} is not one of the benchmark's games {cfg.games}.")
-    grids = dict(grids or {})
-    bad = [m for m in methods if m not in grids and m not in DEMO_GRIDS]
-    if bad: raise ValueError(f"no parameter grid for {bad}; pass grids={{method: [{{...}}, ...]}} (DEMO_GRIDS has {list(DEMO_GRIDS)}).")
-    rd = RunDir(run_dir) if run_dir is not None else None
-    gi = cfg.games.index(game)
-    agent = _Agent((agents or {}).get(game) or (cfg.agents[gi] if cfg.agents else best_zoo_entry(game, cfg.algo)), cfg.device)
-    obs, ep = _stream(agent.policy, agent.env_kwargs, game, cfg, rd)
-    hl = _game_highlights(agent.policy, game, obs, ep, cfg, rd, budget if budget > cfg.highlights_budget else None)
-    states = obs[hl.indices[:budget]]
-    jobs = [_TuneJob(agent.spec, cfg.device, game, m, None if grids.get(m) is None else tuple(dict(g) for g in grids[m]), states,
-                     float(max_seconds), int(seed)) for m in methods]
-    return _run_tune_job, jobs, [f"tuning/{env_slug(game)}/{m}" for m in methods]
-
-def run_tuning(cfg: BenchConfig | None = None, run_dir: str | Path | None = None, budget: int = 3,
-               methods: Sequence[str] = TUNING_METHODS, grids: dict | None = None, game: str | None = None,
-               agents: dict | None = None, max_seconds: float = 3.0, seed: int = 0,
-               executor=None, max_workers: int = 1,
-               ) -> list[Tuning]:    # one per method, in the order of `methods`
-    """Run `tuning_jobs` (see there for the arguments) with `run_jobs`: with `run_dir` each method's `Tuning` is saved
-    (`tuning/<game>/<method>`), and a rerun after they are saved loads them and computes nothing."""
-    cfg = cfg or BenchConfig.from_scale()
-    rd = RunDir(run_dir) if run_dir is not None else None
-    fn, jobs, names = tuning_jobs(cfg, rd, budget, methods, grids, game, agents, max_seconds, seed)
-    return run_jobs(fn, jobs, executor=executor, max_workers=max_workers, names=names if rd else None, run_dir=rd, desc="saliency tuning")
-

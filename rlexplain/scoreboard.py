@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
-import json
 import math
-import re
 import tomllib
 from pathlib import Path
 from typing import Callable
@@ -17,179 +15,23 @@ from typing import Callable
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from .ranld import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS, paper_tables
-from .saliency_bench import PAPER_CALIBRATION, PAPER_RUNTIMES, paper_insertion_table
-from .stats import bonferroni_level, paired_t, t_from_se, t_interval, t_quantile, welch_df
+from .measures import LEVEL, MEASURES, Estimate, condition_group, level_pct
+from .ranld_study import paper_tables
+from .runtables import NotComparable, NotRun, RunTableError, RunTables, check_run
+from .saliency_bench import PAPER_CALIBRATION
+from .saliency_study import PAPER_RUNTIMES, paper_insertion_table
+from .stats import bonferroni_level, paired_t, t_quantile, welch_df
 from .xrlbench import paper_results
 
 # %% auto #0
-__all__ = ['VERDICTS', 'LEVEL', 'SCORERS', 'MEASURES', 'NOOP_L2', 'BENCH_UNITS', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS',
-           'CLAIMS', 'PRE_PERIOD_TOL', 'ORIGINAL_CODE', 'BOARD_COLUMNS', 'BOARD_TEXT_COLUMNS', 'NotRun',
-           'NotComparable', 'run_scale', 'RunTables', 'Estimate', 'n_to_decide', 'Check', 'check_greater',
-           'check_within', 'check_overlap', 'verdict', 'ir_paper_table', 'random_policy_R', 'measure', 'load_claims',
-           'score_claim', 'original_code_table', 'original_code_check', 'score_run', 'summary_line', 'board_text',
-           'plot']
+__all__ = ['VERDICTS', 'SCORERS', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS', 'CLAIMS', 'PRE_PERIOD_TOL', 'ORIGINAL_CODE',
+           'BOARD_COLUMNS', 'BOARD_TEXT_COLUMNS', 'n_to_decide', 'Check', 'check_greater', 'check_within',
+           'check_overlap', 'verdict', 'ir_paper_table', 'load_claims', 'score_claim', 'original_code_table',
+           'original_code_check', 'score_run', 'summary_line', 'board_text', 'plot']
 
 # %% ../nbs/95_scoreboard.ipynb #d5af694f
-class NotRun(LookupError):
-    "A claim's section, table, column or rows are absent from the run (verdict 'not run')."
-
-class NotComparable(ValueError):
-    "The run measured the claim under conditions the paper's value does not apply to (verdict 'not comparable')."
-
 VERDICTS = ("reproduced", "contradicted", "inconclusive", "uninformative", "not reproduced by the paper's code", "not comparable", "not run")
-
-def run_scale(run_dir: str | Path) -> str | None:
-    """The scale ("demo", "reference" or "paper") a run was made at: `config.json`'s `"scale"`, else the one scale every
-    section's `config.json` records (`rlexplain demo` writes `{"job", "scale"}` per section), else the `Scale: ...` line
-    that `rlexplain.cli.write_report` puts in `report.html`; None when none says (or sections disagree)."""
-    p = Path(run_dir)
-    try:
-        s = json.loads((p / "config.json").read_text()).get("scale")
-        if s: return str(s)
-    except (OSError, ValueError, AttributeError): pass
-    found = set()
-    for f in sorted(p.glob("*/config.json")):
-        try: s = json.loads(f.read_text()).get("scale")
-        except (OSError, ValueError, AttributeError): continue
-        if s: found.add(str(s))
-    if len(found) == 1: return found.pop()
-    if len(found) > 1: return None   # sections made at different scales: no one scale (report.html names only the last run's)
-    try:
-        m = re.search(r"Scale:\s*([A-Za-z_]+)", (p / "report.html").read_text(errors="replace")[:20000])
-        if m: return m.group(1)
-    except OSError: pass
-    return None
-
-class RunTables:
-    "Read access to a run directory's tables (`<run>/<section>/<name>.csv`, as `rlexplain.cli.Section.table` writes them)."
-    def __init__(self, run_dir: str | Path):
-        self.path = Path(run_dir); self.scale = run_scale(self.path); self._cache: dict = {}
-
-    def table(self, section: str, name: str, cols: tuple = ()) -> pd.DataFrame:
-        "The table `section/name.csv` with at least the columns `cols`. Raises `NotRun` when any is missing or it is empty."
-        d = self.path / section
-        if not d.is_dir(): raise NotRun(f"the run has no '{section}' section")
-        p = d / f"{name}.csv"
-        if not p.exists():
-            raise NotRun(f"{section}/{name}.csv is missing" + ("" if (d / "done.json").exists() else " (the section did not finish)"))
-        if p not in self._cache:
-            try: self._cache[p] = pd.read_csv(p)
-            except Exception as e: raise NotRun(f"{section}/{name}.csv cannot be read: {type(e).__name__}: {e}")
-        df = self._cache[p]
-        miss = [c for c in cols if c not in df.columns]
-        if miss: raise NotRun(f"{section}/{name}.csv lacks the columns {miss}")
-        if df.empty: raise NotRun(f"{section}/{name}.csv has no rows")
-        return df.copy()
-
-    def has(self, section: str, name: str) -> bool:
-        "Whether the run holds `section/name.csv`."
-        return (self.path / section / f"{name}.csv").exists()
-
-    def config(self, cls):
-        "The run scale's configuration `cls.from_scale(scale)`, for counts a table does not carry; None when the scale is unknown or has none."
-        if self.scale is None: return None
-        try: return cls.from_scale(self.scale)
-        except Exception: return None
-
-# %% ../nbs/95_scoreboard.ipynb #81284477
-LEVEL = 0.95   # every claim's intervals: 95% simultaneous over the claim's comparisons (Bonferroni)
-
-@dataclasses.dataclass(frozen=True)
-class Estimate:
-    """One measured quantity of a run with what its interval rests on.
-
-    `mean` the point estimate; `se` its standard error and `df` the degrees of freedom of its Student-t quantile
-    (`df=inf`: normal; `se=0`: exact, computed without sampling; `se=None`: a point estimate without an interval);
-    `n` how many `unit`s (states, seeds, runs, games) it averages; `sd` the spread of one unit, used to say which n
-    would decide; `fixed` a `(low, high, level)` interval that is not a t interval (a forecast's prediction interval),
-    used as given; `group` and `block` say which items a comparison pairs (e.g. `group='baseline'`, `block='RoadRunner'`);
-    `paired` keeps the units' values by key (the games a run-time was measured on) so that two estimates over the same
-    units are compared through their paired differences; `test` names the interval's test; `excluded` is
-    `(verdict, reason)` for an item that cannot be evidence: 'uninformative' when it holds by construction (agents that
-    each play one constant action), 'not comparable' when its condition was not applied (an attack that changed no
-    observation). Such items are left out of the claim's comparisons, and the claim never counts as reproduced.
-    The intervals are drawn by `rlexplain.stats` (`t_interval`, `t_from_se`)."""
-    label: str
-    mean: float
-    se: float | None = None
-    df: float = math.inf
-    n: int | None = None
-    unit: str = "states"
-    sd: float | None = None
-    method: str = ""
-    group: str = ""
-    block: str = ""
-    fixed: tuple | None = None
-    paired: tuple = ()   # ((key, value), ...): the units' values by key (a game, a state), for paired comparisons
-    test: str = "t"      # the interval's test: 't', 'jackknife-t', 'welch', 'exact', 'prediction' or 'none' (rlexplain.stats.TESTS)
-    excluded: tuple = () # (verdict, reason): evidence that holds by construction ('uninformative') or a condition not applied ('not comparable')
-
-    @classmethod
-    def from_values(cls, values, label: str, unit: str = "states", **kw) -> "Estimate":
-        """The mean of the finite `values` (1-D) and its Student-t standard error over them (`n - 1` degrees of freedom,
-        `stats.t_interval`). One value gives a point estimate without an interval. Raises `NotRun` when no value is finite."""
-        v = np.asarray(values, dtype=float).ravel(); v = v[np.isfinite(v)]
-        if len(v) == 0: raise NotRun(f"{label}: no finite values")
-        if len(v) == 1: return cls(label, float(v[0]), None, math.inf, 1, unit, None, "point estimate: one value", test="none", **kw)
-        iv = t_interval(v)
-        return cls(label, iv.value, iv.se, iv.df, iv.n, unit, float(v.std(ddof=1)), f"t over {len(v)} {unit}", test="t", **kw)
-
-    @classmethod
-    def from_summary(cls, mean: float, sd: float, n, label: str, unit: str = "states", **kw) -> "Estimate":
-        "A mean with the standard deviation `sd` of its `n` units (as tables print 'mean ± std'): t interval, n - 1 df."
-        n = None if n is None or not np.isfinite(float(n)) else int(n)
-        if n is None or n < 2 or sd is None or not np.isfinite(float(sd)):
-            why = "no spread in the table" if n and n >= 2 else ("n unknown" if n is None else f"one {unit.rstrip('s')}")
-            return cls(label, float(mean), None, math.inf, n, unit, None, f"point estimate: {why}", test="none", **kw)
-        return cls(label, float(mean), float(sd) / math.sqrt(n), n - 1, n, unit, float(sd), f"t over {n} {unit}", test="t", **kw)
-
-    @classmethod
-    def from_interval(cls, mean: float, low: float, high: float, level: float, n, label: str, unit: str = "seeds",
-                      kind: str = "t", **kw) -> "Estimate":
-        """A mean with the `level` interval `[low, high]` a table gives (symmetric t interval over `n` units, e.g. a DiD over
-        seeds): the standard error is recovered as half-width / t quantile, so the interval can be re-drawn at another level."""
-        n = None if n is None or not np.isfinite(float(n)) else int(n)
-        df = (n - 1) if n and n >= 2 else math.inf
-        h = (float(high) - float(low)) / 2
-        se = h / t_quantile(level, df) if h >= 0 else None
-        sd = se * math.sqrt(n) if (se is not None and n) else None
-        return cls(label, float(mean), se, df, n, unit, sd, f"{kind} over {n} {unit}" if n else f"{kind} interval", test=kind, **kw)
-
-    @classmethod
-    def exact(cls, value: float, label: str, **kw) -> "Estimate":
-        "A value computed without sampling (e.g. the claim's 0, or a deterministic identity): its interval is the value."
-        return cls(label, float(value), 0.0, math.inf, None, "", 0.0, "exact", test="exact", **kw)
-
-    @classmethod
-    def prediction(cls, value: float, low: float, high: float, level: float, label: str, **kw) -> "Estimate":
-        "A forecast with its `level` prediction interval, compared as given (no standard error)."
-        return cls(label, float(value), None, math.inf, None, "", None, "prediction interval", fixed=(float(low), float(high), level), test="prediction", **kw)
-
-    @property
-    def has_interval(self) -> bool:
-        "Whether the estimate has an interval (a standard error, exact, or a given prediction interval)."
-        return self.se is not None or self.fixed is not None
-
-    def interval(self, level: float = LEVEL) -> tuple[float, float] | None:
-        "The two-sided `level` interval `(low, high)`, the given one for a prediction, None for a point estimate."
-        if self.fixed is not None: return self.fixed[0], self.fixed[1]
-        if self.se is None: return None
-        iv = t_from_se(self.mean, self.se, self.df, level)
-        return iv.low, iv.high
-
-    def text(self, level: float = LEVEL, fmt: str = ".3f") -> str:
-        "'label 0.980 [0.954, 1.006] (95% t over 4 states)'; no brackets for a point estimate or an exact value."
-        iv = self.interval(level)
-        if self.method == "exact" or iv is None: return f"{self.label} {self.mean:{fmt}}" + ("" if self.method == "exact" else f" ({self.method})")
-        lv = self.fixed[2] if self.fixed is not None else level
-        return f"{self.label} {self.mean:{fmt}} [{iv[0]:{fmt}}, {iv[1]:{fmt}}] ({_pct(lv)} {self.method})"
-
-def _pct(level: float) -> str:
-    "0.95 -> '95%', 0.9875 -> '98.75%'."
-    return f"{100 * level:.4g}%"
 
 # %% ../nbs/95_scoreboard.ipynb #c830d70f
 def n_to_decide(sd: float,        # spread of one unit (sample standard deviation), > 0
@@ -252,7 +94,7 @@ def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float 
     if len(keys) >= 2 and len(keys) == len(pa) == len(pb):   # the same units: paired t over their differences (stats.paired_t)
         p = paired_t([pa[k] for k in keys], [pb[k] for k in keys], level)
         d = p.value - margin; lo, hi = p.low - margin, p.high - margin; iv = dict(low=lo, high=hi, test="paired-t", level=level)
-        txt = f"{name} = {d:+.3g} [{lo:+.3g}, {hi:+.3g}] ({_pct(level)} paired t over {p.n} {a.unit})"
+        txt = f"{name} = {d:+.3g} [{lo:+.3g}, {hi:+.3g}] ({level_pct(level)} paired t over {p.n} {a.unit})"
         if lo > 0: return Check("holds", txt, **iv)
         if hi < 0: return Check("fails", txt, **iv)
         return Check("open", txt, n_to_decide(p.se * math.sqrt(p.n), abs(d), level) if p.se > 0 else None, a.unit, **iv)
@@ -265,7 +107,7 @@ def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float 
     one = [e for e in (a, b) if e.se > 0]   # one side exact (a claim's target): the other's own test
     test = one[0].test if len(one) == 1 else "welch"; iv = dict(low=d - h, high=d + h, test=test, level=level)
     how = f"{one[0].method}" if len(one) == 1 else f"Welch t over {a.n} and {b.n} {a.unit}"
-    txt = f"{name} = {d:+.3g} [{d - h:+.3g}, {d + h:+.3g}] ({_pct(level)} {how})"
+    txt = f"{name} = {d:+.3g} [{d - h:+.3g}, {d + h:+.3g}] ({level_pct(level)} {how})"
     if d - h > 0: return Check("holds", txt, **iv)
     if d + h < 0: return Check("fails", txt, **iv)
     sds = [e.sd for e in (a, b) if e.se and e.se > 0]
@@ -428,483 +270,6 @@ def ir_paper_table() -> pd.DataFrame:
     return pd.DataFrame([dict(algorithm=a, frames=int(float(f)), original=float(o), intervened=float(i), normalized=float(n))
                          for a, f, o, i, n in rows])
 
-# %% ../nbs/95_scoreboard.ipynb #a8575d4b
-def random_policy_R(n: int,          # agents, n >= 2
-                    n_actions: int,  # actions |A| >= 1
-                    ) -> float:      # expected R in [0, 1]
-    """Expected interventional robustness R = 1 - JSD / log2(n) (Mott et al. 2023, Eq. 2 with Algorithm 1's one-hot
-    samples) of `n` agents that each pick one of `n_actions` actions uniformly at random: the exact mean over the
-    multinomial action counts. Raises `ValueError` for n < 2 or n_actions < 1."""
-    n, A = int(n), int(n_actions)
-    if n < 2: raise ValueError(f"R needs n >= 2 agents; got {n}.")
-    if A < 1: raise ValueError(f"n_actions must be >= 1; got {A}.")
-    def counts(left: int, slots: int):
-        if slots == 1: yield (left,); return
-        for k in range(left + 1):
-            for rest in counts(left - k, slots - 1): yield (k, *rest)
-    total, logn = 0.0, math.log2(n)
-    for c in counts(n, A):
-        p = math.exp(math.lgamma(n + 1) - sum(math.lgamma(x + 1) for x in c) - n * math.log(A))
-        q = np.array([x / n for x in c if x])
-        total += p * (1.0 + float((q * np.log2(q)).sum()) / logn)
-    return total
-
-# %% ../nbs/95_scoreboard.ipynb #f97a6ec9
-MEASURES: dict[str, Callable] = {}
-
-def measure(name: str):
-    "Register a measure: `fn(run: RunTables, **args) -> list[Estimate]`, raising `NotRun` / `NotComparable` with the reason."
-    def deco(fn):
-        if name in MEASURES: raise ValueError(f"measure {name!r} is registered twice")
-        MEASURES[name] = fn; return fn
-    return deco
-
-_BREAKOUT_ACTIONS = 4
-
-_IR_TABLES = {"breakout": "Table 6", "amidar": "Table 5", "spaceinvaders": "Table 7"}   # Mott et al. 2023, App. E.2
-
-def _ir_breakout(run: RunTables, game: str = "breakout") -> pd.DataFrame:
-    "The IR table's rows of `game` ('breakout', 'amidar', 'spaceinvaders'); `NotComparable` naming the run's games when it has none."
-    t = run.table("ir", "ir_table", ("game", "pipeline", "frames", "original"))
-    b = t[t.game.astype(str).str.replace(r"[^a-z]", "", regex=True, case=False).str.lower().str.contains(game)]
-    if b.empty: raise NotComparable(f"game: {_IR_TABLES.get(game, 'the claim')} is {game}; the run's IR games are {sorted(set(t.game.astype(str)))}")
-    return b
-
-def _fr(f) -> str:
-    "50000 -> '5e4', 10000000 -> '1e7' (the paper's way of naming checkpoints)."
-    return f"{int(f):.0e}".replace("e+0", "e").replace("e+", "e")
-
-def _ir_frames(b: pd.DataFrame, pipeline: str, frames) -> int:
-    r = b[b.pipeline == pipeline]
-    if r.empty: raise NotRun(f"no {pipeline} pipeline in ir/ir_table.csv (it has {sorted(set(b.pipeline))})")
-    have = sorted(int(f) for f in r.frames)
-    if frames == "last":
-        if have[-1] <= 50_000: raise NotComparable(f"agent training length: the run has no {pipeline} checkpoint after 5e4 frames ({[_fr(f) for f in have]})")
-        return have[-1]
-    if int(frames) not in have:
-        raise NotComparable(f"agent training length: no {_fr(frames)}-frame {pipeline} checkpoint (the run has {[_fr(f) for f in have]})")
-    return int(frames)
-
-def _ir_matrix_dirs(run: RunTables) -> list[Path]:
-    "Folders of the R matrices the run saved (`rlexplain demo`: ir/run/units/ir/<game>/...; `rlexplain ir`: run/units/ir/<game>/...)."
-    out = []
-    for base in (run.path / "ir" / "run" / "units" / "ir", run.path / "run" / "units" / "ir"):
-        for p in sorted(base.glob("*/*/*/result.json")):
-            try:
-                if json.loads(p.read_text()).get("type") == "IRMatrix": out.append(p.parent)
-            except (OSError, ValueError): continue
-    return out
-
-def _ir_cells(run: RunTables, game: str = "breakout") -> pd.DataFrame | None:
-    "The run's R cells on Breakout: ir/ir_cells.csv, else the saved R matrices (`IRMatrix.to_frame`), else None."
-    if run.has("ir", "ir_cells"):
-        c = run.table("ir", "ir_cells", ("pipeline", "frames", "intervention", "R"))
-        return c[c.game.astype(str).str.replace(r"[^a-z]", "", regex=True, case=False).str.lower().str.contains(game)] if "game" in c else c
-    from rlexplain.ir import IRMatrix
-    frames = []
-    for d in _ir_matrix_dirs(run):
-        if game not in re.sub(r"[^a-z]", "", d.parent.parent.name.lower()): continue
-        try: frames.append(IRMatrix.load(d).to_frame())
-        except Exception: continue
-    return pd.concat(frames, ignore_index=True) if frames else None
-
-def _ir_constant(r: pd.Series) -> tuple:
-    """`('uninformative', reason)` when every measured agent of the IR table row `r` plays one constant action in every
-    state (`constant_agents` >= `n_agents`), else `()`. R then counts which action each seed froze on (1 when all froze on
-    the same one), and no intervention can change an action: the row holds by construction, whatever the claim."""
-    try: k, n = float(r.get("constant_agents")), float(r.get("n_agents"))
-    except (TypeError, ValueError): return ()
-    if not (np.isfinite(k) and np.isfinite(n) and n >= 1 and k >= n): return ()
-    return ("uninformative", f"each of the {int(n)} measured {r.pipeline} agents at {_fr(r.frames)} frames plays one constant action "
-                             f"in every state (ir_table.csv constant_agents = n_agents = {int(n)}): R {float(r.original):.3f} counts which "
-                             f"action each froze on, and no intervention can change it")
-
-def _ir_original(run: RunTables, pipeline: str, frames, game: str = "breakout") -> Estimate:
-    """Original R of `pipeline` at `frames` on Breakout: the table's jackknife-t interval over the measured agents when it
-    has one (`original_se`, `n_agents`), else a t interval over the unintervened states of ir_cells.csv, else the mean alone."""
-    b = _ir_breakout(run, game); f = _ir_frames(b, pipeline, frames)
-    r = b[(b.pipeline == pipeline) & (b.frames == f)].iloc[0]
-    label = f"{pipeline} R at {_fr(f)} frames"; x = _ir_constant(r)
-    if "original_se" in r and np.isfinite(float(r.original_se)) and float(r.get("n_agents", 0) or 0) >= 2:
-        n = int(r.n_agents); se = float(r.original_se)
-        return Estimate(label, float(r.original), se, n - 1, n, "agents", se * math.sqrt(n), f"jackknife-t over {n} agents", test="jackknife-t", excluded=x)
-    c = _ir_cells(run, game)
-    if c is not None:
-        v = c[(c.pipeline == pipeline) & (c.frames == f) & (c.intervention == "none")].R
-        if len(v): return Estimate.from_values(v, label, "states", excluded=x)
-    return Estimate.from_summary(float(r.original), None, r.get("n_agents"), label, "agents", excluded=x)
-
-@measure("ir.R")
-def _m_ir_R(run, pipeline: str, frames) -> list[Estimate]:
-    "Mott et al. Table 6 'Original': mean R of the unintervened Breakout states of `pipeline` at `frames` (ir/ir_table.csv)."
-    return [_ir_original(run, pipeline, frames)]
-
-def _ir_n_agents(run: RunTables, b: pd.DataFrame, pipeline: str) -> tuple[int | None, str]:
-    "Measured agents of `pipeline` and where the number comes from: ir_table.csv, the saved R matrices, else the scale's IRConfig."
-    r = b[b.pipeline == pipeline]
-    if "n_agents" in r and r.n_agents.notna().any(): return int(r.n_agents.dropna().iloc[0]), "ir_table.csv"
-    ns = set()
-    for d in _ir_matrix_dirs(run):
-        try: ns.add(len(json.loads((d / "result.json").read_text())["fields"]["agents"]))
-        except (OSError, ValueError, KeyError, TypeError): continue
-    if len(ns) == 1: return ns.pop(), "the saved R matrices"
-    from rlexplain.ir import IRConfig
-    c = run.config(IRConfig)
-    return (c.n_agents, f"IRConfig.from_scale('{run.scale}')") if c is not None else (None, "")
-
-@measure("ir.R_minus_random")
-def _m_ir_random(run, pipeline: str, frames) -> list[Estimate]:
-    """Original R of `pipeline` minus the R of uniformly random policies with the run's number of agents and Breakout's
-    4 actions (`random_policy_R`): 0 when the agents act like random ones. Raises `NotRun` without the number of agents."""
-    e = _ir_original(run, pipeline, frames); n, src = _ir_n_agents(run, _ir_breakout(run), pipeline)
-    if n is None: raise NotRun("the number of measured agents (ir_table.csv n_agents, the saved R matrices or the run's scale) is unknown")
-    ref = random_policy_R(n, _BREAKOUT_ACTIONS)
-    return [dataclasses.replace(e, mean=e.mean - ref, label=f"{e.label} - random R({n} agents from {src}, 4 actions) {ref:.3f}")]
-
-def _diff(a: Estimate, b: Estimate, label: str) -> Estimate:
-    "a - b for independent estimates (Welch); a point estimate when either lacks an interval. Excluded when either is."
-    x = a.excluded or b.excluded
-    if a.se is None or b.se is None: return Estimate(label, a.mean - b.mean, None, math.inf, min(a.n or 0, b.n or 0) or None, a.unit, None, "point estimates, no interval", test="none", excluded=x)
-    se, df = _welch(a, b)
-    sd = math.sqrt((a.sd or 0) ** 2 + (b.sd or 0) ** 2) if (a.sd is not None and b.sd is not None) else None
-    how = f"Welch t of two {a.method}" if a.method == b.method else f"Welch t of {a.method} and {b.method}"
-    return Estimate(label, a.mean - b.mean, se, df, min(a.n or 0, b.n or 0) or None, a.unit, sd, how, test="welch", excluded=x)
-
-@measure("ir.R_drop")
-def _m_ir_drop(run, pipeline: str, game: str = "breakout") -> list[Estimate]:
-    """Original R at 5e4 frames minus at the run's last checkpoint of `pipeline` on `game` (Breakout, Amidar or Space
-    Invaders: Tables 6, 5, 7): how much the agents diverge with
-    training. Uninformative when every measured agent at either checkpoint takes one constant action in all states
-    (ir_table.csv `constant_agents` = `n_agents`, `_ir_constant`): R then counts which action each seed froze on, not how
-    trained state-dependent policies differ, which is what the paper's agents (3e6 and 1e7 frames) show."""
-    a, b = _ir_original(run, pipeline, 50_000, game), _ir_original(run, pipeline, "last", game)
-    return [_diff(a, b, f"{pipeline} R(5e4) - R({b.label.split(' at ')[1]})")]
-
-@measure("ir.normalized")
-def _m_ir_norm(run) -> list[Estimate]:
-    """Table 6 'Normalized' per pipeline and checkpoint (Breakout): the mean change of R under the interventions, t over
-    the intervened cells (ir_cells.csv or the saved R matrices), else the table's mean alone."""
-    b = _ir_breakout(run); c = _ir_cells(run); out = []
-    for _, r in b.iterrows():
-        label = f"{r.pipeline} at {_fr(r.frames)}"
-        v = None if c is None else c[(c.pipeline == r.pipeline) & (c.frames == r.frames) & (c.intervention != "none")]
-        x = _ir_constant(r)
-        if v is not None and "R_normalized" in v and v.R_normalized.notna().sum() >= 2: out.append(Estimate.from_values(v.R_normalized, label, "cells", excluded=x))
-        elif "normalized" in r: out.append(Estimate.from_summary(float(r.normalized), None, None, label, "cells", excluded=x))
-    if not out: raise NotRun("ir_table.csv has no normalized values")
-    return out
-
-# %% ../nbs/95_scoreboard.ipynb #5073c8c2
-_RANLD_PAPER_GAMES = ("RoadRunner", "Freeway", "BankHeist", "Pong")
-
-def _ranld(run: RunTables) -> pd.DataFrame:
-    t = run.table("ranld", "ranld_tables", ("game", "condition", "quotient_mean"))
-    if "at" in t and (t["at"] == "observed").any(): t = t[t["at"] == "observed"]   # gradients at the observed frames: the paper's setting
-    return t
-
-NOOP_L2 = 1 / 255   # a shift whose mean L2 change (pixels in [0, 1]) is below one grey level of one pixel changed no frame a screen can show
-
-def _noop(r: pd.Series, grp: str) -> tuple:
-    """`('not comparable', reason)` for a shift of RA-NLD's table that was a no-op: it changed no observation (`changed`
-    = 0) or moved them by a mean L2 norm below `NOOP_L2`; `()` otherwise (and for the baseline, which changes nothing by
-    design). Its Λ re-measures the baseline: no number of runs decides a claim about the attack."""
-    if grp == "baseline": return ()
-    ch = float(r["changed"]) if "changed" in r and pd.notna(r["changed"]) else math.nan
-    l2 = float(r["l2"]) if "l2" in r and pd.notna(r["l2"]) else math.nan
-    if not (ch == 0 or l2 < NOOP_L2): return ()
-    what = "attack" if grp == "adversarial" else "shift"
-    return ("not comparable", f"the {what} was a no-op: it changed {ch:.0%} of the observations by a mean L2 of {l2:.2g} "
-                              f"(< {NOOP_L2:.2g}, one grey level of one pixel), so its Λ re-measures the baseline")
-
-def _group(cond: str) -> str:
-    return "baseline" if cond == BASELINE else "adversarial" if cond in ADVERSARIAL_CONDITIONS else "natural" if cond in NATURAL_CONDITIONS else "other"
-
-@measure("ranld.quotient")
-def _m_ranld(run, games="all", groups=("baseline", "adversarial", "natural"), conditions=None) -> list[Estimate]:
-    """Λ per game and condition (Korkmaz 2024, Tables 1-2), t over the table's runs (`quotient_std`, `n_runs`); items are
-    grouped 'baseline' / 'adversarial' / 'natural' and blocked by game. `games`: 'all', 'paper' (the paper's four) or a list."""
-    t = _ranld(run); have = sorted(set(t.game))
-    want = have if games == "all" else [g for g in have if g in _RANLD_PAPER_GAMES] if games == "paper" else [g for g in games if g in have]
-    if not want: raise NotComparable(f"game: the run's RA-NLD games are {have}, not {list(_RANLD_PAPER_GAMES) if games in ('all', 'paper') else list(games)}")
-    out = []
-    for g in want:
-        d = t[t.game == g].drop_duplicates("condition")
-        for _, r in d.iterrows():
-            grp = _group(r.condition)
-            if grp not in groups or (conditions and r.condition not in conditions): continue
-            out.append(Estimate.from_summary(r.quotient_mean, r.get("quotient_std"), r.get("n_runs"), f"{g} {r.condition}", "runs", group=grp, block=g,
-                                             excluded=_noop(r, grp)))
-        for need in groups:
-            if not any(e.group == need and e.block == g for e in out): raise NotRun(f"ranld_tables.csv lacks the {need} conditions of {g}")
-    return out
-
-@measure("ranld.group_means")
-def _m_ranld_groups(run, game: str) -> list[Estimate]:
-    "Mean Λ over the adversarial and over the natural conditions of `game` (standard errors combined as independent)."
-    items = _m_ranld(run, games=[game], groups=("adversarial", "natural")); out = []
-    for grp in ("adversarial", "natural"):
-        es = [e for e in items if e.group == grp]; k = len(es); m = sum(e.mean for e in es) / k
-        noop = [e for e in es if e.excluded]
-        x = (noop[0].excluded[0], "; ".join(f"{e.label}: {e.excluded[1]}" for e in noop)) if noop else ()
-        if any(e.se is None for e in es): out.append(Estimate(f"{game} mean {grp}", m, None, math.inf, es[0].n, "runs", None, "point estimates, no interval", grp, game, test="none", excluded=x)); continue
-        v = [(e.se / k) ** 2 for e in es]; se = math.sqrt(sum(v)); den = sum(x ** 2 / e.df for x, e in zip(v, es) if math.isfinite(e.df))
-        df = (sum(v) ** 2 / den) if den > 0 else math.inf; n = min(e.n for e in es)
-        out.append(Estimate(f"{game} mean {grp} ({k} conditions)", m, se, df, n, "runs", se * math.sqrt(n), f"t over {n} runs per condition", grp, game, test="t", excluded=x))
-    return out
-
-@measure("ranld.compare")
-def _m_ranld_cmp(run, column: str) -> list[Estimate]:
-    "`column` of the vanilla (DDQN) and adversarially trained (SA-DDQN) policy: one agent each, so a point estimate each."
-    t = run.table("ranld", "ranld_vanilla_vs_adversarial", ("policy",)).set_index("policy")
-    if not {"DDQN", "SA-DDQN"} <= set(t.index): raise NotRun(f"ranld_vanilla_vs_adversarial.csv lacks DDQN and SA-DDQN rows (has {list(t.index)})")
-    if column not in t: raise NotRun(f"ranld_vanilla_vs_adversarial.csv lacks the column {column!r}")
-    return [Estimate.from_summary(float(t.loc[p, column]), None, 1, f"{p} {column}", "agent", group=p) for p in ("DDQN", "SA-DDQN")]
-
-# %% ../nbs/95_scoreboard.ipynb #30d44b9d
-_PAPER_GAME = {"breakout": "Breakout", "pacman": "Pac-Man", "mspacman": "Pac-Man", "frostbite": "Frostbite", "spaceinvaders": "Space Invaders"}
-
-def _paper_game(game: str) -> str | None:
-    g = re.sub(r"[^a-z]", "", str(game).split("/")[-1].split("-v")[0].lower())
-    return _PAPER_GAME.get(g)
-
-def _pm(cell) -> tuple[float, float]:
-    "'1.23 ± 0.45' -> (1.23, 0.45); a bare number -> (x, nan)."
-    s = str(cell)
-    m = re.match(r"\s*(-?[0-9.eE+-]+)\s*(?:±|\+-|\+/-)\s*(-?[0-9.eE+-]+)", s)
-    if m: return float(m.group(1)), float(m.group(2))
-    try: return float(s), float("nan")
-    except ValueError: return float("nan"), float("nan")
-
-BENCH_UNITS = Path("saliency_bench") / "run" / "units" / "bench"   # <game>/<method>/: one saved MethodRun per job (run_benchmark)
-
-def _bench_aucs(run: RunTables) -> pd.DataFrame:
-    """Per-state insertion AUCs of every saved (game, method) job of the run (`MethodRun.insertion.to_frame`, with the
-    run scale's `BenchConfig.auc`, trapezoid when unknown): paper_game, method, state, sub_metric, auc. Raises `NotRun`
-    when the run saved none: a verdict from the table's rounded 'mean ± std' could not pair the states."""
-    key = ("bench_aucs",)
-    if key in run._cache: return run._cache[key]
-    from rlexplain.saliency_bench import BenchConfig, MethodRun
-    c = run.config(BenchConfig); kind = getattr(c, "auc", "trapezoid")
-    frames = []
-    for p in sorted((run.path / BENCH_UNITS).glob("*/*/result.json")):
-        try:
-            if json.loads(p.read_text()).get("type") != "MethodRun": continue
-            f = MethodRun.load(p.parent).insertion.to_frame(kind)
-        except (OSError, ValueError, KeyError): continue
-        frames.append(f.assign(paper_game=f.game.map(_paper_game)))
-    if not frames: raise NotRun(f"the per-state insertion AUCs are missing ({BENCH_UNITS}/<game>/<method>/, saved by run_benchmark): "
-                                "the table's rounded 'mean ± std' cannot pair the states, and no verdict is drawn from it")
-    run._cache[key] = out = pd.concat(frames, ignore_index=True)
-    return out
-
-@measure("sal.insertion")
-def _m_insertion(run, games, sub_metrics, exclude=("random",)) -> list[Estimate]:
-    """Insertion AUC per method (Huber et al. Table 1) of each of `games` (the paper's names) and `sub_metrics`: t over the
-    states, from the per-state AUCs the run saved (`_bench_aucs`), keyed by state so that two methods on the same states
-    are compared through their paired differences; blocked by game and sub-metric. The games come from the run's table."""
-    t = run.table("saliency_bench", "saliency_bench_insertion", ("game", "sub_metric"))
-    have = sorted(set(str(g) for g in t.game)); out = []
-    gs = [games] if isinstance(games, str) else list(games)
-    for g in gs:
-        if not (t.game.map(_paper_game) == g).any(): raise NotComparable(f"game: the run's saliency-benchmark games are {have}, not {g}")
-    a = _bench_aucs(run); a = a[~a.method.isin(exclude)]
-    for g in gs:
-        for sub in ([sub_metrics] if isinstance(sub_metrics, str) else sub_metrics):
-            d = a[(a.paper_game == g) & (a.sub_metric == sub)]
-            if d.empty: raise NotRun(f"no saved {sub} insertion AUCs for {g}")
-            cols = [m for m in t.columns if m in set(d.method)]   # the table's order of methods
-            for m, dm in sorted(d.groupby("method", sort=False), key=lambda x: cols.index(x[0]) if x[0] in cols else len(cols)):
-                v = dm.sort_values("state"); paired = tuple(zip(v.state.astype(int), v.auc.astype(float)))
-                if not np.isfinite(v.auc.to_numpy(float)).any(): continue   # a method without this sub-metric
-                out.append(Estimate.from_values(v.auc.to_numpy(), m, "states", group=m, block=f"{g} {sub}", paired=paired))
-    return out
-
-def _sanity(run: RunTables) -> pd.DataFrame:
-    return run.table("saliency_bench", "saliency_bench_sanity_summary", ("method", "metric", "n_randomized", "mean"))
-
-def _sanity_states(run: RunTables) -> pd.DataFrame | None:
-    """Per-state similarities of the sanity checks (`sanity.parquet` beside each saved job under `BENCH_UNITS`): game,
-    method, n_randomized, state, metric, value; None when the run saved none (the summary table is used instead)."""
-    key = ("sanity_states",)
-    if key not in run._cache:
-        frames = []
-        for p in sorted((run.path / BENCH_UNITS).glob("*/*/sanity.parquet")):
-            try: frames.append(pd.read_parquet(p, columns=["game", "method", "n_randomized", "state", "metric", "value"]))
-            except Exception: continue
-        run._cache[key] = pd.concat(frames, ignore_index=True) if frames else None
-    return run._cache[key]
-
-@measure("sal.sanity")
-def _m_sanity(run, metric: str, layers, methods=None, exclude=("random",)) -> list[Estimate]:
-    """Similarity of the randomised model's maps to the original's (Huber et al. Fig. 3) per method: `layers` 1 (the output
-    layer) or 'all' (every layer randomised); t over the states: the per-state values the run saved (`_sanity_states`,
-    keyed by game and state, so that two methods are compared through their paired differences), else the summary's
-    `mean`, `std` and `n`."""
-    s = _sanity(run); s = s[(s.metric == metric) & ~s.method.isin(exclude)]; per = _sanity_states(run)
-    ms = list(dict.fromkeys(s.method)) if methods is None else list(methods)
-    out = []
-    for m in ms:
-        d = s[s.method == m].sort_values("n_randomized")
-        if d.empty: raise NotRun(f"the sanity checks have no {m} / {metric} rows (methods: {sorted(set(s.method))})")
-        r = d.iloc[-1] if layers == "all" else (d[d.n_randomized == int(layers)].iloc[0] if (d.n_randomized == int(layers)).any() else None)
-        if r is None: raise NotRun(f"no {m} / {metric} row with {layers} randomised layer(s)")
-        v = None if per is None else per[(per.method == m) & (per.metric == metric) & (per.n_randomized == r.n_randomized)].sort_values(["game", "state"])
-        if v is not None and np.isfinite(v.value.to_numpy(float)).sum() >= 2:
-            out.append(Estimate.from_values(v.value.to_numpy(float), m, "states", group=m, paired=tuple(zip(zip(v.game, v.state.astype(int)), v.value.astype(float)))))
-        else: out.append(Estimate.from_summary(float(r["mean"]), r.get("std"), r.get("n"), m, "states", group=m))
-    if not out: raise NotRun(f"the sanity checks have no {metric} rows")
-    return out
-
-@measure("sal.calibration")
-def _m_calibration(run) -> list[Estimate]:
-    """Our minus the paper's (Huber et al. App. B.1, `saliency_bench.PAPER_CALIBRATION`) mean similarity of random map pairs,
-    per distribution and metric; t over the pairs when the table gives `<metric>_std` and `n_pairs`, else a point estimate."""
-    t = run.table("saliency_bench", "saliency_bench_calibration", ("distribution", "spearman", "ssim", "hog")).set_index("distribution")
-    out = []
-    for dist in t.index:
-        if dist not in PAPER_CALIBRATION.index: continue
-        for m in ("spearman", "ssim", "hog"):
-            sd, n = t.loc[dist].get(f"{m}_std"), t.loc[dist].get("n_pairs")
-            e = Estimate.from_summary(float(t.loc[dist, m]) - float(PAPER_CALIBRATION.loc[dist, m]), sd, n, f"{dist} {m} - paper", "pairs")
-            out.append(e)
-    if not out: raise NotRun("the calibration table has neither a uniform nor a gaussian row")
-    return out
-
-@measure("sal.runtime")
-def _m_runtime(run, methods) -> list[Estimate]:
-    """log seconds per map of each method with its final parameters, all timed on the run's machine: t over the games
-    (saliency_bench_runtime.csv; each game's maps timed as one job; two methods are compared through their per-game
-    ratios), else one timing (saliency/saliency_runtime.csv)."""
-    try: t = run.table("saliency_bench", "saliency_bench_runtime", ("method", "s_per_map"))
-    except NotRun as e:
-        try: t = run.table("saliency", "saliency_runtime", ("method", "s_per_map"))
-        except NotRun as e2: raise NotRun(f"{e}; {e2}")
-    out = []
-    for m in methods:
-        d = t[t.method == m]; v = d.s_per_map.astype(float)
-        if v.empty or (v <= 0).any(): raise NotRun(f"no positive run-time of {m} (methods: {sorted(set(t.method))})")
-        keys = d.game.astype(str).tolist() if "game" in d else []
-        paired = tuple(zip(keys, np.log(v))) if len(set(keys)) == len(keys) else ()
-        out.append(Estimate.from_values(np.log(v), m, "games", group=m, paired=paired))
-    return out
-
-@measure("sal.tuning_time")
-def _m_tuning(run, methods) -> list[Estimate]:
-    "log seconds per map over each method's tuned parameter sets (saliency_bench_tuning.csv, the run's machine): t over the sets."
-    t = run.table("saliency_bench", "saliency_bench_tuning", ("method", "seconds_per_map"))
-    out = []
-    for m in methods:
-        v = t[t.method == m].seconds_per_map.astype(float)
-        if v.empty: raise NotRun(f"the tuning table has no {m} parameter sets (methods: {sorted(set(t.method))})")
-        out.append(Estimate.from_values(np.log(v.clip(lower=1e-9)), m, "parameter sets", group=m))
-    return out
-
-# %% ../nbs/95_scoreboard.ipynb #e08aaf24
-def _xrl_table(run: RunTables, env: str) -> pd.DataFrame:
-    if env in ("Breakout", "Pong"):
-        t = run.table("xrlbench", f"xrl_image_{env.lower()}", ("method",))
-    else:
-        t = run.table("xrlbench", "xrl_fidelity_stability", ("method", "env"))
-        t = t[t.env.astype(str).str.split("-").str[0] == env]
-        if t.empty: raise NotRun(f"the run's XRL-Bench table has no {env} rows (the zoo lacked its agent?)")
-    return t.set_index("method")
-
-@measure("xrl.metric")
-def _m_xrl(run, env: str, metric: str) -> list[Estimate]:
-    """XRL-Bench `metric` (Xiong et al. Tables 2-4) of every method on `env`: t over the explained states when the table
-    gives `<metric>_std` and `n_states`, else a point estimate (n from the scale's XRLBenchConfig)."""
-    t = _xrl_table(run, env)
-    if metric not in t: raise NotRun(f"the XRL-Bench table for {env} lacks {metric}")
-    v = pd.to_numeric(t[metric], errors="coerce")
-    sd = pd.to_numeric(t[f"{metric}_std"], errors="coerce") if f"{metric}_std" in t else pd.Series(np.nan, index=t.index)
-    if metric == "RIS" and "RIS_n" in t: n = pd.to_numeric(t["RIS_n"], errors="coerce")   # RIS is scored on the first RIS_n states
-    elif "n_states" in t: n = pd.to_numeric(t["n_states"], errors="coerce")
-    else:
-        from rlexplain.xrlbench import XRLBenchConfig
-        c = run.config(XRLBenchConfig); k = None if c is None else (c.n_image_explain if env in ("Breakout", "Pong") else c.n_explain)
-        n = pd.Series(k, index=t.index, dtype=float)
-    out = [Estimate.from_summary(float(v[m]), None if not np.isfinite(sd[m]) else float(sd[m]), n[m], m, "states", group=m)
-           for m in t.index if np.isfinite(v[m])]
-    if not out: raise NotRun(f"no finite {metric} on {env}")
-    return out
-
-# %% ../nbs/95_scoreboard.ipynb #efacef8f
-def _eps(shift: str) -> float:
-    m = re.search(r"eps=([0-9.]+)", str(shift)); return float(m.group(1)) if m else float("nan")
-
-def _ts_games(run: RunTables, game) -> list[str]:
-    if game != "all": return [game]
-    if not (run.path / "timeseries").is_dir(): raise NotRun("the run has no 'timeseries' section")
-    games = sorted(p.name[3:-12] for p in (run.path / "timeseries").glob("ts_*_impacts.csv"))
-    if not games: raise NotRun("timeseries/ts_<game>_impacts.csv are missing")
-    return games
-
-def _did_estimate(r: pd.Series, label: str, **kw) -> Estimate:
-    level = float(r.get("ci_level", r.get("level", 0.95)))
-    kind = r.get("interval") if isinstance(r.get("interval"), str) else "t"
-    return Estimate.from_interval(r.did, r.ci_low, r.ci_high, level, r.get("n_seeds"), label, "seeds", kind, **kw)
-
-@measure("ts.did")
-def _m_ts_did(run, game="all", at="largest") -> list[Estimate]:
-    """DiD of FGSM on each agent's return (Fujimoto et al. Eq. 4, Fig. 3) with the table's interval over seeds (95% t by
-    default: `TimeSeriesConfig.ci_level`); `at` 'largest' (each agent's largest epsilon) or 'all' (every epsilon, in
-    increasing order); blocked by game and agent."""
-    out = []
-    for g in _ts_games(run, game):
-        t = run.table("timeseries", f"ts_{g}_impacts", ("agent", "shift", "did", "ci_low", "ci_high"))
-        t = t.assign(eps=t["shift"].map(_eps))
-        for a, d in t.groupby("agent", sort=False):
-            d = d.sort_values("eps")
-            for _, r in (d.tail(1) if at == "largest" else d).iterrows():
-                out.append(_did_estimate(r, f"{g} {a} {r['shift']}", group=a, block=f"{g} {a}"))
-    return out
-
-@measure("ts.pre")
-def _m_ts_pre(run, game="all") -> list[Estimate]:
-    "The largest |pre-period gap| and |placebo DiD| over agents and shifts of each game: exact (fixed seeds make them 0)."
-    out = []
-    for g in _ts_games(run, game):
-        t = run.table("timeseries", f"ts_{g}_impacts", ("pre_gap", "placebo"))
-        out += [Estimate.exact(float(t.pre_gap.abs().max()), f"{g} max |pre gap|"), Estimate.exact(float(t.placebo.abs().max()), f"{g} max |placebo|")]
-    return out
-
-@measure("ts.forecast")
-def _m_ts_forecast(run, game: str) -> list[Estimate]:
-    "Damped-trend forecasts at the horizon with their prediction intervals (Fujimoto et al. Fig. 5; 99% unless the table says)."
-    t = run.table("timeseries", f"ts_{game}_forecast", ("label", "forecast", "lower", "upper"))
-    return [Estimate.prediction(r.forecast, r.lower, r.upper, float(r.get("level", 0.99)), str(r.label), group=str(r.label).split()[0].lower())
-            for _, r in t.iterrows()]
-
-def _switch(run: RunTables) -> pd.DataFrame:
-    return run.table("switching", "switching_did", ("label", "did", "ci_low", "ci_high"))
-
-@measure("sw.did")
-def _m_sw(run, labels: dict, zero: bool = False, missing: str = "") -> list[Estimate]:
-    """DiD of agent switches (Fujimoto et al. Fig. 4) with the table's interval over seeds; `labels` maps a group name to
-    the start of the switch's label (e.g. {untrained = '1 untrained'}); `zero` adds the exact 0 as group 'zero'. A missing
-    switch is 'not comparable' with the reason `missing` when given, else 'not run'."""
-    t = _switch(run); out = [Estimate.exact(0.0, "0", group="zero")] if zero else []
-    for grp, start in labels.items():
-        r = t[t.label.astype(str).str.startswith(start)]
-        if r.empty:
-            msg = f"no '{start}' switch in the run (its switches: {list(t.label)})"
-            if missing: raise NotComparable(f"{missing}; {msg}")
-            raise NotRun(msg)
-        out.append(_did_estimate(r.iloc[0], str(r.iloc[0].label), group=grp))
-    return out
-
-@measure("sw.did_relative")
-def _m_sw_rel(run, label: str, missing: str = "") -> list[Estimate]:
-    "DiD of the switch whose label starts with `label`, over |the control's post-period mean| (a fraction of the team's return)."
-    t = _switch(run); r = t[t.label.astype(str).str.startswith(label)]
-    if r.empty: raise NotComparable(f"{missing + '; ' if missing else ''}no '{label}' switch in the run (its switches: {list(t.label)})")
-    r = r.iloc[0]
-    if "control_post_mean" not in r or not np.isfinite(r.control_post_mean) or r.control_post_mean == 0:
-        raise NotRun("switching_did.csv lacks control_post_mean")
-    s = abs(float(r.control_post_mean)); r2 = r.copy()
-    for k in ("did", "ci_low", "ci_high"): r2[k] = float(r[k]) / s
-    return [_did_estimate(r2, f"{r.label} DiD / |control {r.control_post_mean:.3g}|")]
-
 # %% ../nbs/95_scoreboard.ipynb #3fdd8e2e
 def _score_distinct(c: dict, items: list[Estimate]) -> list[Check]:
     """Every two items of a block differ: 'holds' when the interval of a - b (paired over common units, else Welch; at the
@@ -967,33 +332,6 @@ def _score_not_monotone(c: dict, items: list[Estimate]) -> list[Check]:
 
 SCORERS.update(distinct=_score_distinct, reversal=_score_reversal, not_monotone=_score_not_monotone)
 
-@measure("ir.R_path")
-def _m_ir_path(run, pipeline: str, game: str = "breakout", min_checkpoints: int = 3) -> list[Estimate]:
-    """Original R of `pipeline` on `game` at every checkpoint after 5e4 frames, in increasing frames, one block: the path
-    of R with training (Mott et al. Tables 5-7). `NotComparable` when the run has fewer than `min_checkpoints` of them."""
-    b = _ir_breakout(run, game); r = b[b.pipeline == pipeline]
-    if r.empty: raise NotRun(f"no {pipeline} pipeline in ir/ir_table.csv (it has {sorted(set(b.pipeline))})")
-    fs = sorted(int(f) for f in r.frames if int(f) > 50_000)
-    if len(fs) < min_checkpoints:
-        raise NotComparable(f"agent training length: {len(fs)} {pipeline} checkpoint(s) after 5e4 frames ({[_fr(f) for f in fs]}); "
-                            f"a path of R needs {min_checkpoints} (the paper's 3e6, 5e6, 8e6, 1e7)")
-    return [dataclasses.replace(_ir_original(run, pipeline, f, game), block=f"{pipeline} {game}") for f in fs]
-
-@measure("ts.forecast_width")
-def _m_ts_width(run, game: str, per_eps: bool = False) -> list[Estimate]:
-    """Width (upper - lower) of each agent's prediction interval at the forecast horizon (Fujimoto et al. Fig. 5,
-    `ts_<game>_forecast.csv`), a point estimate per agent (one forecast each: no interval for the width); grouped by the
-    agent. `per_eps`: one item per agent and attack strength (strongest first), blocked by agent, which needs an `eps` column (the paper's
-    right-hand panels: stronger attacks); `NotRun` without it."""
-    t = run.table("timeseries", f"ts_{game}_forecast", ("label", "lower", "upper"))
-    if per_eps:
-        if "eps" not in t: raise NotRun(f"ts_{game}_forecast.csv forecasts each agent at one attack strength (no eps column); "
-                                        "the paper's right-hand panels forecast a stronger attack beside it")
-        return [Estimate.from_summary(float(r.upper - r.lower), None, 1, f"{r.label} eps={r.eps}", "forecast", group=str(r.label), block=str(r.label))
-                for _, r in t.sort_values("eps", ascending=False).iterrows()]   # strongest first: 'decreasing' then reads 'wider with eps'
-    return [Estimate.from_summary(float(r.upper - r.lower), None, 1, f"{r.label} width", "forecast", group=str(r.label).split()[0].lower())
-            for _, r in t.iterrows()]
-
 # %% ../nbs/95_scoreboard.ipynb #21abbb16
 def _paper_ir(algorithm: str, frames: int, column: str = "original") -> pd.Series:
     t = ir_paper_table(); r = t[(t.algorithm == algorithm) & (t.frames == int(frames))]
@@ -1001,9 +339,9 @@ def _paper_ir(algorithm: str, frames: int, column: str = "original") -> pd.Serie
     return pd.Series({f"{algorithm} {int(frames):.0e}": float(r[column].iloc[0])})
 
 def _paper_ranld(game: str, groups=("baseline", "adversarial", "natural"), group_means: bool = False) -> pd.Series:
-    p = paper_tables().drop_duplicates(["game", "condition"]); p = p[(p.game == game) & p.condition.map(_group).isin(groups)]
+    p = paper_tables().drop_duplicates(["game", "condition"]); p = p[(p.game == game) & p.condition.map(condition_group).isin(groups)]
     if p.empty: raise KeyError(f"the RA-NLD tables have no {game} rows of {groups}")
-    if group_means: return p.groupby(p.condition.map(_group), sort=False).paper_mean.mean().rename(lambda g: f"{game} mean {g}")
+    if group_means: return p.groupby(p.condition.map(condition_group), sort=False).paper_mean.mean().rename(lambda g: f"{game} mean {g}")
     return p.set_index(p.game + " " + p.condition).paper_mean
 
 def _paper_insertion(game: str, sub_metric: str, methods=("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic")) -> pd.Series:
@@ -1025,10 +363,10 @@ def _paper_runtimes(methods=("occlusion", "noise_sensitivity", "sarfa", "rise", 
 
 PAPER_TABLES: dict[str, Callable] = {   # where the papers' numbers live (one place each); a claim's `paper_ref` names one
     "ir_table6": _paper_ir,                     # Mott et al. 2023, Table 6 (this module: ir_paper_table)
-    "ranld": _paper_ranld,                      # Korkmaz 2024, Tables 1-2 (rlexplain.ranld.paper_tables)
-    "saliency_insertion": _paper_insertion,     # Huber et al. 2023, Table 1 (rlexplain.saliency_bench.paper_insertion_table)
+    "ranld": _paper_ranld,                      # Korkmaz 2024, Tables 1-2 (rlexplain.ranld_study.paper_tables)
+    "saliency_insertion": _paper_insertion,     # Huber et al. 2023, Table 1 (rlexplain.saliency_study.paper_insertion_table)
     "saliency_calibration": _paper_calibration, # Huber et al. 2023, App. B.1 (rlexplain.saliency_bench.PAPER_CALIBRATION)
-    "saliency_runtime": _paper_runtimes,        # Huber et al. 2023, App. C.2 Tables 3-6 and 8, final rows (saliency_bench.PAPER_RUNTIMES)
+    "saliency_runtime": _paper_runtimes,        # Huber et al. 2023, App. C.2 Tables 3-6 and 8, final rows (saliency_study.PAPER_RUNTIMES)
     "xrlbench": _paper_xrl,                     # Xiong et al. 2024, Tables 2-4 (rlexplain.xrlbench.paper_results)
 }
 
@@ -1103,7 +441,7 @@ def _claim_test(checks: list[Check]) -> str:
     t = ", ".join(dict.fromkeys(x for c in checks for x in c.test.split(", ") if x)) or "none"
     if set(t.split(", ")) <= {"exact", "prediction", "none"}: return t   # nothing drawn at a level: no Bonferroni
     lv = max((c.level for c in checks), default=LEVEL)
-    return t + (f" ({_pct(lv)} each: Bonferroni over {round((1 - LEVEL) / (1 - lv))})" if lv > LEVEL + 1e-12 else "")
+    return t + (f" ({level_pct(lv)} each: Bonferroni over {round((1 - LEVEL) / (1 - lv))})" if lv > LEVEL + 1e-12 else "")
 
 def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
                 run: RunTables,
@@ -1113,8 +451,9 @@ def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
     are left out of the checks: the claim is then 'uninformative' (or 'not comparable' when every such item is a no-op
     shift), with `informative` False, unless the remaining checks contradict it; a claim marked `uninformative` in
     claims.toml (a self-test) never counts as reproduced. `reason` always names the values, intervals and n behind the
-    verdict (or says there are none), why it is not comparable or not run, and the run's scale. Never raises for a
-    damaged run: an unexpected error gives 'not run' with the error."""
+    verdict (or says there are none), why it is not comparable or not run, and the run's scale. Raises `RunTableError` for
+    a table its declaration refuses (`rlexplain.runtables.read_table`: a broken table is no verdict); any other error in
+    a measure gives 'not run' with the error."""
     c = {k: v for k, v in dict(claim).items() if not (isinstance(v, float) and math.isnan(v))}   # CLAIMS' empty cells
     scale = run.scale or "unknown"; items: list[Estimate] = []
     def row(verdict, reason, test="none", informative=True):
@@ -1123,7 +462,7 @@ def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
         secs = c.get("comparator") == "ratio"   # log-seconds: shown as (geometric-mean) seconds per map
         f = (lambda x: f"{math.exp(x):.3g} s") if secs else (lambda x: f"{x:.4g}")
         ours = "; ".join(f"{e.label} {f(e.mean)}" for e in shown) + more if items else ""
-        ivs = "; ".join(f"[{f(iv[0])}, {f(iv[1])}] ({_pct(e.fixed[2] if e.fixed else LEVEL)} {e.method})" if (iv := e.interval()) is not None and e.method != "exact"
+        ivs = "; ".join(f"[{f(iv[0])}, {f(iv[1])}] ({level_pct(e.fixed[2] if e.fixed else LEVEL)} {e.method})" if (iv := e.interval()) is not None and e.method != "exact"
                         else e.method for e in shown) + more if items else ""
         n = _ns(items)
         if not items: reason = f"no value, no interval, n = 0: {reason}"
@@ -1162,6 +501,7 @@ def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
         return row("uninformative", f"{flag}; {v}: {why}", test, False)
     except NotRun as e: return row("not run", str(e))
     except NotComparable as e: return row("not comparable", str(e))
+    except RunTableError: raise
     except Exception as e: return row("not run", f"could not read the run's tables: {type(e).__name__}: {e}")
 
 
@@ -1218,11 +558,12 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
     """Score a finished run against the claims: per claim our value(s) (`ours`), their 95% `interval`s, `n` (what they rest
     on), the `test` behind the interval, `informative` (False where the evidence holds by construction or the condition was
     not applied: such a claim never counts as reproduced), the `verdict` (one of `VERDICTS`) and its `reason`. Deterministic: the same tables give the same board. The run's scale
-    is in `board.attrs["scale"]`. Raises `FileNotFoundError` if `run_dir` is not a directory; missing sections, tables or
-    columns give 'not run', never an error."""
+    is in `board.attrs["scale"]`. A missing section or table gives 'not run'. Refuses what is not a finished run
+    (`rlexplain.runtables.check_run`): raises `FileNotFoundError` if `run_dir` is not a directory, `NotARun` for a folder
+    without a run's sections (or one section of a run), `RunTableError` naming the file for a table that cannot be
+    parsed, lacks a declared column or has fewer rows than its configuration promises."""
     p = Path(run_dir)
-    if not p.is_dir(): raise FileNotFoundError(f"run directory {str(p)!r} does not exist; expected the folder `rlexplain demo --out` wrote.")
-    run = RunTables(p); rows = []
+    run = check_run(p); rows = []
     for _, c in (CLAIMS if claims is None else claims).iterrows():
         kind = c["kind"] + (f" ({c['from_table']})" if c["kind"] == "derived" else "")
         r = score_claim(c, run)

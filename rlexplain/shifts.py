@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .core import Policy, progress as progress_bar, to_obs_tensor, warn_constant_policy
+from .core import Policy, to_obs_tensor, warn_constant_policy
+from .compute import progress as progress_bar
 from .envs import Rollout, ToyboxEnv, make_env
 
 # %% ../nbs/04_shifts.ipynb #5afb1c49
@@ -378,7 +379,7 @@ class NesterovMomentum(Shift):
     moves a 4 x 84 x 84 frame by l2 <= 0.001, 0.26 of one grey level spread over the whole frame, which changed no action
     of the zoo's RoadRunner and Freeway DDQNs; `per_entry=True` reads it per observation entry, an L2 budget of
     `eps * sqrt(d)` for d entries (0.168 for 4 x 84 x 84: the L2 norm of a change of eps in every entry), the reading
-    RA-NLD's protocol uses below the paper scale (`ranld.paper_shifts`)."""
+    RA-NLD's protocol uses below the paper scale (`ranld_study.paper_shifts`)."""
     eps: float = 0.001              # L2 budget, [0, 1] pixel units (per entry if per_entry)
     decay: float = 0.1              # mu, the momentum decay factor
     n_iter: int = 10                # N; step alpha = eps / N

@@ -14,7 +14,8 @@ from scipy import stats as _st
 
 # %% auto #0
 __all__ = ['TESTS', 'Interval', 't_quantile', 't_bounds', 't_interval', 't_from_se', 'welch_df', 'welch_from_se', 'welch',
-           'paired_t', 'bonferroni_level', 'holm', 'jackknife', 'bootstrap']
+           'paired_t', 'bonferroni_level', 'holm', 'jackknife', 'jackknife_interval', 'bootstrap', 'bootstrap_means',
+           'percentile_bounds']
 
 # %% ../nbs/06_stats.ipynb #2e6ebb12
 TESTS = ("t", "welch", "paired-t", "jackknife-t", "bootstrap", "exact", "none")
@@ -189,9 +190,22 @@ def jackknife(x: Any,                               # (n, ...) units along axis 
     `ValueError` for fewer than 3 units (one left out of 2 leaves no spread to estimate)."""
     x = np.asarray(x)
     if x.ndim == 0 or len(x) < 3: raise ValueError(f"the jackknife needs at least 3 units on axis 0; got shape {x.shape}.")
-    n = len(x); th = np.array([float(statistic(np.delete(x, i, axis=0))) for i in range(n)])
-    se = math.sqrt((n - 1) / n * float(((th - th.mean()) ** 2).sum()))
-    return t_from_se(float(statistic(x)), se, n - 1, level, n, "jackknife-t")
+    th = np.array([float(statistic(np.delete(x, i, axis=0))) for i in range(len(x))])
+    return jackknife_interval(float(statistic(x)), th, level)
+
+def jackknife_interval(value: float,        # the statistic on all n units
+                       loo: Any,            # (n,) the statistic with unit i left out, i = 1..n (computed elsewhere)
+                       level: float = 0.95,
+                       ) -> Interval:
+    """The delete-one jackknife interval from leave-one-out values computed elsewhere (e.g. one refit per left-out agent):
+    se = sqrt((n-1)/n sum_i (theta_(i) - mean theta)^2), value +- t_{n-1, (1+level)/2} se, test 'jackknife-t'. Source:
+    Quenouille (1949), Tukey (1958); Efron & Tibshirani (1993), eq. 11.5. Raises `ValueError` for fewer than 3 values, a
+    NaN or infinite leave-one-out value, or a level outside (0, 1)."""
+    th = np.asarray(loo, np.float64).ravel()
+    if len(th) < 3: raise ValueError(f"the jackknife needs at least 3 leave-one-out values; got {len(th)}.")
+    if not np.isfinite(th).all(): raise ValueError(f"leave-one-out values must be finite; got {th}.")
+    n = len(th); se = math.sqrt((n - 1) / n * float(((th - th.mean()) ** 2).sum()))
+    return t_from_se(float(value), se, n - 1, level, n, "jackknife-t")
 
 # %% ../nbs/06_stats.ipynb #e381e6e5
 def bootstrap(x: Any,                          # (n,) values of n independent units; NaN left out
@@ -210,3 +224,27 @@ def bootstrap(x: Any,                          # (n,) values of n independent un
     r = _st.bootstrap((v,), statistic, confidence_level=_level(level), n_resamples=n_resamples, method=method, rng=np.random.default_rng(seed))
     ci = r.confidence_interval
     return Interval(float(statistic(v, axis=-1)), float(ci.low), float(ci.high), len(v), level, "bootstrap", float(r.standard_error), math.inf)
+
+# %% ../nbs/06_stats.ipynb #e1287cb7
+def bootstrap_means(v: Any,            # (..., N) values of N units on the last axis; NaN left out of each mean
+                    n_boot: int,       # resamples, >= 1
+                    seed: int = 0,     # the resampling's seed: the same data give the same means
+                    chunk: int = 100,  # resamples per array operation (memory: chunk x v.size floats)
+                    ) -> np.ndarray:   # (n_boot, ...) float64: the nanmean over the last axis of each resample
+    """Paired bootstrap resamples of the N units on the last axis (Efron & Tibshirani 1993, ch. 6 and 13): resample b draws
+    N indices with replacement, row b of `np.random.default_rng(seed).integers(0, N, (n_boot, N))`, the same indices for
+    every leading entry, and takes the nanmean. Raises `ValueError` for n_boot < 1, chunk < 1 or no units."""
+    v = np.asarray(v, np.float64)
+    if int(n_boot) < 1 or int(chunk) < 1: raise ValueError(f"n_boot and chunk must be >= 1; got {n_boot}, {chunk}.")
+    if v.ndim == 0 or v.shape[-1] == 0: raise ValueError(f"bootstrap_means needs units on the last axis; got shape {v.shape}.")
+    N = v.shape[-1]; idx = np.random.default_rng(seed).integers(0, N, (int(n_boot), N))
+    return np.concatenate([np.moveaxis(np.nanmean(v[..., idx[i:i + chunk]], -1), -1, 0) for i in range(0, len(idx), chunk)])
+
+def percentile_bounds(boot: Any,          # (B, ...) bootstrap replicates of a statistic on axis 0; NaN left out
+                      level: float = 0.95, # coverage, in (0, 1)
+                      ) -> tuple[np.ndarray, np.ndarray]: # (low, high), each of shape boot.shape[1:]
+    """The percentile bootstrap interval (Efron & Tibshirani 1993, ch. 13): the `100 (1 - level) / 2` and `100 (1 + level) / 2`
+    percentiles (`np.nanpercentile`, linear interpolation) of the replicates. Raises `ValueError` for a level outside (0, 1)."""
+    _level(level)
+    lo, hi = np.nanpercentile(boot, [100 * (1 - level) / 2, 100 * (1 + level) / 2], axis=0)
+    return lo, hi

@@ -10,17 +10,20 @@ from pathlib import Path
 from typing import Any
 
 # %% auto #0
-__all__ = ['switching_series', 'SwitchingConfig', 'team_entry', 'SwitchingStudy', 'run_switching_study']
+__all__ = ['switching_series', 'SwitchingConfig', 'team_entry', 'SwitchingStudy', 'run_switching_study', 'demo_section']
 
 # %% ../nbs/51_switching.ipynb #d4ca81b6
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .agents import best_zoo_entry, load_agent, untrained_agent
-from .core import Policy, Result, ScaledConfig
+from .agent_zoo import best_zoo_entry, load_agent, untrained_agent
+from .core import Policy
+from .compute import ScaledConfig
+from .runs import Result
 from .envs import make_parallel_env, team_returns
-from .timeseries import CausalImpact, PerformanceSeries, check_study_config, causal_impact, episode_seed, forecast
+from .timeseries import CausalImpact, PerformanceSeries, causal_impact, episode_seed, forecast
+from .timeseries_study import check_study_config
 
 # %% ../nbs/51_switching.ipynb #4beb1a44
 def switching_series(team: Policy,               # the deployed team's policy (parameter sharing: every slot runs it)
@@ -92,7 +95,7 @@ class SwitchingConfig(ScaledConfig):
     """An ad hoc switching study (Fujimoto et al. 2024, Figure 4). Units: `n_episodes`, `T`, `window`, `horizon` in
     episodes; `seeds` are the M fixed seeds; teams are zoo training seeds of `pipeline` on `env_id`. Raises
     `ValueError` for fewer than 2 seeds, T outside [1, n_episodes - 1], team == donor, no switch or a k < 1, and the
-    bad sizes `timeseries.TimeSeriesConfig` rejects (n_boot, horizon, window, levels, agg, interval)."""
+    bad sizes `timeseries_study.TimeSeriesConfig` rejects (n_boot, horizon, window, levels, agg, interval)."""
     env_id: str = "mpe2/simple_spread_v3"
     pipeline: str = "ppo-mpe"
     team: int = 0                 # zoo seed of the deployed team
@@ -217,3 +220,27 @@ def run_switching_study(cfg: SwitchingConfig | None = None, # None: SwitchingCon
     fc = forecast(perf, cfg.horizon, cfg.level, cfg.window, cfg.agg)
     return SwitchingStudy(perf.table, pd.DataFrame(rows), fc.summary(), dataclasses.asdict(cfg),
                           {k: v.name for k, v in teams.items()})
+
+# %% ../nbs/51_switching.ipynb #2b327254
+def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
+    """The switching section of `rlexplain demo` (Fujimoto et al. 2024, Figure 4): `run_switching_study` of
+    `SwitchingConfig.from_scale(scale)`, recorded in `<section>/run` (another configuration raises `ConfigMismatchError`
+    unless `sec.force`) and saved in `<section>/study`; the DiD table, the Figure 4 analogue, the effects and the forecasts."""
+    from rlexplain.runs import RunDir
+    cfg = SwitchingConfig.from_scale(scale)
+    RunDir(sec.dir / "run", config=cfg, force=sec.force)   # records (and checks) the configuration
+    study = run_switching_study(cfg)
+    study.save(sec.dir / "study")
+    sec.note(f"Ad hoc switching on {cfg.env_id}: team {cfg.team} ({study.teams['team']}) deployed for {cfg.n_episodes} episodes "
+             f"x {len(cfg.seeds)} fixed seeds; from episode T={cfg.T} the last k agents are replaced by team {cfg.donor}'s "
+             f"agents (k in {list(cfg.ks)}) or by untrained agents (k in {list(cfg.untrained_ks)}).")
+    cols = ["label", "did", "ci_low", "ci_high", "interval", "n_seeds", "boot_low", "boot_high", "pre_gap", "placebo", "placebo_low",
+            "placebo_high", "control_post_mean"]
+    sec.table("switching_did", study.impacts[[c for c in cols if c in study.impacts.columns]],
+              f"DiD (Eq. 4) of each switch on the team return, {cfg.ci_level:.0%} {cfg.interval} interval over n_seeds seeds (the "
+              "percentile bootstrap beside it: boot_low, boot_high), pre-period gap and placebo")
+    sec.figure("switching_fig4", study.plot(), f"Figure 4 analogue: original (rolling {cfg.window}), pointwise and cumulative effect per switch")
+    sec.figure("switching_effects", study.plot_effects().figure,
+               f"effect of each switch and its placebo ({cfg.ci_level:.0%} {cfg.interval} intervals over {len(cfg.seeds)} seeds)")
+    sec.table("switching_forecast", study.forecast_summary,
+              f"damped-trend forecast of each condition {cfg.horizon} episodes ahead, {cfg.level:.0%} prediction interval")

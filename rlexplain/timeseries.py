@@ -6,31 +6,21 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import math
-import time
 import warnings
-from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 # %% auto #0
-__all__ = ['AGGREGATES', 'INTERVALS', 'STUDY_GAMES', 'PRE_PERIOD_TOL', 'PAPER_FINDINGS', 'episode_seed', 'aggregate',
-           'PerformanceSeries', 'performance_series', 'FixedSeedReport', 'check_fixed_seed', 'damped_trend_forecast',
-           'simulate_damped_trend', 'Forecast', 'forecast', 't_interval', 'did_estimates', 'CausalImpact',
-           'causal_impact', 'simulate_did_panels', 'check_study_config', 'TimeSeriesConfig', 'TimeSeriesStudy',
-           'run_study']
+__all__ = ['AGGREGATES', 'INTERVALS', 'episode_seed', 'aggregate', 'PerformanceSeries', 'damped_trend_forecast',
+           'simulate_damped_trend', 'Forecast', 'forecast', 'did_estimates', 'CausalImpact', 'causal_impact',
+           'simulate_did_panels']
 
 # %% ../nbs/50_shift_timeseries.ipynb #8206ad46
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 
-from .agents import load_best_agent
-from .core import Policy, Result, RunDir, get_scale, load_json, run_jobs, ScaledConfig
-from .envs import ToyboxEnv, make_env
-from .shifts import FGSM, Identity, Shift, collect_shifted_rollout, make_shift
+from .runs import Result
+from .stats import t_bounds
 
 # %% ../nbs/50_shift_timeseries.ipynb #4bfec9ec
 AGGREGATES = ("mean", "iqm")
@@ -75,7 +65,7 @@ class PerformanceSeries(Result):
     `table` columns: `agent`, `seed` (i), `episode` (t, from 0), `return` (undiscounted), `condition` (e.g.
     "control", "fgsm eps=1/255 from 6"), `shifted` (bool: the shift acts in this episode), `steps`, `attacked`
     (fraction of steps whose observation was shifted), `actions_hash` (SHA-1 of the action sequence: equal hashes =
-    identical trajectories). Build with `performance_series`; combine with `PerformanceSeries.concat`."""
+    identical trajectories). Build with `timeseries_study.performance_series`; combine with `PerformanceSeries.concat`."""
     table: pd.DataFrame
     env_id: str = ""
     params: dict = dataclasses.field(default_factory=dict)
@@ -126,183 +116,6 @@ class PerformanceSeries(Result):
             ax.plot(m.columns, _rolling(aggregate(m.to_numpy(), agg), window), color=col, lw=1.6, label=f"{a} / {c}")
         ax.set_xlabel("episode t"); ax.set_ylabel(f"return ({agg}{f', rolling {window}' if window and window > 1 else ''})")
         ax.legend(fontsize=6); return ax
-
-# %% ../nbs/50_shift_timeseries.ipynb #72f55b80
-def _label(shift: Shift, attack_prob: float, start_episode: int) -> str:
-    if isinstance(shift, Identity): return "control"
-    p = ", ".join(f"{k}={v:.4g}" for k, v in shift.params.items() if k in ("eps", "strength")) or ""
-    s = f"{shift.name}" + (f" {p}" if p else "")
-    if attack_prob < 1: s += f" p={attack_prob:g}"
-    if start_episode > 0: s += f" from t={start_episode}"
-    return s
-
-def _row(job: dict, seed: int, t: int, on: bool, actions: list, rewards: float, hits: list) -> dict:
-    return {"agent": job["agent"], "seed": int(seed), "episode": int(t), "return": float(rewards), "condition": job["condition"],
-            "shifted": bool(on), "steps": len(actions), "attacked": float(np.mean(hits)) if hits else 0.0,
-            "actions_hash": hashlib.sha1(np.asarray(actions, np.int64).tobytes()).hexdigest()[:16]}
-
-def _series_job(job: dict) -> list[dict]:
-    "engine='rollout': one seed's episodes, each a `collect_shifted_rollout` call (a picklable job for `run_jobs`)."
-    torch.set_num_threads(1)
-    env = make_env(job["env_id"], **job["env_kwargs"])
-    shift = make_shift(job["shift"]) if job["shift"] is not None else Identity()
-    rows = []
-    for seed in job["seeds"]:
-        for t in range(job["first_episode"], job["n_episodes"]):
-            on = t >= job["start_episode"] and not isinstance(shift, Identity)
-            ro = collect_shifted_rollout(env, job["policy"], shift if on else None, n_episodes=1,
-                                         seed=episode_seed(seed, t), attack_prob=job["attack_prob"] if on else 1.0,
-                                         deterministic=job["deterministic"], record_obs=False, record_observed=False,
-                                         record_states=False, max_steps=job["max_steps"])
-            rows.append(_row(job, seed, t, on, ro.actions.tolist(), ro.rewards.sum(), ro.attacked.tolist()))
-    env.close()
-    return rows
-
-def _batched_job(job: dict) -> list[dict]:
-    """engine='batched': the seeds of `job` play in lock-step, one environment each; every step sends all M
-    observations through the network as one batch of constant size M (finished lanes are padded), and the attacked
-    lanes' observations through the shift as one batch. Per lane and episode, the action sampler and
-    the attack coin are seeded with `episode_seed(i, t)`, as in `collect_shifted_rollout`."""
-    torch.set_num_threads(1)
-    pol: Policy = job["policy"]; seeds = list(job["seeds"]); M = len(seeds)
-    shift = make_shift(job["shift"]) if job["shift"] is not None else Identity()
-    det = (not pol.stochastic) if job["deterministic"] is None else bool(job["deterministic"])
-    envs = [make_env(job["env_id"], **job["env_kwargs"]) for _ in seeds]
-    N, T0, cap, p = job["n_episodes"], job["start_episode"], job["max_steps"], job["attack_prob"]
-    ep = [job["first_episode"]] * M; obs, coins, gens, acts, hits, rew = [None] * M, [None] * M, [None] * M, [None] * M, [None] * M, [0.0] * M
-    rows, active = [], [job["first_episode"] < N] * M
-    def start(i):
-        s = episode_seed(seeds[i], ep[i]); obs[i], _ = envs[i].reset(seed=s)
-        coins[i], gens[i] = np.random.default_rng(s), torch.Generator().manual_seed(s)
-        acts[i], hits[i], rew[i] = [], [], 0.0
-    for i in range(M):
-        if active[i]: start(i)
-    while any(active):
-        x = pol.obs(np.stack([np.asarray(o) for o in obs]))
-        on = [active[i] and ep[i] >= T0 and not isinstance(shift, Identity) for i in range(M)]
-        hit = [bool(coins[i].random() < p) and on[i] if active[i] else False for i in range(M)]
-        if any(hit):                       # shift only the attacked lanes (one batch); the network always sees M rows
-            idx = torch.tensor([i for i in range(M) if hit[i]], device=x.device)
-            x[idx] = shift(x[idx], pol).to(x.device)   # x is this step's own new tensor (pol.obs): no copy needed
-        with torch.no_grad(): out = pol.forward(x).float().cpu()
-        for i in range(M):
-            if not active[i]: continue
-            a = int(out[i].argmax()) if det else int(torch.multinomial(torch.softmax(out[i:i + 1], -1), 1, generator=gens[i])[0, 0])
-            obs[i], r, term, trunc, _ = envs[i].step(a)
-            acts[i].append(a); hits[i].append(hit[i]); rew[i] += float(r)
-            if term or trunc or (cap is not None and len(acts[i]) >= cap):
-                rows.append(_row(job, seeds[i], ep[i], on[i], acts[i], rew[i], hits[i])); ep[i] += 1
-                if ep[i] < N: start(i)
-                else: active[i] = False
-    for e in envs: e.close()
-    return sorted(rows, key=lambda r: (seeds.index(r["seed"]), r["episode"]))
-
-# %% ../nbs/50_shift_timeseries.ipynb #18d188b7
-def performance_series(policy: Policy,              # the agent A
-                       env_id: str,                 # an id for make_env, e.g. "toybox/Breakout", "ALE/Pong-v5"
-                       seeds: Sequence[int],        # the fixed seed set S (M >= 1 seeds)
-                       n_episodes: int,             # N episodes per seed
-                       shift: Shift | str | None = None, # a Shift (e.g. FGSM(eps=2/255)), a name, or None (control)
-                       attack_prob: float = 1.0,    # probability that a step's observation is shifted (observational design if < 1)
-                       start_episode: int = 0,      # T: the first shifted episode (treatment group)
-                       first_episode: int = 0,      # run only episodes t >= first_episode (e.g. the post period)
-                       condition: str | None = None, # label; default "control" or e.g. "fgsm eps=0.0078 from t=6"
-                       agent: str | None = None,    # label; default policy.name
-                       env_kwargs: dict | None = None, # extra make_env arguments (e.g. the zoo card's env_kwargs)
-                       max_steps: int | None = None, # cap each episode at this many steps
-                       deterministic: bool | None = None, # greedy actions? default: the policy's convention (sampled with a seeded generator)
-                       engine: str = "batched",     # "batched": seeds in lock-step, one network batch per step; "rollout": collect_shifted_rollout per episode
-                       seeds_per_job: int | None = None, # seeds per run_jobs job; default: all seeds split over max_workers ("rollout": 1)
-                       executor=None,               # concurrent.futures.Executor; None: local pool with max_workers
-                       max_workers: int = 1,        # 1: in-process
-                       run_dir: RunDir | str | None = None, # resume: finished jobs are loaded, not rerun
-                       ) -> PerformanceSeries:
-    """Per-episode undiscounted returns x^{A,i}(t) of `policy` for every seed i and episode t < N (Fujimoto et al.,
-    Definition 1). Episodes t >= `start_episode` act on `shift(obs)` with probability `attack_prob` per step.
-    With `run_dir`, finished jobs are loaded instead of rerun; their unit names hold a hash of the episodes' parameters
-    (environment, sizes, shift, policy name), so a rerun with other parameters recomputes. Raises `ValueError` for an empty or duplicate seed list, n_episodes < 1, start_episode outside [0, N],
-    attack_prob outside [0, 1], or ALE sticky actions (they break the fixed-seed assumption)."""
-    if not isinstance(policy, Policy): raise TypeError(f"policy must be an rlexplain Policy; got {type(policy).__name__}.")
-    seeds = [int(s) for s in seeds]
-    if not seeds: raise ValueError("seeds must hold at least one seed.")
-    if len(set(seeds)) != len(seeds): raise ValueError(f"seeds must be distinct; got {seeds}.")
-    if int(n_episodes) < 1: raise ValueError(f"n_episodes must be >= 1; got {n_episodes}.")
-    if not 0 <= int(start_episode) <= int(n_episodes):
-        raise ValueError(f"start_episode (T) must be in [0, n_episodes={n_episodes}]; got {start_episode}.")
-    if not 0 <= attack_prob <= 1: raise ValueError(f"attack_prob must be in [0, 1]; got {attack_prob}.")
-    env_kwargs = dict(env_kwargs or {})
-    if env_kwargs.get("repeat_action_probability", 0.0) != 0.0:
-        raise ValueError("repeat_action_probability must be 0: sticky actions make episodes depend on the emulator's RNG, "
-                         "which breaks the fixed-seed assumption (Fujimoto et al., Assumption 3.2).")
-    sh = Identity() if shift is None else make_shift(shift)
-    condition = condition or _label(sh, attack_prob, int(start_episode))
-    agent = agent or policy.name
-    if engine not in ("batched", "rollout"): raise ValueError(f"engine must be 'batched' or 'rollout'; got {engine!r}.")
-    if not 0 <= int(first_episode) < int(n_episodes): raise ValueError(f"first_episode must be in [0, {n_episodes - 1}]; got {first_episode}.")
-    k = int(seeds_per_job) if seeds_per_job else (1 if engine == "rollout" else max(1, math.ceil(len(seeds) / max(1, max_workers if executor is None else len(seeds)))))
-    groups = [seeds[g:g + k] for g in range(0, len(seeds), k)]
-    jobs = [dict(policy=policy, env_id=env_id, env_kwargs=env_kwargs, seeds=g, n_episodes=int(n_episodes),
-                 shift=None if isinstance(sh, Identity) else sh, attack_prob=float(attack_prob), first_episode=int(first_episode),
-                 start_episode=int(start_episode), deterministic=deterministic, max_steps=max_steps,
-                 agent=agent, condition=condition) for g in groups]
-    rd = RunDir(run_dir) if isinstance(run_dir, (str, Path)) else run_dir
-    # unit names carry a hash of everything the episodes depend on, so a rerun with other sizes never reuses a unit
-    key = hashlib.sha1(json.dumps(dict(env_id=env_id, env_kwargs=env_kwargs, n_episodes=int(n_episodes), shift=sh.name,
-                                       shift_params=sh.params, attack_prob=float(attack_prob), start_episode=int(start_episode),
-                                       max_steps=max_steps, deterministic=deterministic, policy=policy.name),
-                                  sort_keys=True, default=str).encode()).hexdigest()[:10]
-    names = [f"{agent}__{condition}__{engine}__from{first_episode}__seeds{'-'.join(map(str, g))}__{key}".replace("/", "_").replace(" ", "_")
-             for g in groups] if rd is not None else None
-    out = run_jobs(_batched_job if engine == "batched" else _series_job, jobs, executor=executor, max_workers=max_workers,
-                   names=names, run_dir=rd, desc=f"{agent}: {condition}")
-    rows = [r for part in out for r in (part.to_dict("records") if isinstance(part, pd.DataFrame) else part)]
-    params = dict(env_id=env_id, seeds=seeds, n_episodes=int(n_episodes), shift=sh.name, shift_params=sh.params,
-                  attack_prob=float(attack_prob), start_episode=int(start_episode), first_episode=int(first_episode),
-                  max_steps=max_steps, deterministic=deterministic, env_kwargs=env_kwargs, engine=engine)
-    return PerformanceSeries(pd.DataFrame(rows), env_id, params)
-
-# %% ../nbs/50_shift_timeseries.ipynb #0cca1237
-@dataclasses.dataclass(frozen=True)
-class FixedSeedReport(Result):
-    """Outcome of `check_fixed_seed`: `table` one row per (seed, episode) with both runs' returns, steps and action
-    hashes and `identical`; `ok` whether every episode repeated exactly."""
-    table: pd.DataFrame
-    ok: bool
-    env_id: str = ""
-
-    def to_frame(self) -> pd.DataFrame: return self.table.copy()
-
-    def __str__(self):
-        n, bad = len(self.table), int((~self.table.identical).sum())
-        if self.ok: return f"fixed-seed check on {self.env_id}: all {n} episodes repeated exactly (returns, lengths, actions)."
-        first = self.table[~self.table.identical].iloc[0]
-        return (f"fixed-seed check on {self.env_id}: {bad} of {n} episodes differ between two identical runs (first: seed "
-                f"{first.seed}, episode {first.episode}, returns {first.return_1} vs {first.return_2}). The environment or agent "
-                "is not deterministic given the seed: set repeat_action_probability=0, use deterministic torch kernels "
-                "(torch.use_deterministic_algorithms(True)) and a seeded action sampler.")
-
-def check_fixed_seed(policy: Policy,          # the agent
-                     env_id: str,             # an id for make_env
-                     seeds: Sequence[int] = (0, 1), # seeds to replay
-                     n_episodes: int = 2,     # episodes per seed
-                     env_kwargs: dict | None = None,
-                     max_steps: int | None = 300, # cap per episode (the check needs short episodes only)
-                     deterministic: bool | None = None,
-                     strict: bool = True,     # raise RuntimeError if any episode differs
-                     executor=None, max_workers: int = 1,
-                     ) -> FixedSeedReport:
-    """Verify the RL fixed-seed assumption (Fujimoto et al., Assumption 3.2, Eq. 2-3) by running the control series
-    twice and comparing every episode's return, length and action sequence. Returns a `FixedSeedReport`; with
-    `strict` raises `RuntimeError` (with the report's explanation) when the runs differ."""
-    kw = dict(env_kwargs=env_kwargs, max_steps=max_steps, deterministic=deterministic, executor=executor, max_workers=max_workers)
-    a = performance_series(policy, env_id, seeds, n_episodes, condition="run 1", **kw).table
-    b = performance_series(policy, env_id, seeds, n_episodes, condition="run 2", **kw).table
-    m = a.merge(b, on=["seed", "episode"], suffixes=("_1", "_2"))
-    m["identical"] = (m.return_1 == m.return_2) & (m.steps_1 == m.steps_2) & (m.actions_hash_1 == m.actions_hash_2)
-    rep = FixedSeedReport(m[["seed", "episode", "return_1", "return_2", "steps_1", "steps_2", "actions_hash_1",
-                             "actions_hash_2", "identical"]].reset_index(drop=True), bool(m.identical.all()), env_id)
-    if strict and not rep.ok: raise RuntimeError(str(rep))
-    return rep
 
 # %% ../nbs/50_shift_timeseries.ipynb #e1615837
 def damped_trend_forecast(y: Any,              # (N,) observed series, N >= 4, finite
@@ -445,14 +258,6 @@ def _as_matrix(x: Any, name: str, agent: str | None, condition: str | None) -> p
                          "when there really are more seeds than episodes.")
     return pd.DataFrame(a, index=pd.RangeIndex(len(a), name="seed"), columns=pd.RangeIndex(a.shape[1], name="episode"))
 
-def t_interval(x: Any,             # (M, ...) per-seed estimates; the interval is taken over axis 0
-               level: float = 0.95, # coverage, in (0, 1)
-               ) -> tuple[np.ndarray, np.ndarray]: # (low, high), each of shape x.shape[1:]
-    """Student-t interval for the mean of M independent per-seed estimates: mean +- t_{M-1, (1+level)/2} sd / sqrt(M)
-    (sd with ddof=1). Exact for normal per-seed estimates, so it holds its level with 3 seeds, where the percentile
-    bootstrap does not. Raises `ValueError` for fewer than 2 estimates or `level` outside (0, 1)."""
-    from rlexplain.stats import t_bounds; return t_bounds(x, level)   # the one t interval of the package (lesson 06)
-
 def did_estimates(x1: np.ndarray,  # (N,) treatment series X^{G=1}(t)
                   x0: np.ndarray,  # (N,) control series X^{G=0}(t)
                   T: int,          # first shifted episode; pre = t < T, post = t >= T
@@ -559,7 +364,7 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
     """Difference-in-differences causal impact of a shift starting at episode `T` (Fujimoto et al., Eq. 4-6, Section
     4.2.1) with an interval over seeds and an in-time placebo.
 
-    The default interval is a Student-t interval on the M per-seed DiDs (t_interval): seeds are independent
+    The default interval is a Student-t interval on the M per-seed DiDs (stats.t_bounds): seeds are independent
     replicates, and the t interval holds its level with 3 seeds where the percentile bootstrap over seeds does not
     (it covers a known effect about 75% of the time at nominal 95% with 3 seeds; see the simulation below). The
     percentile bootstrap (`interval="bootstrap"`, resampling the paired seeds) is kept as a named option and is
@@ -602,7 +407,7 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
     # per seed: DiD (Eq. 4), pointwise and cumulative effects, placebo; the t intervals are over these M rows
     d_seed = _did_batch(X1, X0, T)
     pw_seed = X1 - X0; cum_seed = np.cumsum(np.where(post, pw_seed, 0.0), axis=1)
-    t_ci = t_interval(d_seed, level)
+    t_ci = t_bounds(d_seed, level)
     # the percentile bootstrap: resample the paired seeds, aggregate, recompute
     rng = np.random.default_rng(seed); idx = rng.integers(0, M, size=(int(n_boot), M))
     B1, B0 = aggregate(X1[idx], agg, axis=1), aggregate(X0[idx], agg, axis=1)     # (n_boot, N)
@@ -610,13 +415,13 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
     b_ci = np.percentile(_did_batch(B1, B0, T), q)
     pwb = B1 - B0; cumb = np.cumsum(np.where(post, pwb, 0.0), axis=1)
     if interval == "t":
-        ci, (pw_lo, pw_hi), (cum_lo, cum_hi) = t_ci, t_interval(pw_seed, level), t_interval(cum_seed, level)
+        ci, (pw_lo, pw_hi), (cum_lo, cum_hi) = t_ci, t_bounds(pw_seed, level), t_bounds(cum_seed, level)
     else:
         ci = b_ci
         pw_lo, pw_hi = np.percentile(pwb, q, axis=0); cum_lo, cum_hi = np.percentile(cumb, q, axis=0)
     if pT is not None:
         p_seed = _did_batch(X1[:, :T], X0[:, :T], pT)
-        plc_ci = t_interval(p_seed, level) if interval == "t" else np.percentile(_did_batch(B1[:, :T], B0[:, :T], pT), q)
+        plc_ci = t_bounds(p_seed, level) if interval == "t" else np.percentile(_did_batch(B1[:, :T], B0[:, :T], pT), q)
     else: plc_ci, p_seed = [float("nan")] * 2, np.full(M, np.nan)
     per = [did_estimates(X1[i], X0[i], T) for i in range(M)]
     if agg == "mean":   # every estimate of the mean series is the mean of the per-seed ones: those, the centres of their t
@@ -657,238 +462,3 @@ def simulate_did_panels(n_panels: int,            # P panels
     post = np.arange(N) >= T
     treated = mu + effect + rng.normal(0, effect_sd, (P, M, 1)) + rng.normal(0, noise_sd, (P, M, N))
     return np.where(post, treated, control), control
-
-# %% ../nbs/50_shift_timeseries.ipynb #5bda3ce1
-def check_study_config(c, what: str) -> None:
-    "Checks shared by `TimeSeriesConfig` and `switching.SwitchingConfig` (`what` names the config in messages): each bad field (seeds, n_boot, horizon, window, levels, max_steps, attack_prob, epsilons) raises a `ValueError` naming it."
-    def is_int(v): return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-    seeds = tuple(c.seeds)
-    if len(seeds) < 2: raise ValueError(f"{what} needs >= 2 seeds for its interval; got {len(seeds)} ({seeds}).")
-    if not all(is_int(s) and s >= 0 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct non-negative integers; got {seeds}.")
-    if not is_int(c.n_episodes) or c.n_episodes < 2: raise ValueError(f"n_episodes must be an integer >= 2; got {c.n_episodes!r}.")
-    if not is_int(c.T) or not 1 <= c.T <= c.n_episodes - 1:
-        raise ValueError(f"T must be in [1, n_episodes - 1 = {c.n_episodes - 1}]; got T={c.T!r}, n_episodes={c.n_episodes}.")
-    if not is_int(c.n_boot) or c.n_boot < 1: raise ValueError(f"n_boot (bootstrap resamples) must be an integer >= 1, e.g. 2000; got {c.n_boot!r}.")
-    if not is_int(c.horizon) or c.horizon < 1: raise ValueError(f"horizon (episodes to forecast) must be an integer >= 1; got {c.horizon!r}.")
-    if c.window is not None and (not is_int(c.window) or not 1 <= c.window <= c.n_episodes):
-        raise ValueError(f"window (episodes in the rolling mean) must be None or an integer in [1, n_episodes={c.n_episodes}]; got {c.window!r}.")
-    for k in ("level", "ci_level"):
-        v = getattr(c, k)
-        if not (isinstance(v, (int, float)) and 0 < v < 1): raise ValueError(f"{k} must be a probability in (0, 1), e.g. 0.95; got {v!r}.")
-    if c.agg not in AGGREGATES: raise ValueError(f"agg must be one of {AGGREGATES}; got {c.agg!r}.")
-    if c.interval not in INTERVALS: raise ValueError(f"interval must be one of {INTERVALS}; got {c.interval!r}.")
-    if c.agg == "iqm" and c.interval == "t":   # causal_impact refuses this too; here it fails before the study's rollouts run
-        raise ValueError("agg='iqm' needs interval='bootstrap': the t interval covers the mean of the per-seed DiDs, not the DiD of the IQM series.")
-    if getattr(c, "max_steps", None) is not None and (not is_int(c.max_steps) or c.max_steps < 1):
-        raise ValueError(f"max_steps must be None or an integer >= 1; got {c.max_steps!r}.")
-    if hasattr(c, "attack_prob") and not 0 <= c.attack_prob <= 1: raise ValueError(f"attack_prob must be in [0, 1]; got {c.attack_prob!r}.")
-    for e in (*getattr(c, "eps", ()), *([c.obs_eps] if hasattr(c, "obs_eps") else [])):
-        if not (isinstance(e, (int, float)) and 0 <= e <= 1): raise ValueError(f"epsilons are L-inf budgets in [0, 1] pixel units (e.g. 2/255); got {e!r}.")
-
-# %% ../nbs/50_shift_timeseries.ipynb #daed7404
-@dataclasses.dataclass(frozen=True)
-class TimeSeriesConfig(ScaledConfig):
-    """A time-series shift study (Fujimoto et al., Section 5). Units: `n_episodes`, `T`, `window` and `horizon` count
-    episodes; `max_steps` is agent steps per episode; epsilons are in [0, 1] pixel units; `level` and `ci_level` are
-    probabilities. Raises `ValueError` for fewer than 2 (or repeated, or negative) seeds, T outside [1, n_episodes - 1],
-    n_boot < 1, horizon < 1, window outside [1, n_episodes], max_steps < 1, levels outside (0, 1), attack_prob outside
-    [0, 1], negative epsilons, or an unknown `agg` or `interval`."""
-    env_id: str = "ALE/Breakout-v5"          # the game (any make_env id; the zoo must hold agents of `algos` for it)
-    algos: tuple = ("a2c", "ppo")            # zoo algorithms compared (the paper: A2C and PPO from the RL Zoo)
-    seeds: tuple = (0, 1, 2)                  # the fixed seed set S
-    n_episodes: int = 12                      # N
-    T: int = 6                                # first shifted episode (the paper: half way)
-    eps: tuple = (0.5 / 255, 2 / 255)         # FGSM budgets of the causal-impact runs
-    obs_eps: float = 1 / 255                  # FGSM budget of the observational runs
-    attack_prob: float = 0.5                  # observational design: each step attacked with this probability
-    window: int = 4                           # rolling mean before forecasting (the paper: 25)
-    horizon: int = 12                         # forecast horizon (the paper: 100)
-    level: float = 0.99                       # prediction interval (the paper: 99%)
-    ci_level: float = 0.95                    # coverage of the DiD interval
-    interval: str = "t"                       # the DiD interval: "t" (Student-t on per-seed DiDs) or "bootstrap"
-    n_boot: int = 2000                        # bootstrap resamples (the percentile bootstrap is reported beside the t interval)
-    max_steps: int | None = 2000              # cap per episode
-    agg: str = "mean"
-
-    def __post_init__(self):
-        check_study_config(self, "a study")
-
-    @classmethod
-    def demo(cls, **kw) -> "TimeSeriesConfig":
-        """ALE Breakout (pass env_id='ALE/Pong-v5' for Pong), the zoo's A2C and PPO agents, 5 seeds x 6 episodes of at most
-        300 steps, FGSM from episode T=3, rolling window 2, horizon 6. The seeds play in lock-step (one network batch per
-        step), so seeds cost environment steps but few network calls. Measured with 2 workers on the shared 2-core machine
-        (load 3.6-5.6, so rough): Breakout 196 s (3 seeds: 190 s; 10 seeds: 468 s), Pong 341 s (3 seeds: 192 s). In one
-        process (max_workers=1, one torch thread) after the FGSM change of 2026-11-25: Breakout 175 CPU s, Pong 186 CPU s
-        (before: 236 and 260; load 9-12, so inflated by the contention; `bench/timeseries.py --cpu`)."""
-        return cls(**{"seeds": tuple(range(5)), "n_episodes": 6, "T": 3, "max_steps": 300, "window": 2, "horizon": 6, **kw})
-
-    @classmethod
-    def reference(cls, **kw) -> "TimeSeriesConfig":
-        """10 seeds (the paper's) x 8 episodes of at most 300 steps, FGSM from episode T=4, rolling window 2, horizon 8: the
-        per-seed DiD interval has 9 degrees of freedom (the demo's 5 seeds: 4), so its t quantile is 2.26 instead of 2.78.
-        About 25 minutes for both games on the busy 2-core machine."""
-        return cls(**{"seeds": tuple(range(10)), "n_episodes": 8, "T": 4, "max_steps": 300, "window": 2, "horizon": 8, **kw})
-
-    @classmethod
-    def paper(cls, **kw) -> "TimeSeriesConfig":
-        "The paper's sizes: ALE Breakout (env_id='ALE/Pong-v5' for Pong), 10 seeds, 200 full episodes, T=100, window 25, horizon 100, 99% PIs."
-        d = dict(env_id="ALE/Breakout-v5", seeds=tuple(range(10)), n_episodes=200, T=100, eps=(1 / 255, 2 / 255, 4 / 255, 8 / 255),
-                 obs_eps=2 / 255, attack_prob=0.5, window=25, horizon=100, max_steps=27_000)
-        d.update(kw); return cls(**d)
-
-# %% ../nbs/50_shift_timeseries.ipynb #cdcc1e6e
-# The games of the demo and paper runs (the CLI's demo and this lesson): the two of the paper's Figures 3 and 5.
-STUDY_GAMES = ("ALE/Breakout-v5", "ALE/Pong-v5")
-# The one threshold of the pre-period identity (fixed seeds make the pre gap and the placebo exactly 0; returns are O(1e2)
-# and float64 sums of equal series differ by < 1e-12): the scoreboard's claim 'ts-pre-identical' holds the same value.
-PRE_PERIOD_TOL: float = 1e-9
-
-
-@dataclasses.dataclass(frozen=True)
-class TimeSeriesStudy(Result):
-    "Everything `run_study` measured: `series` (all runs), `impacts` (one row per agent x shift), `forecast_summary`, `config`."
-    series: pd.DataFrame
-    impacts: pd.DataFrame
-    forecast_summary: pd.DataFrame
-    overlap: pd.DataFrame
-    config: dict
-    env_id: str = ""
-
-    def to_frame(self) -> pd.DataFrame: return self.impacts.copy()
-    @property
-    def cfg(self) -> TimeSeriesConfig:
-        "The study's `TimeSeriesConfig` (JSON lists of a reloaded study back to tuples)."
-        return TimeSeriesConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.config.items()})
-    @property
-    def performance(self) -> PerformanceSeries: return PerformanceSeries(self.series, self.env_id)
-    def impact(self, agent: str, condition: str, **kw) -> CausalImpact:
-        "Recompute the `CausalImpact` of one treatment condition against the agent's control."
-        c = self.cfg
-        p = self.performance
-        return causal_impact(p, p, c.T, agg=c.agg, n_boot=c.n_boot, level=c.ci_level, agent=agent, treatment_condition=condition,
-                             control_condition="control", label=f"{agent}: {condition}", interval=c.interval, **kw)
-    def forecast(self, condition_prefix: str = "fgsm") -> Forecast:
-        "The observational forecasts (conditions whose label has 'p=')."
-        c = self.cfg
-        p = self.performance; obs = p.table[p.table.condition.str.contains("p=", regex=False)]
-        return forecast(PerformanceSeries(obs, self.env_id), c.horizon, c.level, c.window, c.agg)
-    def plot(self, ax=None):
-        "The observational forecasts (`Forecast.plot`, Fig. 5 analogue); returns the Axes."
-        return self.forecast().plot(ax)
-
-    def plot_effects(self, ax=None):
-        """Every DiD (Eq. 4) per agent and FGSM budget with its interval (`cfg.interval` over the seeds, their number in
-        the legend) and the in-time placebo beside it; y in return per episode. Returns the Axes."""
-        c = self.cfg; imp = self.impacts
-        if ax is None: _, ax = plt.subplots(figsize=(6, 2.4))
-        for k, agent in enumerate(imp.agent.unique()):
-            d = imp[imp.agent == agent].reset_index(drop=True); xs = np.arange(len(d)) + 0.15 * k
-            n = int(d.n_seeds.iloc[0]) if "n_seeds" in d else len(c.seeds)
-            ax.errorbar(xs, d.did, yerr=[d.did - d.ci_low, d.ci_high - d.did], fmt="o", color=f"C{k}", capsize=3,
-                        label=f"{agent}: DiD ({c.ci_level:.0%} {c.interval}, {n} seeds)")
-            ax.errorbar(xs + 0.07, d.placebo, yerr=[d.placebo - d.placebo_low, d.placebo_high - d.placebo], fmt="x", color=f"C{k}",
-                        alpha=0.6, label=f"{agent}: placebo (fake T={int(d.placebo_T.iloc[0])})", capsize=3)
-            ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=7)
-        ax.axhline(0, color="gray", lw=0.5)
-        ax.set_ylabel("DiD (return per episode)"); ax.set_xlabel("FGSM budget of the treatment"); ax.legend(fontsize=6)
-        return ax
-
-    def findings(self) -> pd.DataFrame:
-        """The paper's qualitative findings (`PAPER_FINDINGS`: Eq. 2, Figures 3 and 5) beside this study's numbers:
-        columns `finding (paper)`, `our measure`, `reproduced` (bool, or None when not measurable here), `our numbers`."""
-        imp, g = self.impacts, _game(self.env_id)
-        ok_pre = bool((imp.pre_gap.abs() < 1e-12).all() and (imp.placebo.fillna(0).abs() < 1e-12).all())
-        eps = lambda s: s.str.extract(r"eps=([0-9.]+)")[0].astype(float)
-        mono = all(d.sort_values("shift", key=eps).did.is_monotonic_decreasing for _, d in imp.groupby("agent"))
-        ours = {"pre_identical": (ok_pre, f"max |pre gap| {imp.pre_gap.abs().max():.3g}, max |placebo| {imp.placebo.abs().max():.3g}"),
-                "eps_monotone": (mono, "; ".join(f"{a}: " + ", ".join(f"{x:+.2f}" for x in d.did) for a, d in imp.groupby("agent"))),
-                "negative_effect": (bool((imp.ci_high < 0).all()), "; ".join(f"{r.agent} {r['shift']}: [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
-                                                                        for _, r in imp.iterrows()))}
-        if g in _GAME_FINDINGS: ours[_GAME_FINDINGS[g]] = _forecast_finding(_GAME_FINDINGS[g], self.forecast())
-        return pd.DataFrame([{"finding (paper)": PAPER_FINDINGS[k][0], "our measure": PAPER_FINDINGS[k][1], "reproduced": v[0],
-                              "our numbers": v[1]} for k, v in ours.items()])
-
-# %% ../nbs/50_shift_timeseries.ipynb #289e0b73
-def run_study(cfg: TimeSeriesConfig | None = None,
-              policies: Mapping[str, Policy] | None = None, # {label: Policy}; default: the zoo's agents of cfg.algos
-              env_kwargs: dict | None = None,     # make_env arguments; default: the zoo card's
-              shifts: Mapping[str, Shift] | None = None, # {label: Shift} of the causal runs; default FGSM at cfg.eps
-              executor=None, max_workers: int = 1,
-              run_dir: RunDir | str | None = None,  # resume finished (agent, condition, seed) units; a path records cfg (RunDir config)
-              share_pre: bool = False,            # treatments reuse the control's episodes t < T (after check_fixed_seed passes)
-              engine: str = "batched",
-              ) -> TimeSeriesStudy:
-    """Run a study: per agent the control series, one treatment per shift from `cfg.T`, and the observational series
-    (FGSM `cfg.obs_eps` with probability `cfg.attack_prob` per step); then DiD with its interval (Student-t over seeds by default) and placebo per treatment
-    and damped-trend forecasts of the observational series (Fujimoto et al., Section 5, Figures 3 and 5).
-    With `share_pre`, the fixed-seed assumption is first checked on each agent (2 seeds x 1 episode, `RuntimeError` if
-    it fails) and the treatment runs only play episodes t >= T, copying t < T from the control (identical by Eq. 2):
-    this saves T/N of every treatment run but makes `pre_gap` and the placebo 0 by construction.
-    A `run_dir` path records the configuration and refuses a rerun with another one (`core.ConfigMismatchError`).
-    Raises `LookupError` when `policies` is None and the zoo lacks an agent of `cfg.algos`, and `RuntimeError` when the
-    `share_pre` check finds that a seeded episode does not repeat."""
-    cfg = cfg or TimeSeriesConfig.from_scale()
-    if policies is None:
-        policies, env_kwargs_z = {}, {}
-        for a in cfg.algos:
-            pol, card = load_best_agent(cfg.env_id, a, device="cpu"); policies[a] = pol; env_kwargs_z = card.get("env_kwargs", {})
-        env_kwargs = env_kwargs if env_kwargs is not None else env_kwargs_z
-    shifts = dict(shifts) if shifts is not None else {f"fgsm eps={e * 255:g}/255": FGSM(eps=e) for e in cfg.eps}
-    if isinstance(run_dir, (str, Path)):   # the folder records the study's configuration; a rerun with another one is refused
-        run_dir = RunDir(run_dir, config={**dataclasses.asdict(cfg), "agents": {k: p.name for k, p in policies.items()},
-                                          "shifts": {k: [s.name, s.params] for k, s in shifts.items()}, "env_kwargs": env_kwargs or {},
-                                          "share_pre": share_pre, "engine": engine})
-    kw = dict(env_kwargs=env_kwargs or {}, max_steps=cfg.max_steps, executor=executor, max_workers=max_workers, run_dir=run_dir, engine=engine)
-    parts, impacts = [], []
-    obs_label = f"fgsm eps={cfg.obs_eps * 255:g}/255 p={cfg.attack_prob:g}"
-    for name, pol in policies.items():
-        if share_pre: check_fixed_seed(pol, cfg.env_id, cfg.seeds[:2], 1, env_kwargs=env_kwargs or {}, max_steps=cfg.max_steps)
-        ctrl = performance_series(pol, cfg.env_id, cfg.seeds, cfg.n_episodes, agent=name, condition="control", **kw)
-        parts.append(ctrl)
-        for lab, sh in shifts.items():
-            cond = f"{lab} from t={cfg.T}"
-            tr = performance_series(pol, cfg.env_id, cfg.seeds, cfg.n_episodes, shift=sh, start_episode=cfg.T, agent=name,
-                                    condition=cond, first_episode=cfg.T if share_pre else 0, **kw)
-            if share_pre:
-                pre = ctrl.table[ctrl.table.episode < cfg.T].assign(condition=cond)
-                tr = PerformanceSeries(pd.concat([pre, tr.table], ignore_index=True).sort_values(["seed", "episode"], kind="stable")
-                                       .reset_index(drop=True), tr.env_id, tr.params | {"share_pre": True})
-            parts.append(tr)
-            ci = causal_impact(tr, ctrl, cfg.T, agg=cfg.agg, n_boot=cfg.n_boot, level=cfg.ci_level, label=f"{name}: {lab}",
-                               interval=cfg.interval)
-            impacts.append({"agent": name, "shift": lab, **ci.to_dict()})
-        parts.append(performance_series(pol, cfg.env_id, cfg.seeds, cfg.n_episodes, shift=FGSM(eps=cfg.obs_eps),
-                                        attack_prob=cfg.attack_prob, agent=name, condition=obs_label, **kw))
-    allp = PerformanceSeries.concat(parts)
-    obs = PerformanceSeries(allp.table[allp.table.condition == obs_label], cfg.env_id)
-    fc = forecast(obs, cfg.horizon, cfg.level, cfg.window, cfg.agg)
-    return TimeSeriesStudy(allp.table, pd.DataFrame(impacts), fc.summary(), fc.overlap(), dataclasses.asdict(cfg), cfg.env_id)
-
-# %% ../nbs/50_shift_timeseries.ipynb #e2edd364
-PAPER_FINDINGS = {
-    "pre_identical": ("Eq. 2: with fixed seeds the treatment equals the control before T", "pre-period gap and placebo DiD"),
-    "eps_monotone": ("Fig. 3: performance drops more as epsilon grows", "DiD at the larger epsilon is lower, per agent"),
-    "negative_effect": ("Fig. 3: FGSM lowers returns (negative pointwise and cumulative impact)", "DiD interval (95% Student-t over seeds) below 0"),
-    "breakout_overlap": ("Fig. 5 (Breakout): A2C and PPO prediction intervals overlap", "99% intervals at the horizon overlap"),
-    "pong_ppo_better": ("Fig. 5 (Pong): PPO forecasts significantly better than A2C", "PPO's 99% interval above A2C's at the horizon"),
-}
-# which forecast finding of Figure 5 belongs to which game
-_GAME_FINDINGS = {"breakout": "breakout_overlap", "pong": "pong_ppo_better"}
-
-def _game(env_id: str) -> str:
-    "`ALE/Pong-v5` -> `pong`, `toybox/Breakout` -> `breakout`."
-    return env_id.split("/")[-1].split("-")[0].lower()
-
-def _forecast_finding(key: str, fc: Forecast, ov: pd.DataFrame | None = None) -> tuple:
-    "`(reproduced, our numbers)` of one Figure 5 finding from a `Forecast` (and its `overlap()` table if already computed)."
-    ov = fc.overlap() if ov is None else ov
-    if key == "breakout_overlap":
-        return (bool(ov.overlap.all()) if len(ov) else None,
-                "; ".join(f"{r.a} vs {r.b}: {'overlap' if r.overlap else 'separate'}" for _, r in ov.iterrows()))
-    s = fc.at_horizon.set_index("label")
-    if not {"ppo", "a2c"} <= set(s.index): return None, "needs agents labelled ppo and a2c"
-    return (bool(s.loc["ppo", "lower"] > s.loc["a2c", "upper"]),
-            f"ppo {s.loc['ppo', 'forecast']:.2f} [{s.loc['ppo', 'lower']:.2f}, {s.loc['ppo', 'upper']:.2f}] vs "
-            f"a2c {s.loc['a2c', 'forecast']:.2f} [{s.loc['a2c', 'lower']:.2f}, {s.loc['a2c', 'upper']:.2f}]")

@@ -15,7 +15,8 @@ from typing import Any, Sequence
 # %% auto #0
 __all__ = ['FEATURE_NAMES', 'feature_names', 'xrlbench_mlp', 'load_xrlbench_policy', 'generate_dataset', 'save_dataset',
            'load_dataset', 'dataset_arrays', 'waterfall_plot', 'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig',
-           'paper_results', 'image_states', 'run_image_benchmark', 'image_agent']
+           'paper_results', 'image_states', 'run_image_benchmark', 'image_agent', 'demo_plan', 'demo_units',
+           'demo_section']
 
 # %% ../nbs/40_xrlbench.ipynb #4ea68046
 import matplotlib.pyplot as plt
@@ -25,7 +26,9 @@ import torch
 from torch import Tensor, nn
 
 from .attribution import as_states, gaussian_blur, resolve_actions, sarfa_score, state_columns
-from .core import Policy, Result, get_scale, load_json, save_json, save_table, ScaledConfig, progress as progress_bar
+from .core import Policy
+from .compute import get_scale, ScaledConfig, progress as progress_bar
+from .runs import Result, load_json, save_json, save_table
 
 # %% ../nbs/40_xrlbench.ipynb #a1c9578a
 FEATURE_NAMES = {
@@ -391,11 +394,93 @@ def image_agent(env_id: str,                       # e.g. "ALE/Pong-v5"
     std above it), otherwise the best agent of any algorithm that does (a zoo without a competent DQN for the game still
     gets a table). The card's `algo` and `id` say which agent it is.
     Raises `LookupError` if no zoo agent for `env_id` beats random play."""
-    from rlexplain.agents import best_zoo_entry, load_agent
-    from rlexplain.core import load_json
+    from rlexplain.agent_zoo import best_zoo_entry, load_agent
+    from rlexplain.runs import load_json
     for algo in ("dqn", None):
         try: path = best_zoo_entry(env_id, algo, root)
         except LookupError: continue
         card = load_json(Path(path) / "card.json")
         if _beats_random(card.get("evaluation")): return load_agent(path, device=device), card
     raise LookupError(f"the zoo has no agent for {env_id} that beats random play; train one with `rlexplain zoo train --env {env_id}`.")
+
+# %% ../nbs/40_xrlbench.ipynb #1da3458e
+def _demo_job(job: tuple):
+    """One environment of the XRL-Bench demo, a `run_jobs` job `(kind, env_id, scale)`, run in a worker process (it loads its own
+    agent): kind "tabular" generates the agent's dataset and runs `run_benchmark` on `n_explain` of its states; "image"
+    runs `run_image_benchmark`. Returns the `XRLBenchResult`. Raises `LookupError` if the zoo has no agent for `env_id`."""
+    from rlexplain.agent_zoo import load_best_agent
+    kind, env_id, scale = job
+    cfg = XRLBenchConfig.from_scale(scale)
+    if kind == "image":
+        agent, card = image_agent(env_id)
+        return run_image_benchmark(agent, env_id, cfg, card.get("env_kwargs", {}))
+    agent, card = load_best_agent(env_id, "dqn")
+    df = generate_dataset(agent, env_id, n_states=cfg.n_dataset, seed=cfg.seed, min_episodes=5)
+    X, _ = dataset_arrays(df)
+    idx = np.random.default_rng(cfg.seed).choice(len(X), min(cfg.n_explain, len(X)), replace=False)
+    return run_benchmark(agent, df, X[idx], methods=cfg.methods, n_ris=cfg.n_ris, ris_neighbors=cfg.ris_neighbors, env_id=env_id, seed=cfg.seed)
+
+def demo_plan(scale: str) -> tuple:
+    """The XRL-Bench demo's plan at `scale`: `(config, jobs, names, cards, notes)`, one `_demo_job` per environment of the
+    zoo (the tabular ones, then the image ones), the jobs' unit names (`tabular/cartpole`, `image/breakout`), the agents'
+    cards (read, not the agents loaded: the job loads its own) and a note per environment the zoo has no agent for."""
+    from rlexplain.agent_zoo import best_zoo_entry
+    from rlexplain.demo import game_slug
+    cfg = XRLBenchConfig.from_scale(scale)
+    jobs, cards, notes = [], {}, []
+    for env_id in cfg.envs:
+        try: cards[env_id] = load_json(Path(best_zoo_entry(env_id, "dqn")) / "card.json"); jobs.append(("tabular", env_id, scale))
+        except LookupError as e: notes.append(f"{env_id}: skipped ({e})")
+    for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
+        try: cards[("image", env_id)] = image_agent(env_id)[1]; jobs.append(("image", env_id, scale))
+        except LookupError as e: notes.append(f"{env_id} (image): skipped ({e})")
+    return cfg, jobs, [f"{k}/{game_slug(e)}" for k, e, _ in jobs], cards, notes
+
+def demo_units(sec, scale: str) -> list[tuple]:
+    """The XRL-Bench section's units for `rlexplain.demo.run_demo`'s scheduler: one `_demo_job` per environment not yet
+    saved in `<section>/run` (whose configuration is recorded, or another refused, before any work)."""
+    from rlexplain.demo import saved_units
+    from rlexplain.runs import RunDir
+    cfg, jobs, names, _, _ = demo_plan(scale)
+    rd = RunDir(sec.dir / "run", config=cfg)
+    return saved_units(rd, [(n, _demo_job, job) for job, n in zip(jobs, names)])
+
+# %% ../nbs/40_xrlbench.ipynb #0b2cb08d
+def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
+    """The XRL-Bench section of `rlexplain demo` (Xiong et al. 2024): one `_demo_job` per environment (the tabular ones,
+    then the image ones), run side by side on `max_workers` processes and saved as each finishes in `<section>/run`, so a
+    rerun resumes (another configuration raises `ConfigMismatchError` unless `sec.force`); the tables (Tables 2-4 and
+    Figure 2 analogues, beside the paper's values) and AIM figures are then made in this process."""
+    from rlexplain.compute import run_jobs
+    from rlexplain.runs import RunDir
+    paper = paper_results()
+    cfg, jobs, names, cards, notes = demo_plan(scale)
+    for n in notes: sec.note(n)
+    rd = RunDir(sec.dir / "run", config=cfg, force=sec.force)   # resumable; never mixes two configurations
+    # run_jobs' own pool is spawned (`compute.process_pool`): this process has already used torch (agent cards, calibration)
+    results = run_jobs(_demo_job, jobs, executor=executor, max_workers=max_workers, run_dir=rd, names=names, desc="XRL-Bench environments")
+    tabs, times = [], {}
+    for (kind, env_id, _), r in zip(jobs, results):
+        if kind != "tabular": continue
+        card = cards[env_id]
+        sec.note(f"{env_id}: agent {card['id']}, return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} "
+                 f"over {card['evaluation']['n_episodes']} episodes (random {card['evaluation']['random_mean']:.1f}).")
+        game = env_id.split("-")[0]
+        t = r.summary().join(paper[paper.env == game].set_index("method").drop(columns="env").add_prefix("paper_"))
+        tabs.append(t.reset_index().assign(env=env_id)); times[env_id] = r.table.set_index("method")["ms_per_sample"]
+        sec.figure(f"xrl_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k features")
+    if tabs:
+        sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), "
+                  "features ranked by |importance| as in the paper; RIS (Eq. 3); TabularSHAP's student agreement with the agent; next to the paper's values")
+        sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state (each "
+                  "environment in its own worker process, side by side with the others)")
+    for (kind, env_id, _), r in zip(jobs, results):
+        if kind != "image": continue
+        card = cards[("image", env_id)]
+        game = env_id.split("/")[-1].split("-")[0]
+        t = r.summary().join(paper[paper.env == game].set_index("method").drop(columns="env").add_prefix("paper_"))
+        sec.table(f"xrl_image_{game.lower()}", t.reset_index(),
+                  f"Table 3 and Table 4 (image columns) analogue on {env_id}: {card['algo'].upper()} agent {card['id']} (return {card['evaluation']['mean']:.1f}, "
+                  f"random {card['evaluation']['random_mean']:.1f}); {cfg.n_image_explain} states, k every {cfg.image_pixel_step} pixels; "
+                  "PGI_code and PGU_code: XRL-Bench's code perturbation of images (chosen pixels blurred, sigma 5) beside the paper's Gaussian noise")
+        sec.figure(f"xrl_image_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")

@@ -3,7 +3,9 @@ import them (pytest puts tests/ on sys.path, and a spawned process starts with i
 import os
 from pathlib import Path
 
-from rlexplain.core import RunDir, run_jobs
+from rlexplain.compute import run_jobs
+from rlexplain.demo import saved_units
+from rlexplain.runs import RunDir
 
 NAMES = ["a", "bbb", "cc"]
 
@@ -15,9 +17,8 @@ def job(arg):
 
 def units(sec, scale):
     "The split section's units: one `job` per name not saved yet."
-    from rlexplain.cli import _saved_unit
     rd = RunDir(sec.dir / "run", config={"scale": scale})
-    return [(n, _saved_unit, (job, (str(sec.dir), n), str(rd.path), n)) for n in NAMES if not rd.done(n)]
+    return saved_units(rd, [(n, job, (str(sec.dir), n)) for n in NAMES])
 
 def section(sec, scale, executor=None, max_workers=1):
     "The split section's function: the same jobs through `run_jobs` and the same folder, so saved units are loaded."

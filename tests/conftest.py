@@ -48,7 +48,7 @@ SLOW_FIRST = (
     "test_core.py::test_a_killed_run_resumes_to_the_uninterrupted_results_bit_for_bit",   # ~13 s: three processes
     "test_switching.py::test_study_on_the_zoo_teams",                                     # ~13 s
     "test_ranld.py::test_ranld_tables_and_comparison_on_zoo_ddqn",                        # ~10 s
-    "test_cli.py::test_timeseries_report_assembly_lives_in_the_cli",                      # ~9 s
+    "test_cli.py::test_timeseries_report_assembly_lives_in_the_study_module",             # ~9 s
     "test_core.py::test_run_jobs_on_dask_local_cluster",                                  # ~8 s
     "test_timeseries.py::test_zoo_actor_critic_agents_repeat_on_ale",                     # ~5 s each
 )

@@ -161,13 +161,43 @@ def test_attribution_result_roundtrip_and_plot(tmp_path, cnn):
     assert len(att.to_frame()) == 3 * 16 * 16
 
 
+
+def _assert_same_fields(att, back):
+    "Every dataclass field of `back` equals `att`'s (arrays bit for bit with their dtype; the explainer as its class and parameters)."
+    import dataclasses
+    for f in dataclasses.fields(type(att)):
+        a, b = getattr(att, f.name), getattr(back, f.name)
+        if f.name == "explainer":
+            assert type(b) is type(a) and {k: v for k, v in a.params.items() if not isinstance(v, np.ndarray)} == b.params, f.name
+        elif isinstance(a, np.ndarray): assert a.dtype == b.dtype and np.array_equal(a, b), f.name
+        else: assert a == b, (f.name, a, b)
+
+
+def test_every_field_of_an_attribution_survives_save_and_load(tmp_path, cnn):
+    "values, actions, params, states, timing, source, pixel_map, per_action and the explainer come back from save/load."
+    pol, x = cnn
+    att = explain("occlusion", pol, x, patch=4)
+    assert att.pixel_map is not None and att.explainer is not None
+    back = Attribution.load(att.save(tmp_path / "image"))
+    _assert_same_fields(att, back)
+    np.testing.assert_array_equal(back.pixels(), att.pixels())                          # the method's own map, bit for bit
+    np.testing.assert_array_equal(explain(back.explainer, pol, x).values, att.values)  # the rebuilt explainer re-explains alike
+    lin = linear_policy([[1.0, -2.0, 0.5], [0.0, 1.0, 0.0]])
+    B = np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32)
+    tab = explain("integrated_gradients", lin, B[:4], background=B, n_background=5, all_actions=True)
+    assert tab.per_action.shape == (4, 2, 3)
+    back = Attribution.load(tab.save(tmp_path / "tabular"))
+    _assert_same_fields(tab, back)
+    assert "background" not in back.explainer.params                                   # data, not a setting: not saved
+
 def test_huber_defaults_are_the_papers_protocol():
     "Each Huber et al. (2023) default pinned: final parameters (App. C.2) as presets, paper KL, trapezoid AUC, 84 pixels per step."
     from rlexplain.saliency import PAPER_PARAMS
     for key, (name, params) in PAPER_PARAMS.items():
         assert params.items() <= EXPLAINERS[key].presets["huber2023"].items(), key
     assert EXPLAINERS["sarfa"].presets["huber2023"]["kl"] == "paper" and EXPLAINERS["sarfa"].presets["xrlbench"]["kl"] == "code"
-    cfg = saliency_bench.BenchConfig()
+    from rlexplain.saliency_study import BenchConfig
+    cfg = BenchConfig()
     assert (cfg.auc, cfg.pixels_per_step, cfg.starts, cfg.ssim_flat) == ("trapezoid", 84, ("black", "random"), False)
     r = saliency.RISE()
     assert (r.n_masks, r.s, r.p, r.softmax) == (1000, 8, 0.5, False)
@@ -243,7 +273,7 @@ def test_the_package_is_layered_and_small():
         for d in deps:
             if d.startswith("rlexplain.attribution"):
                 assert d in order and order.index(d) < order.index(mod), f"{mod} imports {d}, which is not below it"
-            else: assert d == "rlexplain.core", (mod, d)
+            else: assert d in ("rlexplain.core", "rlexplain.runs", "rlexplain.compute"), (mod, d)   # the base layers only
 
 
 def test_the_layer_is_low_and_each_method_lives_once():
@@ -264,7 +294,7 @@ def test_the_layer_is_low_and_each_method_lives_once():
 def test_values_do_not_depend_on_the_number_of_workers(cnn, key):
     """States side by side on 2 workers (3 states), chunks side by side (1 state) and everything in one thread give the
     same values: every state's perturbed inputs go through the network in the same chunks."""
-    from rlexplain.core import ComputeSettings
+    from rlexplain.compute import ComputeSettings
     pol, x = cnn
     bg = np.random.default_rng(1).random((4, 2, 16, 16)).astype(np.float32)
     kw = {**FAST[key], **({"background": bg} if key in ("integrated_gradients", "deep_shap") else {})}
@@ -298,7 +328,7 @@ def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
     `batch_size` still overrides it."""
     from rlexplain.attribution import PGI, insertion_curves
     from rlexplain.attribution.explainers.xrlbench import _fitted
-    from rlexplain.core import ComputeSettings
+    from rlexplain.compute import ComputeSettings
     pol, x = cnn
     sizes, before, forward = [], pol.settings, pol.forward
     def spy(z):
@@ -359,7 +389,7 @@ def test_pgi_pgu_blur_is_xrlbench_codes_image_perturbation():
 def test_penultimate_features_keep_the_states_order_with_two_workers(cnn):
     """HIGHLIGHTS' penultimate activations: with chunks side by side on 2 workers (batch 2, 9 states) each row still belongs to
     its own state (a shared hook list appended chunks in the order the threads finished)."""
-    from rlexplain.core import ComputeSettings
+    from rlexplain.compute import ComputeSettings
     from rlexplain.saliency_bench import penultimate_features
     pol, _ = cnn
     x = np.random.default_rng(3).random((9, 2, 16, 16)).astype(np.float32)
@@ -504,7 +534,7 @@ def test_results_plot_on_axes_and_summarise_as_frames():
     import matplotlib.axes, matplotlib.figure, matplotlib.pyplot as plt
     import pandas as pd
     import rlexplain
-    from rlexplain.core import Result
+    from rlexplain.runs import Result
     for m in pkgutil.walk_packages(rlexplain.__path__, "rlexplain."):
         if m.name.split(".")[-1] not in ("cli", "lessons"): importlib.import_module(m.name)
     def subclasses(c): return set(c.__subclasses__()).union(*(subclasses(s) for s in c.__subclasses__()))
@@ -562,8 +592,8 @@ def test_pixel_maps_survive_the_contract_bit_for_bit():
     att = explain("noise_sensitivity", pol, x, radius=3)
     np.testing.assert_array_equal(att.pixels(), m.pixels())
     np.testing.assert_array_equal(att[1:3].pixels(), m.pixels()[1:3])
-    np.testing.assert_array_equal(saliency_bench._maps("noise_sensitivity", pol, x).pixels(), m.pixels())
-    np.testing.assert_array_equal(saliency_bench._maps("random", pol, x).pixels(), saliency_bench.random_saliency(pol, x).pixels())
+    np.testing.assert_array_equal(saliency_bench.bench_maps("noise_sensitivity", pol, x).pixels(), m.pixels())
+    np.testing.assert_array_equal(saliency_bench.bench_maps("random", pol, x).pixels(), saliency_bench.random_saliency(pol, x).pixels())
 
 
 def test_the_fields_parameter_names_are_accepted(cnn):
@@ -588,5 +618,5 @@ def test_the_fields_parameter_names_are_accepted(cnn):
     np.testing.assert_array_equal(t1.values, t2.values); assert t1.params["num_samples"] == 200
     from rlexplain.attribution import insertion_curves
     m = np.random.default_rng(1).random((3, 16, 16))
-    np.testing.assert_array_equal(insertion_curves(pol, x, m, actions=[2, 1, 0]).q, insertion_curves(pol, x, m, action=[2, 1, 0]).q)
-    with pytest.raises(ValueError, match="pass one of them"): insertion_curves(pol, x, m, action=0, actions=0)
+    np.testing.assert_array_equal(insertion_curves(pol, x, m, actions=[2, 1, 0]).q, insertion_curves(pol, x, m, [2, 1, 0]).q)
+    with pytest.raises(TypeError, match="action"): insertion_curves(pol, x, m, action=0)      # one name: `actions`

@@ -100,9 +100,9 @@ def test_empty_repeated_and_non_positive_lists_are_refused(argv, expected, tmp_p
     """`--pipelines ""` meant all pipelines, `dqn,dqn` computed DQN twice, `--out ""` wrote into the current folder and
     `zoo train --checkpoints 0` evaluated 18 zero-frame agents. (The work itself is replaced by stand-ins that stop at once:
     a command that gets past its arguments fails this test quickly instead of running a study.)"""
-    from rlexplain import agents, cli
+    from rlexplain import agent_zoo, cli
     def stop(*a, **kw): raise _StopBeforeWork("the command got past its arguments")
-    monkeypatch.setattr(cli, "run_demo", stop); monkeypatch.setattr(agents, "train_zoo", stop)
+    monkeypatch.setattr(cli, "run_demo", stop); monkeypatch.setattr(agent_zoo, "train_zoo", stop)
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -126,8 +126,8 @@ def fake_ir(monkeypatch):
 
 def test_game_ids_are_matched_case_insensitively_or_listed(tmp_path, fake_ir, capsys):
     "`--games toybox/breakout` (lower case) ran and gave NaN returns."
-    from rlexplain.cli import _toybox_ids
-    assert _toybox_ids(["toybox/breakout", "TOYBOX/SPACEINVADERS", "toybox/amidar"]) == ["toybox/Breakout", "toybox/SpaceInvaders", "toybox/Amidar"]
+    from rlexplain.ir import toybox_ids
+    assert toybox_ids(["toybox/breakout", "TOYBOX/SPACEINVADERS", "toybox/amidar"]) == ["toybox/Breakout", "toybox/SpaceInvaders", "toybox/Amidar"]
     assert main(["ir", "--out", str(tmp_path / "o"), "--games", "toybox/breakout"]) == 2
     assert fake_ir[0].games == ("toybox/Breakout",)              # the canonical id reaches the study
     capsys.readouterr()
@@ -139,10 +139,9 @@ def test_game_ids_are_matched_case_insensitively_or_listed(tmp_path, fake_ir, ca
 
 
 def test_toybox_ids_are_the_envs_games():
-    from rlexplain.cli import _TOYBOX_IDS
     from rlexplain.envs import TOYBOX_GAMES
-    from rlexplain.ir import IRConfig
-    assert {g.split("/")[1].lower() for g in _TOYBOX_IDS} == set(TOYBOX_GAMES) and set(IRConfig.paper().games) == set(_TOYBOX_IDS)
+    from rlexplain.ir import TOYBOX_IDS, IRConfig
+    assert {g.split("/")[1].lower() for g in TOYBOX_IDS} == set(TOYBOX_GAMES) and set(IRConfig.paper().games) == set(TOYBOX_IDS)
 
 
 def test_an_option_without_effect_is_refused(tmp_path, fake_ir, capsys):
@@ -185,7 +184,7 @@ def test_zoo_lookups_list_what_exists_and_the_nearest(argv, expected, tmp_path, 
 
 
 def test_rundir_without_results_takes_the_new_configuration(tmp_path):
-    from rlexplain.core import ConfigMismatchError, RunDir, load_json
+    from rlexplain.runs import ConfigMismatchError, RunDir, load_json
     RunDir(tmp_path, config={"n": 1})                             # recorded, nothing computed
     rd = RunDir(tmp_path, config={"n": 2})
     assert load_json(tmp_path / "config.json") == {"n": 2}
@@ -198,7 +197,7 @@ def test_rundir_without_results_takes_the_new_configuration(tmp_path):
 
 _HOLDER = """
 import sys
-from rlexplain.core import run_lock
+from rlexplain.runs import run_lock
 with run_lock(sys.argv[1], "rlexplain ir --out held-by-the-test"):
     print("locked", flush=True)
     sys.stdin.readline()
@@ -228,7 +227,7 @@ def test_a_second_writer_fails_at_once_naming_the_holder(tmp_path, fake_ir, caps
 
 def test_a_stale_lock_is_taken_over_and_a_live_one_refused(tmp_path):
     import socket
-    from rlexplain.core import RunFolderBusy, run_lock
+    from rlexplain.runs import RunFolderBusy, run_lock
     dead = subprocess.Popen([sys.executable, "-c", "pass"]); dead.wait()   # a pid that no longer runs
     (tmp_path / ".rlexplain.lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": "x", "command": "killed"}))
     with run_lock(tmp_path, "mine") as lk:
@@ -247,15 +246,15 @@ def _two_fake_sections(monkeypatch):
     "Two registered demo jobs, `fake` and `other`, each writing one table: a finished demo folder in miniature."
     import types
     import pandas as pd
-    from rlexplain import cli
+    from rlexplain import demo, report
     mod = types.ModuleType("_fake_sections_mod")
     def job(sec, scale, executor=None, max_workers=1):
         sec.table(f"{sec.key}_table", pd.DataFrame({"x": [1, 2]})); sec.note(f"{sec.key} ok")
     mod.job = job
     monkeypatch.setitem(sys.modules, "_fake_sections_mod", mod)
-    monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake": ("Fake", "a fake job", "_fake_sections_mod:job"),
-                                       "other": ("Other", "another fake job", "_fake_sections_mod:job")})
-    monkeypatch.setattr(cli, "_scoreboard_html", lambda out: "")   # the report's sections are under test, not the scoring
+    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "fake": demo.DemoEntry("Fake", "a fake job", "_fake_sections_mod:job"),
+                                        "other": demo.DemoEntry("Other", "another fake job", "_fake_sections_mod:job")})
+    monkeypatch.setattr(report, "_scoreboard_html", lambda out: "")   # the report's sections are under test, not the scoring
 
 
 def _files(folder: Path) -> dict:
@@ -265,7 +264,7 @@ def _files(folder: Path) -> dict:
 
 def test_a_method_command_into_a_finished_demo_folder_keeps_every_section(tmp_path, monkeypatch):
     """`rlexplain saliency --out runs/demo` recomputed nothing but replaced the demo's 8-section report with one section."""
-    from rlexplain.cli import run_demo
+    from rlexplain.demo import run_demo
     _two_fake_sections(monkeypatch)
     run_demo(tmp_path, only=["fake", "other"], scale="demo")
     before = _files(tmp_path)
@@ -295,7 +294,8 @@ def test_the_ir_command_refuses_a_demo_folders_ir_section(tmp_path, fake_ir, mon
 
 def test_a_corrupt_unit_is_named_and_computed_again(tmp_path):
     "A truncated unit `arrays.npz` gave a raw `zipfile.BadZipFile` traceback, and the run could not resume until it was deleted."
-    from rlexplain.core import CorruptUnitError, RunDir, run_jobs
+    from rlexplain.compute import run_jobs
+    from rlexplain.runs import CorruptUnitError, RunDir
     rd = RunDir(tmp_path, config={"n": 1})
     rd.unit("a", lambda: {"x": np.arange(1000)}); rd.unit("b", lambda: {"x": np.arange(3)})
     f = tmp_path / "units" / "a.npz"; f.write_bytes(f.read_bytes()[:100])   # killed mid-copy, say
@@ -332,8 +332,8 @@ def test_tabular_lime_with_no_samples_is_refused():
 def test_ctrl_c_prints_one_line_and_the_rerun_resumes(tmp_path, monkeypatch, capsys):
     "Ctrl-C printed a full KeyboardInterrupt traceback (the rerun resumed correctly)."
     import types
-    from rlexplain import cli
-    from rlexplain.core import RunDir
+    from rlexplain import demo, report
+    from rlexplain.runs import RunDir
     calls, interrupt = [], [True]
     mod = types.ModuleType("_ctrl_c_mod")
     def job(sec, scale, executor=None, max_workers=1):
@@ -343,8 +343,8 @@ def test_ctrl_c_prints_one_line_and_the_rerun_resumes(tmp_path, monkeypatch, cap
         rd.unit("b", lambda: calls.append("b") or [2]); sec.note("ok")
     mod.job = job
     monkeypatch.setitem(sys.modules, "_ctrl_c_mod", mod)
-    monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake": ("Fake", "a fake job", "_ctrl_c_mod:job")})
-    monkeypatch.setattr(cli, "_scoreboard_html", lambda out: "")
+    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "fake": demo.DemoEntry("Fake", "a fake job", "_ctrl_c_mod:job")})
+    monkeypatch.setattr(report, "_scoreboard_html", lambda out: "")
     try: rc = main(["fake", "--out", str(tmp_path)])
     except KeyboardInterrupt: pytest.fail("Ctrl-C escaped `main` as a traceback")
     err = capsys.readouterr().err
@@ -370,17 +370,54 @@ def test_a_demo_into_an_ir_command_folder_refuses_to_replace_it(tmp_path, monkey
     import matplotlib.pyplot as plt
     import pandas as pd
     import rlexplain.ir
-    from rlexplain import cli
-    from rlexplain.cli import run_demo
+    from rlexplain import report
+    from rlexplain.demo import run_demo
     study = types.SimpleNamespace(table=lambda: pd.DataFrame({"pipeline": ["dqn"], "R": [0.5]}),
-                                  plot=lambda g, normalized=False: plt.figure())
+                                  to_frame=lambda: pd.DataFrame({"R": [0.5]}), plot=lambda g, normalized=False: plt.figure())
     monkeypatch.setattr(rlexplain.ir, "run_ir", lambda cfg, **kw: study)
-    monkeypatch.setattr(cli, "_scoreboard_html", lambda out: "")
+    monkeypatch.setattr(report, "_scoreboard_html", lambda out: "")
     def stop(*a, **kw): raise _StopBeforeWork("the demo's IR section started")
-    monkeypatch.setattr(cli, "_demo_ir", stop)                    # a demo that gets past its checks fails here, quickly
+    monkeypatch.setattr(rlexplain.ir, "demo_section", stop)                    # a demo that gets past its checks fails here, quickly
     assert main(["ir", "--out", str(tmp_path), "--games", "toybox/Breakout", "--states", "3"]) == 0
     assert json.loads((tmp_path / "ir" / "config.json").read_text())["command"] == "ir"
     before = _files(tmp_path)
     with pytest.raises(ValueError, match=rf"{tmp_path / 'ir'} holds the results of `rlexplain ir`, which the demo's ir section would replace"):
         run_demo(tmp_path, only=["ir"], scale="demo")
     assert _files(tmp_path) == before
+
+
+# --- the scoreboard refuses what is not a finished run (issue 41.2) ---
+
+def _finished_ir_run(root: Path) -> Path:
+    "A finished run with one section, as `rlexplain demo --out root --only ir` writes it (records and one table)."
+    (root / "ir").mkdir(parents=True)
+    (root / "ir" / "config.json").write_text(json.dumps({"job": "ir", "scale": "demo"}))
+    (root / "ir" / "done.json").write_text(json.dumps({"items": [["table", "Table 6", "ir_table.csv"]], "seconds": 1.0}))
+    (root / "ir" / "ir_table.csv").write_text("game,pipeline,frames,original,original_se,n_agents\ntoybox/Breakout,dqn,50000,1.0,0.0,6\n")
+    return root
+
+
+def _one_error_line(capsys) -> str:
+    cap = capsys.readouterr(); lines = cap.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rlexplain: error: ") and "Traceback" not in cap.err, cap.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("empty", "is not a finished run: it holds none of the sections ir, ranld"),
+    ("section", "is the 'ir' section of a run, not a run folder"),
+    ("corrupt", "ir/ir_table.csv cannot be parsed as CSV"),
+    ("renamed", "ir/ir_table.csv lacks the declared column(s) ['original'] ('original' renamed to 'original_R'?)"),
+])
+def test_scoreboard_refuses_what_is_not_a_finished_run(case, expected, tmp_path, capsys):
+    """`rlexplain scoreboard` on an empty folder, on a section subfolder, on a run with a corrupt CSV or a renamed column
+    printed a board of 'not run' rows and exited 0. Now: one line naming the folder or file, exit status 2."""
+    run = _finished_ir_run(tmp_path / "run")
+    assert main(["scoreboard", str(run)]) == 0 and "reproduced" in capsys.readouterr().out   # the finished run is scored
+    target = {"empty": tmp_path / "empty", "section": run / "ir"}.get(case, run)
+    if case == "empty": target.mkdir()
+    if case == "corrupt": (run / "ir" / "ir_table.csv").write_bytes(b"game,pipeline,frames\n\xff\xfe\x00\x81,1,2,3,4\n")
+    if case == "renamed":
+        p = run / "ir" / "ir_table.csv"; p.write_text(p.read_text().replace("original,", "original_R,", 1))
+    assert main(["scoreboard", str(target)]) == 2
+    assert expected in _one_error_line(capsys)

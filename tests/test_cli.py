@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from rlexplain.cli import build_parser, main
-from rlexplain.core import load_json
+from rlexplain.runs import load_json
 
 
 def test_help_explains_every_option():
@@ -29,14 +29,18 @@ def test_bad_arguments_exit_2():
 
 
 def test_every_method_has_a_demo_job():
-    from rlexplain.cli import DEMOS, _resolve
+    "Each section's builder (and units function) is a public function of its method's module."
+    from rlexplain.demo import DEMOS, _resolve
     assert {"ir", "ranld", "saliency", "saliency_bench", "xrlbench", "timeseries", "switching"} <= set(DEMOS)
-    for key, (title, text, spec) in DEMOS.items():
-        assert title and text and callable(_resolve(spec)), key
+    for key, e in DEMOS.items():
+        assert e.title and e.text and callable(_resolve(e.builder)), key
+        for spec in (e.builder, e.units or e.builder):
+            mod, fn = spec.split(":")
+            assert mod != "rlexplain.cli" and not fn.startswith("_") and callable(_resolve(spec)), (key, spec)
 
 
 def test_run_demo_rejects_unknown_jobs(tmp_path):
-    from rlexplain.cli import run_demo
+    from rlexplain.demo import run_demo
     with pytest.raises(ValueError, match="unknown demo jobs"):
         run_demo(tmp_path, only=["nope"])
 
@@ -80,7 +84,7 @@ def test_zoo_card_warnings_are_one_line_each(tmp_path, capsys):
 
 
 def test_ir_rerun_with_other_configuration_is_refused_before_any_work(tmp_path, capsys):
-    from rlexplain.core import RunDir
+    from rlexplain.runs import RunDir
     from rlexplain.ir import IRConfig
     RunDir(tmp_path / "run", config=IRConfig.demo(p=5)).save_unit("u", [1])   # an earlier run with 5 states and a result
     assert main(["ir", "--out", str(tmp_path), "--states", "3", "--agents", "4"]) == 2
@@ -91,8 +95,8 @@ def test_ir_rerun_with_other_configuration_is_refused_before_any_work(tmp_path, 
 def _fake_demo(monkeypatch, calls):
     "A registered demo job 'fake' whose units count their computations."
     import sys, types
-    from rlexplain import cli
-    from rlexplain.core import RunDir
+    from rlexplain import demo
+    from rlexplain.runs import RunDir
     mod = types.ModuleType("_fake_demo_mod")
     def job(sec, scale, executor=None, max_workers=1):
         rd = RunDir(sec.dir / "run", config={"scale": scale})
@@ -100,12 +104,12 @@ def _fake_demo(monkeypatch, calls):
         sec.note("ok")
     mod.job = job
     monkeypatch.setitem(sys.modules, "_fake_demo_mod", mod)
-    monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake": ("Fake", "a fake job", "_fake_demo_mod:job")})
+    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "fake": demo.DemoEntry("Fake", "a fake job", "_fake_demo_mod:job")})
 
 
 def test_demo_force_redoes_every_unit_and_other_scale_is_refused(tmp_path, monkeypatch, capsys):
-    from rlexplain.cli import run_demo
-    from rlexplain.core import ConfigMismatchError
+    from rlexplain.demo import run_demo
+    from rlexplain.runs import ConfigMismatchError
     calls = []; _fake_demo(monkeypatch, calls)
     run_demo(tmp_path, only=["fake"], scale="demo")
     (tmp_path / "fake" / "done.json").unlink()                 # "interrupted" after its units
@@ -121,7 +125,7 @@ def test_demo_force_redoes_every_unit_and_other_scale_is_refused(tmp_path, monke
 
 def test_single_method_command_prints_no_step_counter(tmp_path, monkeypatch, capsys):
     "Issue 27.4: `rlexplain <method>` printed a '[rlexplain demo] 1/1' prefix."
-    calls = []; _fake_demo(monkeypatch, calls); monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
+    calls = []; _fake_demo(monkeypatch, calls)
     assert main(["fake", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "[rlexplain fake] running at demo scale" in out and "[rlexplain fake] finished in" in out
@@ -131,26 +135,27 @@ def test_single_method_command_prints_no_step_counter(tmp_path, monkeypatch, cap
 def test_demo_progress_estimates_every_step_docs_included(tmp_path, monkeypatch, capsys):
     """Issue 27.3: the time left covers the docs (a unit of their own), from this folder's measured times, shared by the
     workers and scaled by the run's pace."""
-    from rlexplain import cli
-    from rlexplain.core import save_json
-    monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
-    monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 60, "b": 60, "s/x": 30, "s": 100, "docs": 600, "docs_execute": 6000})
-    assert cli._eta([60, 600], [(60, 60)]) == "about 11 min left"                   # b + docs at the run's pace
-    assert cli._eta([60, 600], [(120, 60)]) == "about 22 min left"                  # twice as slow as expected
-    assert cli._eta([60, 600], [(60, 60)], workers=2) == "about 10 min left"        # the 600-s unit bounds two workers
-    assert cli._eta([300, 300, 60], [(60, 60)], workers=2) == "about 6 min left"    # two workers share the 660 s
-    assert cli._eta([30], [], workers=2) == "about 30 s left"                       # one unit left: one worker can run it
-    assert cli._unit_seconds(tmp_path, "docs", "docs", execute_docs=True) == 6000.0
-    assert cli._unit_seconds(tmp_path, "s", "x", 4) == 30.0 and cli._unit_seconds(tmp_path, "s", "y", 4) == 25.0   # own entry, else a share
-    save_json(tmp_path / "docs" / "done.json", {"seconds": 30.0, "execute": False})          # this folder's own measurement
-    assert cli._unit_seconds(tmp_path, "docs", "docs") == 30.0
-    assert cli._unit_seconds(tmp_path, "docs", "docs", execute_docs=True) == 6000.0          # measured without executing
-    save_json(tmp_path / "s" / "done.json", {"items": [], "seconds": 99.0, "units": {"y": 7.0}})
-    assert cli._unit_seconds(tmp_path, "s", "y", 4) == 7.0 and cli._unit_seconds(tmp_path, "s", "s") == 99.0
+    from rlexplain import demo
+    from rlexplain.compute import use_settings
+    from rlexplain.runs import save_json
+    monkeypatch.setattr(demo, "DEMO_SECONDS", {"a": 60, "b": 60, "s/x": 30, "s": 100, "docs": 600, "docs_execute": 6000})
+    with use_settings(scale="demo"):   # the first guesses of the demo scale
+        assert demo._eta([60, 600], [(60, 60)]) == "about 11 min left"                   # b + docs at the run's pace
+        assert demo._eta([60, 600], [(120, 60)]) == "about 22 min left"                  # twice as slow as expected
+        assert demo._eta([60, 600], [(60, 60)], workers=2) == "about 10 min left"        # the 600-s unit bounds two workers
+        assert demo._eta([300, 300, 60], [(60, 60)], workers=2) == "about 6 min left"    # two workers share the 660 s
+        assert demo._eta([30], [], workers=2) == "about 30 s left"                       # one unit left: one worker can run it
+        assert demo._unit_seconds(tmp_path, "docs", "docs", execute_docs=True) == 6000.0
+        assert demo._unit_seconds(tmp_path, "s", "x", 4) == 30.0 and demo._unit_seconds(tmp_path, "s", "y", 4) == 25.0   # own entry, else a share
+        save_json(tmp_path / "docs" / "done.json", {"seconds": 30.0, "execute": False})          # this folder's own measurement
+        assert demo._unit_seconds(tmp_path, "docs", "docs") == 30.0
+        assert demo._unit_seconds(tmp_path, "docs", "docs", execute_docs=True) == 6000.0          # measured without executing
+        save_json(tmp_path / "s" / "done.json", {"items": [], "seconds": 99.0, "units": {"y": 7.0}})
+        assert demo._unit_seconds(tmp_path, "s", "y", 4) == 7.0 and demo._unit_seconds(tmp_path, "s", "s") == 99.0
     calls = []; _fake_demo(monkeypatch, calls)
-    monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "fake2": cli.DEMOS["fake"]})
-    monkeypatch.setattr(cli, "build_docs", lambda out, nbs, execute=False, workers=1: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
-    cli.run_demo(tmp_path / "run", only=["fake", "fake2"], scale="demo", docs=True)
+    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "fake2": demo.DEMOS["fake"]})
+    monkeypatch.setattr(demo, "build_docs", lambda out, nbs, execute=False, workers=1: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
+    demo.run_demo(tmp_path / "run", only=["fake", "fake2"], scale="demo", docs=True)
     out = capsys.readouterr().out
     assert "1/3 fake: finished in" in out and "2/3 fake2: finished in" in out and "3/3 docs: finished in" in out
     line = next(l for l in out.splitlines() if "2/3 fake2: finished in" in l)
@@ -160,7 +165,7 @@ def test_demo_progress_estimates_every_step_docs_included(tmp_path, monkeypatch,
 
 def test_every_method_has_a_subcommand_whose_help_example_parses():
     import shlex
-    from rlexplain.cli import DEMOS
+    from rlexplain.demo import DEMOS
     p = build_parser()
     sub = next(a for a in p._actions if a.dest == "cmd").choices
     assert {"saliency", "xrlbench", "ranld", "timeseries", "switching", "ir", "demo", "zoo", "scoreboard"} <= set(sub)
@@ -183,7 +188,8 @@ def test_cheap_help_examples_run(tmp_path, monkeypatch, capsys):
     from rlexplain.cli import subcommand_parsers
     pytest.importorskip("rlexplain.scoreboard")
     root = Path(__file__).resolve().parent.parent
-    monkeypatch.chdir(tmp_path); (tmp_path / "runs" / "demo").mkdir(parents=True); (tmp_path / "nbs").symlink_to(root / "nbs")
+    monkeypatch.chdir(tmp_path); (tmp_path / "runs" / "demo" / "ir").mkdir(parents=True); (tmp_path / "nbs").symlink_to(root / "nbs")
+    (tmp_path / "runs" / "demo" / "ir" / "ir_table.csv").write_text("game,pipeline,frames,original\ntoybox/Breakout,dqn,50000,1.0\n")   # a finished run
     ran = []
     for name, sp in subcommand_parsers().items():
         for e in (sp.epilog or "").splitlines():
@@ -209,7 +215,7 @@ def test_one_default_per_option():
 
 
 def test_ir_help_example_games_are_in_the_zoo():
-    from rlexplain.agents import list_zoo
+    from rlexplain.agent_zoo import list_zoo
     sp = next(a for a in build_parser()._actions if a.dest == "cmd").choices["ir"]
     games = set(list_zoo().env_id)
     args = build_parser().parse_args(sp.epilog.split("example: rlexplain ")[1].split())
@@ -243,13 +249,16 @@ def test_scoreboard_command_prints_the_summary_and_board(tmp_path, monkeypatch, 
 
 
 def test_scoreboard_of_the_real_module_on_an_empty_run(tmp_path, capsys):
+    "An empty folder is not a finished run (issue 41.2): one line, exit status 2, no board of 'not run' rows."
     pytest.importorskip("rlexplain.scoreboard")
-    assert main(["scoreboard", str(tmp_path)]) == 0
-    assert "claims" in capsys.readouterr().out
+    assert main(["scoreboard", str(tmp_path)]) == 2
+    cap = capsys.readouterr()
+    assert "not a finished run" in cap.err and len(cap.err.strip().splitlines()) == 1 and "claims" not in cap.out
 
 
 def test_report_opens_with_the_scoreboard(tmp_path, monkeypatch):
-    from rlexplain.cli import Section, write_report
+    from rlexplain.demo import Section
+    from rlexplain.report import write_report
     _fake_scoreboard(monkeypatch)
     s = Section(tmp_path, "x", "Method X", "text"); s.note("hello")
     page = write_report(tmp_path, [s]).read_text()
@@ -262,71 +271,68 @@ def test_package_has_a_docstring():
     assert rlexplain.__doc__ and "reinforcement-learning" in rlexplain.__doc__ and rlexplain.__version__
 
 
-def test_timeseries_report_assembly_lives_in_the_cli():
-    "The CLI builds the time-series section from a study; while timeseries.demo_outputs exists, the tables are the same."
-    import pandas as pd
+def test_timeseries_report_assembly_lives_in_the_study_module():
+    """The time-series section is assembled from a study by `timeseries_study.demo_outputs`, the section builder registered for
+    `rlexplain demo`; the CLI holds none of it."""
     import torch
-    from rlexplain import timeseries
-    from rlexplain.cli import DEMOS, _timeseries_outputs
+    from rlexplain import cli, timeseries_study
     from rlexplain.core import Policy
+    from rlexplain.demo import DEMOS
 
     class Tiny(torch.nn.Module):
         def __init__(self, s):
             super().__init__(); torch.manual_seed(s); self.lin = torch.nn.Linear(84, 4); torch.nn.init.normal_(self.lin.weight, std=3.0)
         def forward(self, x): return self.lin(x[:, -1].mean(1))
     pols = {n: Policy.from_module(Tiny(s), (4, 84, 84), kind="q", device="cpu", name=n) for s, n in enumerate("ab")}
-    cfg = timeseries.TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1, 2), n_episodes=6, T=3, window=2, horizon=3, max_steps=30, n_boot=50)
-    study = timeseries.run_study(cfg, policies=pols)
-    figs, tabs, text = _timeseries_outputs(study)
+    cfg = timeseries_study.TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1, 2), n_episodes=6, T=3, window=2, horizon=3, max_steps=30, n_boot=50)
+    study = timeseries_study.run_study(cfg, policies=pols)
+    figs, tabs, text = timeseries_study.demo_outputs(study)
     assert {"ts_breakout_impacts", "ts_breakout_forecast", "ts_breakout_overlap", "ts_breakout_returns"} == set(tabs)
     assert [n for n, _, _ in figs] == ["ts_breakout_forecast", "ts_breakout_impact_a", "ts_breakout_impact_b", "ts_breakout_did"]
-    assert DEMOS["timeseries"][2] == "rlexplain.cli:_demo_timeseries" and DEMOS["switching"][2] == "rlexplain.cli:_demo_switching"
-    if hasattr(timeseries, "demo_outputs"):
-        _, old, _ = timeseries.demo_outputs(study)
-        for k, (df, cap) in tabs.items():
-            pd.testing.assert_frame_equal(df, old[k][0]); assert cap == old[k][1]
-
+    assert text.startswith("Time-series shift study on toybox/Breakout: 3 seeds x 6 episodes")
+    assert DEMOS["timeseries"].builder == "rlexplain.timeseries_study:demo_section" and DEMOS["switching"].builder == "rlexplain.switching:demo_section"
+    assert not any(n.startswith("_demo") or n.startswith("_timeseries") for n in vars(cli))
 
 def test_progress_guess_follows_the_scale(tmp_path, monkeypatch):
     "At reference scale the time-left estimate starts from the reference run's section times, not the demo's."
-    from rlexplain import cli
-    monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 60})
-    monkeypatch.setattr(cli, "REFERENCE_SECONDS", {"a": 600})
-    monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
-    assert cli._unit_seconds(tmp_path, "a", "a") == 60.0 and cli._unit_seconds(tmp_path, "a", "u", 2) == 30.0
-    monkeypatch.setenv("RLEXPLAIN_SCALE", "reference")
-    assert cli._unit_seconds(tmp_path, "a", "a") == 600.0
-    assert cli._eta([cli._unit_seconds(tmp_path, "a", "a")], []) == "about 10 min left"
+    from rlexplain import demo
+    from rlexplain.compute import use_settings
+    monkeypatch.setattr(demo, "DEMO_SECONDS", {"a": 60})
+    monkeypatch.setattr(demo, "REFERENCE_SECONDS", {"a": 600})
+    with use_settings(scale="demo"):
+        assert demo._unit_seconds(tmp_path, "a", "a") == 60.0 and demo._unit_seconds(tmp_path, "a", "u", 2) == 30.0
+    with use_settings(scale="reference"):
+        assert demo._unit_seconds(tmp_path, "a", "a") == 600.0
+        assert demo._eta([demo._unit_seconds(tmp_path, "a", "a")], []) == "about 10 min left"
 
 
 def _unit_demos(monkeypatch, seconds):
     "Registers tests/_demo_units.py's sections: 'split' (three units) and 'whole' (one), with these first-guess seconds."
-    from rlexplain import cli
-    monkeypatch.setattr(cli, "DEMOS", {**cli.DEMOS, "split": ("Split", "", "_demo_units:section"), "whole": ("Whole", "", "_demo_units:whole")})
-    monkeypatch.setattr(cli, "DEMO_UNITS", {**cli.DEMO_UNITS, "split": "_demo_units:units"})
-    monkeypatch.setattr(cli, "DEMO_SECONDS", seconds)
-    monkeypatch.setenv("RLEXPLAIN_SCALE", "demo")
+    from rlexplain import demo
+    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "split": demo.DemoEntry("Split", "", "_demo_units:section", "_demo_units:units"),
+                                        "whole": demo.DemoEntry("Whole", "", "_demo_units:whole")})
+    monkeypatch.setattr(demo, "DEMO_SECONDS", seconds)
 
 
 def test_demo_units_go_longest_first_to_one_pool_and_sections_only_load(tmp_path, monkeypatch):
     """Issue 28: the demo's sections share one pool, their units longest first (LPT); a split section's function, run in the
     parent after its last unit, loads the saved units instead of computing them again."""
     from concurrent.futures import Future
-    from rlexplain import cli
+    from rlexplain import demo
     _unit_demos(monkeypatch, {"split/bbb": 50, "split/a": 5, "split/cc": 20, "whole": 30, "docs": 1})
     class Recording:   # an executor that runs each job at once and records the order of submission
         def __init__(self): self.order = []
         def submit(self, fn, job):
             f = Future(); unit_fn, arg = job
-            self.order.append(arg[3] if unit_fn is cli._saved_unit else arg[0]); f.set_result(fn(job)); return f
+            self.order.append(arg[3] if unit_fn is demo.saved_unit else arg[0]); f.set_result(fn(job)); return f
     ex = Recording()
-    cli.run_demo(tmp_path, only=["split", "whole"], scale="demo", executor=ex, max_workers=2)
+    demo.run_demo(tmp_path, only=["split", "whole"], scale="demo", executor=ex, max_workers=2)
     assert ex.order == ["bbb", "whole", "cc", "a"]
     assert sorted(p.name.split(".")[0] for p in (tmp_path / "split" / "calls").iterdir()) == ["a", "bbb", "cc"]   # once each
     done = load_json(tmp_path / "split" / "done.json")
     assert done["items"] == [["note", "a=1 bbb=9 cc=4", ""]] and set(done["units"]) == {"a", "bbb", "cc"}
     (tmp_path / "split" / "done.json").unlink()             # interrupted after its units: the section only loads them
-    cli.run_demo(tmp_path, only=["split", "whole"], scale="demo", executor=ex, max_workers=2)
+    demo.run_demo(tmp_path, only=["split", "whole"], scale="demo", executor=ex, max_workers=2)
     assert ex.order == ["bbb", "whole", "cc", "a"] and len(list((tmp_path / "split" / "calls").iterdir())) == 3
     assert load_json(tmp_path / "split" / "done.json")["items"] == done["items"]
 
@@ -334,9 +340,9 @@ def test_demo_units_go_longest_first_to_one_pool_and_sections_only_load(tmp_path
 def test_demo_units_run_on_spawned_workers(tmp_path, monkeypatch, capsys):
     "Two real spawned workers: a whole section runs in a worker, a split section's units each once, the report complete."
     import os
-    from rlexplain import cli
+    from rlexplain import demo
     _unit_demos(monkeypatch, {"split/bbb": 50, "split/a": 5, "split/cc": 20, "whole": 30})
-    cli.run_demo(tmp_path, only=["split", "whole"], scale="demo", max_workers=2)
+    demo.run_demo(tmp_path, only=["split", "whole"], scale="demo", max_workers=2)
     assert len(list((tmp_path / "split" / "calls").iterdir())) == 3
     assert load_json(tmp_path / "split" / "done.json")["items"] == [["note", "a=1 bbb=9 cc=4", ""]]
     note = load_json(tmp_path / "whole" / "done.json")["items"][0][1]
@@ -349,7 +355,7 @@ def test_demo_units_run_on_spawned_workers(tmp_path, monkeypatch, capsys):
 
 def test_a_failing_unit_fails_its_section_only(tmp_path, monkeypatch):
     "A unit that raises marks its section FAILED in the report and the run raises at the end; the other sections finish."
-    from rlexplain import cli
+    from rlexplain import demo
     _unit_demos(monkeypatch, {"split/bbb": 50, "whole": 30})
     import _demo_units
     def job(arg):
@@ -357,7 +363,7 @@ def test_a_failing_unit_fails_its_section_only(tmp_path, monkeypatch):
         return {"name": arg[1], "square": 0}
     monkeypatch.setattr(_demo_units, "job", job)   # in this process: max_workers=1 runs the units here
     with pytest.raises(RuntimeError, match=r"demo jobs failed: \['split'\]"):
-        cli.run_demo(tmp_path, only=["split", "whole"], scale="demo")
+        demo.run_demo(tmp_path, only=["split", "whole"], scale="demo")
     assert (tmp_path / "whole" / "done.json").exists() and not (tmp_path / "split" / "done.json").exists()
     assert "FAILED" in (tmp_path / "report.html").read_text()
 
@@ -366,32 +372,33 @@ def test_a_saved_unit_leaves_its_folder_to_the_parent(tmp_path):
     """Two workers running units of one folder each opened a `RunDir` there, which removes leftover temporaries of killed
     writes, so one could delete the other's write in progress (a flaky failure). The worker now only computes; the parent
     saves the result: another process's temporary file survives a unit, and the unit's value comes back."""
-    from rlexplain import cli
+    from rlexplain import demo
     tmp = tmp_path / "units" / ".x.npz.tmp"; tmp.parent.mkdir(parents=True); tmp.write_text("another process writing")
-    assert cli._saved_unit((len, "abc", str(tmp_path), "u")) == 3
+    assert demo.saved_unit((len, "abc", str(tmp_path), "u")) == 3
     assert tmp.exists() and not (tmp_path / "units" / "u.json").exists()
 
 
 def test_demo_schedule_is_longest_first_by_hand(monkeypatch):
     """LPT on 2 workers by hand: a(5) -> w0 [0, 5]; b/x(4) -> w1 [0, 4]; c(3) -> w1 [4, 7] (ties keep the queue's order:
     whole sections, then split units, then the docs); b/y(3) -> w0 [5, 8]; docs(2) -> w1 [7, 9]."""
-    from rlexplain import cli
-    monkeypatch.setattr(cli, "DEMO_SECONDS", {"a": 5, "b/x": 4, "b/y": 3, "c": 3, "docs": 2, "z/q": 100})
-    s = cli.demo_schedule(workers=2, keys=["a", "b", "c"])
-    given = cli.demo_schedule(workers=2, keys=["a", "b", "c"], seconds={"a": 5, "b/x": 4, "b/y": 3, "c": 3, "docs": 2})
+    from rlexplain import demo
+    monkeypatch.setattr(demo, "DEMO_SECONDS", {"a": 5, "b/x": 4, "b/y": 3, "c": 3, "docs": 2, "z/q": 100})
+    s = demo.demo_schedule(workers=2, keys=["a", "b", "c"])
+    given = demo.demo_schedule(workers=2, keys=["a", "b", "c"], seconds={"a": 5, "b/x": 4, "b/y": 3, "c": 3, "docs": 2})
     assert given.equals(s)                                     # `seconds` in place of DEMO_SECONDS
     assert s.groupby("section").end.max().to_dict() == {"a": 5, "b": 8, "c": 7, "docs": 9}
     assert s.set_index("unit").loc[["x", "c", "y"], "start"].tolist() == [0, 4, 5]
-    assert cli.demo_schedule(workers=1, keys=["a"], docs=False).end.tolist() == [5]
-    with pytest.raises(ValueError, match="workers must be >= 1; got 0"): cli.demo_schedule(workers=0)
+    assert demo.demo_schedule(workers=1, keys=["a"], docs=False).end.tolist() == [5]
+    with pytest.raises(ValueError, match="workers must be >= 1; got 0"): demo.demo_schedule(workers=0)
 
 
 def test_demo_seconds_name_every_unit_of_the_split_sections(tmp_path):
     """The schedule (`demo_schedule`, the README's table) and the first guesses know each unit the split sections make from
     the shipped zoo: DEMO_SECONDS has an entry per unit, and none for a unit that no longer exists."""
-    from rlexplain import cli
+    from rlexplain import demo
     made = set()
-    for k, spec in cli.DEMO_UNITS.items():
-        sec = cli.Section(tmp_path, k, k)
-        made |= {f"{k}/{n}" for n, _, _ in cli._resolve(spec)(sec, "demo")}
-    assert made == {k for k in cli.DEMO_SECONDS if "/" in k}
+    for k, e in demo.DEMOS.items():
+        if e.units is None: continue
+        sec = demo.Section(tmp_path, k, k)
+        made |= {f"{k}/{n}" for n, _, _ in demo._resolve(e.units)(sec, "demo")}
+    assert made == {k for k in demo.DEMO_SECONDS if "/" in k}

@@ -1,10 +1,13 @@
-"Integration tests of rlexplain.core: adapters on real RL-Zoo agents, observations, results I/O, executors."
+"Integration tests of rlexplain.core, .compute and .runs: adapters on real RL-Zoo agents, observations, settings, results I/O, executors."
+import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from rlexplain.core import Policy, RunDir, load_sb3, run_jobs, sb3_algo_of_zip, to_obs_tensor
+from rlexplain.core import Policy, load_sb3, sb3_algo_of_zip, to_obs_tensor
+from rlexplain.compute import run_jobs
+from rlexplain.runs import RunDir
 from rlexplain.envs import collect_rollout, make_env
 
 
@@ -28,7 +31,7 @@ def test_sb3_zoo_adapter_matches_sb3_predict(shared_agents, algo, env):
 
 def test_actor_critic_image_agent_gives_sb3_action_probabilities():
     "An image actor-critic's [0, 1] input goes straight to its CNN: softmax of the raw logits = SB3's probabilities on x * 255."
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     pol, card = load_best_agent("ALE/Pong-v5", "ppo", device="cpu")
     x = torch.rand(4, 4, 84, 84)
     with torch.no_grad():
@@ -86,7 +89,7 @@ def test_policy_from_module_errors():
 
 def test_scaled_config_picks_demo_or_paper(monkeypatch):
     import dataclasses
-    from rlexplain.core import ScaledConfig
+    from rlexplain.compute import ScaledConfig
 
     @dataclasses.dataclass(frozen=True)
     class Cfg(ScaledConfig):
@@ -98,8 +101,9 @@ def test_scaled_config_picks_demo_or_paper(monkeypatch):
 
     assert Cfg.from_scale("demo").n == 1 and Cfg.from_scale("paper").n == 100
     assert Cfg.from_scale("paper", n=7).n == 7
-    monkeypatch.setenv("RLEXPLAIN_SCALE", "paper"); assert Cfg.from_scale().n == 100
-    monkeypatch.setenv("RLEXPLAIN_SCALE", "demo"); assert Cfg.from_scale().n == 1
+    from rlexplain.compute import use_settings
+    with use_settings(scale="paper"): assert Cfg.from_scale().n == 100
+    with use_settings(scale="demo"): assert Cfg.from_scale().n == 1
     with pytest.raises(ValueError, match="scale must be one of"):
         Cfg.from_scale("huge")
 
@@ -107,7 +111,7 @@ def test_scaled_config_picks_demo_or_paper(monkeypatch):
 # --- run folders: configuration, unit names, atomic writes (issue 18.3) ---
 
 def test_rundir_records_config_and_refuses_another(tmp_path):
-    from rlexplain.core import ConfigMismatchError, load_json
+    from rlexplain.runs import ConfigMismatchError, load_json
     rd = RunDir(tmp_path, config={"states": 10, "agents": (1, 2), "mode": "sample"})
     rd.unit("a", lambda: {"x": 1})
     assert load_json(tmp_path / "config.json") == {"agents": [1, 2], "mode": "sample", "states": 10}
@@ -121,7 +125,7 @@ def test_rundir_records_config_and_refuses_another(tmp_path):
 
 
 def test_rundir_force_removes_units_and_records_new_config(tmp_path):
-    from rlexplain.core import load_json
+    from rlexplain.runs import load_json
     RunDir(tmp_path, config={"n": 1}).unit("a", lambda: [1])
     calls = []
     rd = RunDir(tmp_path, config={"n": 2}, force=True)
@@ -130,14 +134,14 @@ def test_rundir_force_removes_units_and_records_new_config(tmp_path):
 
 
 def test_rundir_refuses_units_of_unknown_configuration(tmp_path):
-    from rlexplain.core import ConfigMismatchError
+    from rlexplain.runs import ConfigMismatchError
     RunDir(tmp_path).unit("a", lambda: 1)                   # an older run: units, no config.json
     with pytest.raises(ConfigMismatchError, match="no recorded configuration"):
         RunDir(tmp_path, config={"n": 1})
 
 
 def test_rundir_records_run_metadata(tmp_path):
-    from rlexplain.core import load_json
+    from rlexplain.runs import load_json
     RunDir(tmp_path, config={"n": 1})
     meta = load_json(tmp_path / "meta.json")
     assert {"torch_threads", "compute_settings", "cpus", "load_average", "torch"} <= set(meta)
@@ -172,20 +176,20 @@ def test_rundir_reads_units_only_under_their_encoded_paths(tmp_path):
 
 def test_atomic_write_fsyncs_before_replace(tmp_path, monkeypatch):
     import os
-    from rlexplain import core
+    from rlexplain import runs
     events = []
     real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(core.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
-    monkeypatch.setattr(core.os, "replace", lambda a, b: (events.append("replace"), real_replace(a, b))[1])
-    core.atomic_write(tmp_path / "f.txt", "hello")
+    monkeypatch.setattr(runs.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(runs.os, "replace", lambda a, b: (events.append("replace"), real_replace(a, b))[1])
+    runs.atomic_write(tmp_path / "f.txt", "hello")
     assert (tmp_path / "f.txt").read_text() == "hello"
     assert "fsync" in events and events.index("fsync") < events.index("replace")
-    events.clear(); core.atomic_write(tmp_path / "g.bin", lambda p: p.write_bytes(b"x"))
+    events.clear(); runs.atomic_write(tmp_path / "g.bin", lambda p: p.write_bytes(b"x"))
     assert events.index("fsync") < events.index("replace")
 
 
 def test_atomic_write_failure_keeps_old_file_and_rundir_removes_killed_temporaries(tmp_path):
-    from rlexplain.core import atomic_write
+    from rlexplain.runs import atomic_write
     atomic_write(tmp_path / "units" / "a.json", "[1]")
     def boom(p): p.write_text("half"); raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
@@ -200,7 +204,7 @@ def test_atomic_write_failure_keeps_old_file_and_rundir_removes_killed_temporari
 
 
 def test_load_json_names_a_truncated_file(tmp_path):
-    from rlexplain.core import load_json
+    from rlexplain.runs import load_json
     (tmp_path / "card.json").write_text('{"id": "x", "eval')
     with pytest.raises(ValueError, match="card.json"):
         load_json(tmp_path / "card.json")
@@ -208,30 +212,30 @@ def test_load_json_names_a_truncated_file(tmp_path):
 
 # --- progress bars (issue 18.5) ---
 
-def test_progress_is_quiet_in_logs(monkeypatch):
+def test_progress_is_quiet_in_logs():
     import io
-    from rlexplain.core import progress
-    monkeypatch.setenv("RLEXPLAIN_PROGRESS", "auto")
-    buf = io.StringIO()                                      # not a terminal: log mode
-    for _ in progress(range(2000), desc="units", file=buf): pass
-    out = buf.getvalue()
-    assert "\r" not in out and out.count("\n") == 1 and "2000/2000" in out
-    buf = io.StringIO()
-    for _ in progress(range(10), file=buf, leave=False): pass
-    assert buf.getvalue() == ""
-    monkeypatch.setenv("RLEXPLAIN_PROGRESS", "off"); buf = io.StringIO()
-    for _ in progress(range(10), file=buf): pass
-    assert buf.getvalue() == ""
-    monkeypatch.setenv("RLEXPLAIN_PROGRESS", "widgets")
-    with pytest.raises(ValueError, match="RLEXPLAIN_PROGRESS"):
-        progress(range(3))
+    from rlexplain.compute import Settings, progress, use_settings
+    with use_settings(progress="auto"):
+        buf = io.StringIO()                                      # not a terminal: log mode
+        for _ in progress(range(2000), desc="units", file=buf): pass
+        out = buf.getvalue()
+        assert "\r" not in out and out.count("\n") == 1 and "2000/2000" in out
+        buf = io.StringIO()
+        for _ in progress(range(10), file=buf, leave=False): pass
+        assert buf.getvalue() == ""
+    with use_settings(progress="off"):
+        buf = io.StringIO()
+        for _ in progress(range(10), file=buf): pass
+        assert buf.getvalue() == ""
+    with pytest.raises(ValueError, match="RLEXPLAIN_PROGRESS must be one of"):
+        Settings.from_env({"RLEXPLAIN_PROGRESS": "widgets"})
 
 
 def test_public_names_replace_private_imports():
-    from rlexplain import core
+    from rlexplain import core, runs
     assert core.sb3_class("dqn").__name__ == "DQN" and not hasattr(core, "_sb3_class")
-    assert not hasattr(core, "_SB3Head") and not hasattr(core, "_json_default")   # no private name is imported across modules
-    assert core.json_default(np.float32(0.5)) == 0.5 and core.json_default({2, 1}) == [1, 2]
+    assert not hasattr(core, "_SB3Head") and not hasattr(runs, "_json_default")   # no private name is imported across modules
+    assert runs.json_default(np.float32(0.5)) == 0.5 and runs.json_default({2, 1}) == [1, 2]
 
 
 # --- the Policy contract and its errors (issues 16.3, 18.1) ---
@@ -317,44 +321,46 @@ def test_from_sb3_errors_name_the_file(tmp_path):
 
 # --- thread, layout and batch policy (issue 19.1) ---
 
-def test_torch_threads_policy_and_overrides(monkeypatch):
-    from rlexplain.core import torch_threads
+def test_torch_threads_policy_and_overrides():
+    from rlexplain.compute import Settings, torch_threads, use_settings
     old = torch.get_num_threads()
     try:
-        monkeypatch.setenv("RLEXPLAIN_THREADS", "2")
-        assert torch_threads() == 2 == torch.get_num_threads()
-        monkeypatch.delenv("RLEXPLAIN_THREADS")
-        assert torch_threads() == 1
+        with use_settings(threads=2): assert torch_threads() == 2 == torch.get_num_threads()
+        with use_settings(threads=None): assert torch_threads() == 1
         assert torch_threads(2) == 2
         with pytest.raises(ValueError, match="positive integer"):
             torch_threads(0)
-        monkeypatch.setenv("RLEXPLAIN_THREADS", "many")
-        with pytest.raises(ValueError, match="RLEXPLAIN_THREADS"):
-            torch_threads()
+        with pytest.raises(ValueError, match="RLEXPLAIN_THREADS must be a positive integer; got 'many'"):
+            Settings.from_env({"RLEXPLAIN_THREADS": "many"})
     finally:
         torch.set_num_threads(old)
 
 
-def test_compute_settings_calibrate_cache_and_override(tmp_path, monkeypatch):
-    from rlexplain import core
-    monkeypatch.setenv("RLEXPLAIN_CACHE", str(tmp_path))
-    for k in ("RLEXPLAIN_BATCH", "RLEXPLAIN_WORKERS", "RLEXPLAIN_LAYOUT"): monkeypatch.delenv(k, raising=False)   # conftest fixes them
+@pytest.fixture
+def calibrating(tmp_path):
+    "Settings that let `compute_settings` calibrate (conftest fixes batch, workers and layout) into a cache in `tmp_path`."
+    from rlexplain.compute import use_settings
+    with use_settings(cache=tmp_path, batch=None, workers=None, layout=None) as s: yield s
+
+
+def test_compute_settings_calibrate_cache_and_override(tmp_path, monkeypatch, calibrating):
+    from rlexplain import compute
+    from rlexplain.compute import use_settings
     calls = []
-    monkeypatch.setattr(core, "_load_average", lambda: 0.0)   # the same condition throughout: this test is about the cache
-    monkeypatch.setattr(core, "_calibrate", lambda *a, **k: calls.append(1) or {"layout": "channels_last", "batch_size": 64, "img_per_s": 1000.0,
+    monkeypatch.setattr(compute, "_load_average", lambda: 0.0)   # the same condition throughout: this test is about the cache
+    monkeypatch.setattr(compute, "_calibrate", lambda *a, **k: calls.append(1) or {"layout": "channels_last", "batch_size": 64, "img_per_s": 1000.0,
                                                                                  "grad_batch_size": 32, "grad_img_per_s": 100.0})
     pol = Policy.from_module(_conv_net(), (4, 84, 84), device="cpu")
-    s = core.compute_settings(pol, refresh=True)
+    s = compute.compute_settings(pol, refresh=True)
     assert (s.layout, s.batch_size, s.source) == ("channels_last", 64, "calibrated") and s.threads >= 1 and s.workers >= 1
-    core._SETTINGS.clear(); core._BY_CONDITION.clear()
-    assert core.compute_settings(pol).source == "cache" and calls == [1]        # read back from the disk cache
-    assert core.compute_settings(pol, layout="contiguous", batch_size=32).layout == "contiguous"
-    monkeypatch.setenv("RLEXPLAIN_BATCH", "16"); monkeypatch.setenv("RLEXPLAIN_WORKERS", "1")
-    o = core.compute_settings(pol)
+    compute._SETTINGS.clear(); compute._BY_CONDITION.clear()
+    assert compute.compute_settings(pol).source == "cache" and calls == [1]        # read back from the disk cache
+    assert compute.compute_settings(pol, layout="contiguous", batch_size=32).layout == "contiguous"
+    with use_settings(batch=16, workers=1): o = compute.compute_settings(pol)
     assert (o.batch_size, o.workers, o.source) == (16, 1, "override")
     with pytest.raises(ValueError, match="layout must be one of"):
-        core.compute_settings(pol, layout="nhwc")
-    mlp = core.compute_settings(Policy.from_module(torch.nn.Linear(3, 2), (3,), device="cpu"))
+        compute.compute_settings(pol, layout="nhwc")
+    mlp = compute.compute_settings(Policy.from_module(torch.nn.Linear(3, 2), (3,), device="cpu"))
     assert mlp.source in ("rule", "override") and mlp.layout == "contiguous"
 
 
@@ -362,7 +368,7 @@ def test_compute_settings_calibrate_cache_and_override(tmp_path, monkeypatch):
 def test_policy_outputs_same_values_in_every_layout_batch_and_worker_count(layout):
     "Layout, chunking and worker threads change speed only: outputs and input gradients stay the same."
     import copy
-    from rlexplain.core import ComputeSettings
+    from rlexplain.compute import ComputeSettings
     torch.manual_seed(0)
     net = _conv_net(); ref = copy.deepcopy(net)
     pol = Policy.from_module(net, (4, 84, 84), device="cpu")
@@ -379,7 +385,7 @@ def test_policy_outputs_same_values_in_every_layout_batch_and_worker_count(layou
 
 
 def test_map_batches_nested_call_does_not_deadlock():
-    from rlexplain.core import map_batches
+    from rlexplain.compute import map_batches
     x = torch.arange(12.)
     out = map_batches(lambda c: torch.cat(map_batches(lambda d: d * 2, c, 1, 2)), x, 3, 2)
     assert torch.equal(torch.cat(out), x * 2)
@@ -407,7 +413,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_results_bit_for_bit(tmp_path)
     import signal, subprocess, sys, time
     script = tmp_path / "job.py"
     script.write_text(
-        "import sys, time\nimport numpy as np\nfrom rlexplain.core import RunDir, run_jobs\n"
+        "import sys, time\nimport numpy as np\nfrom rlexplain.compute import run_jobs\nfrom rlexplain.runs import RunDir\n"
         "import os\n"
         "def work(i):\n"
         "    if i >= 20 and os.environ.get('HOLD'):\n        time.sleep(3600)   # units 20.. wait to be killed: no race with the test\n"
@@ -433,14 +439,14 @@ def test_a_killed_run_resumes_to_the_uninterrupted_results_bit_for_bit(tmp_path)
 
 
 def _map_in_child():
-    from rlexplain.core import map_batches
+    from rlexplain.compute import map_batches
     return [t.tolist() for t in map_batches(lambda c: c * 2, torch.arange(6), 2, 2)]
 
 
 def test_map_batches_works_in_a_forked_child_after_the_parent_used_its_pool():
     "A process pool's forked worker inherits the parent's thread-pool object but not its threads: it must build its own (the demo hung here)."
     import multiprocessing as mp
-    from rlexplain.core import map_batches
+    from rlexplain.compute import map_batches
     map_batches(lambda c: c + 1, torch.arange(6), 2, 2)          # the parent's pool now exists
     with mp.get_context("fork").Pool(1) as pool:
         assert pool.apply_async(_map_in_child).get(timeout=60) == [[0, 2], [4, 6], [8, 10]]
@@ -462,10 +468,10 @@ def test_no_module_uses_an_undefined_name_or_drops_a_value():
 def test_progress_in_a_log_writes_plain_lines_without_control_codes(monkeypatch):
     "A nested bar makes tqdm move the cursor (ESC[A) between redraws; a redirected log must get none of it."
     import io
-    from rlexplain.core import progress
-    monkeypatch.setenv("RLEXPLAIN_PROGRESS", "log"); monkeypatch.setenv("RLEXPLAIN_PROGRESS_INTERVAL", "0")   # a line per update
+    from rlexplain.compute import progress
+    from rlexplain.compute import use_settings
     buf = io.StringIO()
-    with progress(total=3, desc="outer", file=buf) as o:
+    with use_settings(progress="log", progress_interval=0), progress(total=3, desc="outer", file=buf) as o:   # a line per update
         for _ in progress(range(5), desc="inner", position=1, file=buf): pass
         o.update(3)
     text = buf.getvalue()
@@ -502,57 +508,54 @@ class _TickNet(torch.nn.Module):
 def test_calibration_choices_follow_measured_costs_not_the_machine():
     """`_calibrate` with an injected clock: the forward picks channels-last at the largest batch (the fixed cost per call
     amortised), the backward its own batch, 32 (above it each image costs 5x): the two passes differ, so both are kept."""
-    from rlexplain import core
-    c = core._calibrate(_TickNet(), (2, 8, 8), torch.device("cpu"), seconds=1.0, rounds=2, clock=lambda: _Clock.t)
+    from rlexplain.compute import _calibrate
+    c = _calibrate(_TickNet(), (2, 8, 8), torch.device("cpu"), seconds=1.0, rounds=2, clock=lambda: _Clock.t)
     assert (c["layout"], c["batch_size"], c["grad_batch_size"]) == ("channels_last", 256, 32)
     # the forward of the backward pass runs at the chosen layout: 32 images cost (10 + 16) + (10 + 32) per pass
     assert c["img_per_s"] == pytest.approx(256 / (10 + 128)) and c["grad_img_per_s"] == pytest.approx(32 / (26 + 42))
 
 
-def test_a_calibration_made_under_load_is_used_only_under_that_load(tmp_path, monkeypatch):
+def test_a_calibration_made_under_load_is_used_only_under_that_load(tmp_path, monkeypatch, calibrating):
     "Issue 28.2: the cache records the load; another condition is calibrated when first met, then each is reused."
-    from rlexplain import core
-    monkeypatch.setenv("RLEXPLAIN_CACHE", str(tmp_path))
-    for k in ("RLEXPLAIN_BATCH", "RLEXPLAIN_WORKERS", "RLEXPLAIN_LAYOUT"): monkeypatch.delenv(k, raising=False)
-    monkeypatch.setattr(core, "_cores", lambda: 2)
+    from rlexplain import compute
+    monkeypatch.setattr(compute, "_cores", lambda: 2)
     load = {"now": 0.2}; calls = []
-    monkeypatch.setattr(core, "_load_average", lambda: load["now"])
+    monkeypatch.setattr(compute, "_load_average", lambda: load["now"])
     def fake(module, obs_shape, device, **kw):   # a busy machine's calibration picks small batches
         calls.append(load["now"]); b = 64 if load["now"] >= 1.5 else 256
         return {"layout": "contiguous", "batch_size": b, "img_per_s": 1.0, "grad_batch_size": b // 4, "grad_img_per_s": 1.0}
-    monkeypatch.setattr(core, "_calibrate", fake)
-    monkeypatch.setattr(core, "_SETTINGS", {}); monkeypatch.setattr(core, "_BY_CONDITION", {})
+    monkeypatch.setattr(compute, "_calibrate", fake)
+    monkeypatch.setattr(compute, "_SETTINGS", {}); monkeypatch.setattr(compute, "_BY_CONDITION", {})
     pol = Policy.from_module(_conv_net(), (4, 84, 84), device="cpu")
-    quiet = core.compute_settings(pol)
+    quiet = compute.compute_settings(pol)
     assert (quiet.batch_size, quiet.grad_batch_size, quiet.busy, quiet.load, quiet.source) == (256, 64, 0, 0.2, "calibrated")
     load["now"] = 2.3                                           # a busy process appeared
-    busy = core.compute_settings(pol)
+    busy = compute.compute_settings(pol)
     assert (busy.batch_size, busy.busy, busy.source) == (64, 2, "calibrated") and calls == [0.2, 2.3]
-    load["now"] = 0.4; core._BY_CONDITION.clear()              # quiet again, in a new process: the quiet choice from disk
-    again = core.compute_settings(pol)
+    load["now"] = 0.4; compute._BY_CONDITION.clear()              # quiet again, in a new process: the quiet choice from disk
+    again = compute.compute_settings(pol)
     assert (again.batch_size, again.source) == (256, "cache") and calls == [0.2, 2.3]
     load["now"] = 1.8
-    assert core.compute_settings(pol).batch_size == 64 and calls == [0.2, 2.3]
+    assert compute.compute_settings(pol).batch_size == 64 and calls == [0.2, 2.3]
     import json
     cache = json.loads((tmp_path / "compute.json").read_text())
-    key = core._net_key(pol.module, (4, 84, 84), torch.device("cpu"))
+    key = compute._net_key(pol.module, (4, 84, 84), torch.device("cpu"))
     assert set(cache[key]) == {"0", "2"} and cache[key]["2"]["load"] == 2.3
 
 
-def test_an_old_cache_entry_without_its_load_is_calibrated_again(tmp_path, monkeypatch):
+def test_an_old_cache_entry_without_its_load_is_calibrated_again(tmp_path, monkeypatch, calibrating):
     "rlexplain <= 0.1.0 cached one entry per network with no load: it may have been made under load, so it is not used."
     import json
-    from rlexplain import core
-    monkeypatch.setenv("RLEXPLAIN_CACHE", str(tmp_path)); monkeypatch.setattr(core, "_load_average", lambda: 0.0)
-    for k in ("RLEXPLAIN_BATCH", "RLEXPLAIN_WORKERS", "RLEXPLAIN_LAYOUT"): monkeypatch.delenv(k, raising=False)
-    monkeypatch.setattr(core, "_SETTINGS", {}); monkeypatch.setattr(core, "_BY_CONDITION", {})
+    from rlexplain import compute
+    monkeypatch.setattr(compute, "_load_average", lambda: 0.0)
+    monkeypatch.setattr(compute, "_SETTINGS", {}); monkeypatch.setattr(compute, "_BY_CONDITION", {})
     pol = Policy.from_module(_conv_net(), (4, 84, 84), device="cpu")
-    key = core._net_key(pol.module, (4, 84, 84), torch.device("cpu"))
+    key = compute._net_key(pol.module, (4, 84, 84), torch.device("cpu"))
     (tmp_path / "compute.json").write_text(json.dumps({key: {"threads": 1, "workers": 2, "layout": "channels_last", "batch_size": 32,
                                                              "source": "calibrated", "img_per_s": 5.0}}))
-    monkeypatch.setattr(core, "_calibrate", lambda *a, **k: {"layout": "contiguous", "batch_size": 128, "img_per_s": 9.0,
+    monkeypatch.setattr(compute, "_calibrate", lambda *a, **k: {"layout": "contiguous", "batch_size": 128, "img_per_s": 9.0,
                                                              "grad_batch_size": 32, "grad_img_per_s": 3.0})
-    s = core.compute_settings(pol)
+    s = compute.compute_settings(pol)
     assert (s.layout, s.batch_size, s.source) == ("contiguous", 128, "calibrated")
 
 
@@ -566,7 +569,7 @@ def test_action_probs_are_detached():
 def test_calibration_runs_under_no_grad():
     "Policy.outputs runs under no_grad: the gradient pass of the calibration must enable grad itself (IR crashed on it)."
     import torch
-    from rlexplain.core import _calibrate
+    from rlexplain.compute import _calibrate
     net = torch.nn.Sequential(torch.nn.Conv2d(4, 2, 8, 4), torch.nn.Flatten(), torch.nn.LazyLinear(3))
     net(torch.zeros(1, 4, 84, 84))
     ticks = iter(range(10**6))
@@ -578,20 +581,18 @@ def test_calibration_runs_under_no_grad():
 def test_process_pool_is_spawned_at_one_torch_thread(monkeypatch):
     """`run_jobs`' own pool (`process_pool`): spawned workers (a fork of a process whose torch started its OpenMP pool fails:
     "Invalid thread pool"), each at rlexplain's one torch thread, not torch's default (every core: 2 job processes x 2
-    threads oversubscribed the 2-core machine), and one `Policy.outputs` worker unless the user set RLEXPLAIN_WORKERS."""
-    import os
+    threads oversubscribed the 2-core machine), and one `Policy.outputs` worker unless the settings say otherwise."""
     import pytest
     import torch
-    from rlexplain.core import process_pool
-    monkeypatch.delenv("RLEXPLAIN_THREADS", raising=False); monkeypatch.delenv("RLEXPLAIN_WORKERS", raising=False)
+    from rlexplain.compute import process_pool, settings, use_settings
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="max_workers"): process_pool(bad)
-    with process_pool(2) as pool:
+    with use_settings(threads=None, workers=None), process_pool(2) as pool:
         assert pool._mp_context.get_start_method() == "spawn"
         assert pool.submit(torch.get_num_threads).result(timeout=300) == 1
-        assert pool.submit(os.getenv, "RLEXPLAIN_WORKERS").result(timeout=300) == "1"   # one Policy.outputs worker each
-    monkeypatch.setenv("RLEXPLAIN_WORKERS", "3")        # the user's choice wins
-    with process_pool(1) as pool: assert pool.submit(os.getenv, "RLEXPLAIN_WORKERS").result(timeout=300) == "3"
+        assert pool.submit(settings).result(timeout=300).workers == 1   # one Policy.outputs worker each
+    with use_settings(workers=3), process_pool(1) as pool:           # the program's choice wins
+        assert pool.submit(settings).result(timeout=300).workers == 3
 
 
 def _conv_sum(seed):
@@ -632,3 +633,67 @@ def test_run_jobs_sends_a_notebooks_own_function_and_objects_by_value():
     out = run_jobs(ns["boxed"], [ns["Box"](v) for v in (3, 1)], max_workers=2)
     assert [type(b) is ns["Box"] for b in out] == [True, True] and [b.v for b in out] == [6, 2]
     assert run_jobs(_slow_square, [4, 5], max_workers=2) == [16, 25]   # a package-level function still goes by reference
+
+
+# --- issue 39.4: one explicit settings object instead of environment variables read all over ---
+
+def _worker_scale() -> str:
+    "Run in a `process_pool` worker: the scale that worker's settings hold."
+    from rlexplain.compute import settings
+    return settings().scale
+
+
+def test_settings_validate_with_errors_naming_the_field_or_variable():
+    from pathlib import Path
+    from rlexplain.compute import Settings
+    s = Settings.from_env({"RLEXPLAIN_SCALE": "Reference", "RLEXPLAIN_WORKERS": "2", "RLEXPLAIN_ZOO": "/z", "RLEXPLAIN_BATCH": " ",
+                           "RLEXPLAIN_PROGRESS_INTERVAL": "2.5"})
+    assert (s.scale, s.workers, s.zoo, s.batch, s.progress_interval) == ("reference", 2, Path("/z"), None, 2.5)
+    assert Settings.from_env({}) == Settings()
+    for kw, msg in [({"scale": "huge"}, "Settings.scale must be one of"), ({"threads": 0}, "Settings.threads must be a positive"),
+                    ({"batch": True}, "Settings.batch must be a positive"), ({"layout": "nhwc"}, "Settings.layout must be one of"),
+                    ({"progress": "loud"}, "Settings.progress must be one of"), ({"progress_interval": -1}, "Settings.progress_interval")]:
+        with pytest.raises(ValueError, match=msg): Settings(**kw)
+    with pytest.raises(TypeError, match="Settings.cache must be a folder path"): Settings(cache=3)
+    with pytest.raises(ValueError, match="RLEXPLAIN_SCALE must be one of .* got 'huge'"): Settings.from_env({"RLEXPLAIN_SCALE": "huge"})
+    with pytest.raises(ValueError, match=r"RLEXPLAIN_WORKERS must be a positive integer; got -2\."): Settings.from_env({"RLEXPLAIN_WORKERS": "-2"})
+    with pytest.raises(ValueError, match="RLEXPLAIN_PROGRESS_INTERVAL must be a number"): Settings.from_env({"RLEXPLAIN_PROGRESS_INTERVAL": "soon"})
+    with pytest.raises(dataclasses.FrozenInstanceError): s.scale = "paper"
+
+
+def test_use_settings_replaces_and_as_a_context_restores():
+    from rlexplain.compute import get_scale, settings, use_settings
+    before = settings()
+    with use_settings(scale="paper", batch=32) as s:
+        assert settings() is s and (s.scale, s.batch, get_scale()) == ("paper", 32, "paper")
+        with use_settings(scale="reference"): assert (settings().scale, settings().batch) == ("reference", 32)
+        assert settings().scale == "paper"
+    assert settings() == before
+    change = use_settings(progress="off")                     # called plainly: lasts until replaced again
+    try: assert settings().progress == "off"
+    finally: change.__exit__(None, None, None)
+    assert settings() == before
+    with pytest.raises(TypeError, match="unknown field"): use_settings(sacle="paper")
+    with pytest.raises(ValueError, match="Settings.scale"): use_settings(scale="huge")
+    assert settings() == before                               # a refused change changes nothing
+
+
+def test_a_process_pool_worker_sees_the_parents_settings():
+    "The parent's `use_settings(scale=...)` reaches a spawned worker without any environment variable."
+    import os
+    from rlexplain.compute import process_pool, settings, use_settings
+    other = "paper" if settings().scale != "paper" else "reference"
+    with use_settings(scale=other), process_pool(1) as pool:
+        assert pool.submit(_worker_scale).result(timeout=300) == other
+        assert os.environ.get("RLEXPLAIN_SCALE") != other         # not passed through the environment
+
+
+def test_only_settings_reads_rlexplain_variables():
+    "No module reads or writes `RLEXPLAIN_*` environment variables except `Settings.from_env` (child environments excepted)."
+    import re
+    from pathlib import Path
+    pkg = Path(__file__).resolve().parent.parent / "rlexplain"
+    pat = re.compile(r"""(os\.environ(\.get|\.setdefault|\.pop)?\s*[\[(]|getenv\()\s*["']RLEXPLAIN_""")
+    bad = [f"{f.name}:{i}" for f in sorted(pkg.rglob("*.py")) if "zoo" not in f.parts
+           for i, line in enumerate(f.read_text().splitlines(), 1) if pat.search(line)]
+    assert bad == []

@@ -26,7 +26,7 @@ def test_course_prints_the_plan_week_by_week(capsys):
     weeks = [line for line in out.splitlines() if line.startswith("Week ")]
     assert len(weeks) == 4 and weeks[0].startswith("Week 1") and weeks[3].startswith("Week 4")
     for stem in METHOD_LESSONS: assert f"  {stem} " in out, stem
-    assert "Interventional robustness, 3 exercises" in out                 # title and exercises from the lesson itself
+    assert "Interventional robustness, 4 exercises" in out                 # title and exercises from the lesson itself
     assert "00_core" not in out and "Appendix" not in out                  # the infrastructure is reference, not a lesson
     assert main(["course", "--nbs", str(NBS), "--appendix"]) == 0 and "  00_core " in capsys.readouterr().out
 
@@ -102,3 +102,45 @@ def test_template_gaps_names_what_a_lesson_lacks(tmp_path):
     nbformat.write(nb, tmp_path / "t.ipynb")
     gaps = template_gaps(tmp_path / "t.ipynb")
     assert len(gaps) == len(TEMPLATE) - 2 and "a ## Exercises heading" in gaps and "a link to the paper (arXiv or DOI)" in gaps
+
+
+def _week_lessons() -> list[str]:
+    "COURSE's lessons in teaching order, the appendix left out."
+    from rlexplain.docs import APPENDIX
+    return [s for part, rows in COURSE.items() if part != APPENDIX for s, _ in rows]
+
+
+def test_every_lesson_has_the_template_graded_exercises_and_a_next_line():
+    """Issue 38.2: every lesson of COURSE's weeks (not the appendix) has every part of `TEMPLATE`, at least three graded
+    exercises (the first one's title starts with a star), and a last 'Next:' line whose first link is the lesson that
+    follows it in COURSE (the last lesson: the course plan), a notebook that exists."""
+    import re
+    from rlexplain.docs import lesson_info, template_gaps
+    lessons = _week_lessons()
+    assert len(lessons) >= 14 and "32_episode" in lessons, lessons
+    problems = {}
+    for i, stem in enumerate(lessons):
+        path = NBS / f"{stem}.ipynb"
+        assert path.exists(), f"COURSE names {stem}, which has no notebook"
+        gaps = list(template_gaps(path))
+        ex = lesson_info(path)["exercises"]
+        if len(ex) < 3: gaps.append(f"{len(ex)} exercises (at least 3)")
+        if ex and not all(re.match(r"★{1,3} ", t) for t in ex): gaps.append(f"ungraded exercises: {[t for t in ex if not t.startswith('★')]}")
+        md = "\n\n".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "markdown")
+        nxt = re.findall(r"^Next: [^\n]*?\]\(([^)#]+\.ipynb)", md, re.M)
+        want = f"{lessons[i + 1]}.ipynb" if i + 1 < len(lessons) else "course.ipynb"
+        if not nxt: gaps.append("no 'Next: [...](....ipynb)' line")
+        elif nxt[-1] != want or not (NBS / nxt[-1]).exists(): gaps.append(f"Next links {nxt[-1]}, expected {want} (existing)")
+        if gaps: problems[stem] = gaps
+    assert not problems, problems
+
+
+def test_template_check_fails_on_a_lesson_without_it(tmp_path):
+    "The check above can fail: a lesson with ungraded exercises and no Next line is reported."
+    import re
+    from rlexplain.docs import lesson_info, template_gaps
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell("# t\n\n> x"),
+                                v4.new_markdown_cell("## Exercises\n\n1. **One.** a\n2. **Two.** b")])
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    assert "a 'Next: ...' line linking the next lesson" in template_gaps(tmp_path / "t.ipynb")
+    assert not any(re.match(r"★", t) for t in lesson_info(tmp_path / "t.ipynb")["exercises"])

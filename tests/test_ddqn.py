@@ -6,7 +6,9 @@ import pytest
 import torch
 
 import rlexplain.agents as A
-from rlexplain.core import load_json, sb3_policy
+import rlexplain.agent_zoo as Z
+from rlexplain.core import sb3_policy
+from rlexplain.runs import load_json
 
 
 @pytest.fixture
@@ -45,13 +47,13 @@ def test_ddqn_and_sa_ddqn_zoo_round_trip(tmp_path, tiny_pipelines):
         A.train_agent(A.TrainJob("sa-ddqn", "ALE/RoadRunner-v5", 0, (1200,), root=root))
     A.train_agent(A.TrainJob("ddqn", "ALE/RoadRunner-v5", 0, (800,), root=root))
     A.train_agent(A.TrainJob("sa-ddqn", "ALE/RoadRunner-v5", 0, (1200,), root=root))
-    z = A.list_zoo(root).set_index("pipeline")
+    z = Z.list_zoo(root).set_index("pipeline")
     for pipe, steps in (("ddqn", 200), ("sa-ddqn", 300)):
         card = load_json(f"{z.loc[pipe, 'path']}/card.json")
         assert (card["algo"], card["features"], card["env_steps"]) == (pipe, "nature-conv", steps)
     model = A.SADDQN.load(tmp_path / "_resume" / "ale-roadrunner-v5" / "sa-ddqn" / "seed0.zip", device="cpu")
     assert isinstance(model.q_net.q_net, A.DuelingHead) and model.sa_budget() == pytest.approx(1 / 255)
-    pol = A.load_agent(z.loc["sa-ddqn", "path"], device="cpu")
+    pol = Z.load_agent(z.loc["sa-ddqn", "path"], device="cpu")
     x = torch.rand(3, 4, 84, 84)
     with torch.no_grad():
         ref = sb3_policy(model, device="cpu").outputs(x)
@@ -79,13 +81,13 @@ def test_resumed_off_policy_run_refills_its_replay_buffer(tmp_path, monkeypatch)
     assert A._refill_steps(A.PIPELINES["dqn"]) == 300 and A._refill_steps(A.PIPELINES["ppo"]) == 0
     assert A._refill_steps(A.PIPELINES["sa-ddqn"]) == 5_000   # counted from sa_start, where the SA-DDQN run begins
     snap = tmp_path / "_resume" / "cartpole-v1" / "dqn" / "seed0.zip"
-    A.train_zoo("CartPole-v1", ["dqn"], [0], [400], root=tmp_path, eval_episodes=1)
+    Z.train_zoo("CartPole-v1", ["dqn"], [0], [400], root=tmp_path, eval_episodes=1)
     first = DQN.load(snap, device="cpu"); assert first.num_timesteps == 400 and first._n_updates > 0
-    A.train_zoo("CartPole-v1", ["dqn"], [0], [400, 600], root=tmp_path, eval_episodes=1)
+    Z.train_zoo("CartPole-v1", ["dqn"], [0], [400, 600], root=tmp_path, eval_episodes=1)
     resumed = DQN.load(snap, device="cpu")
     assert resumed.num_timesteps == 600 and resumed.learning_starts == 700
     assert resumed._n_updates == first._n_updates   # 200 steps after resuming, still refilling: no update yet
-    A.train_zoo("CartPole-v1", ["dqn"], [0], [400, 600, 1000], root=tmp_path, eval_episodes=1)
+    Z.train_zoo("CartPole-v1", ["dqn"], [0], [400, 600, 1000], root=tmp_path, eval_episodes=1)
     last = DQN.load(snap, device="cpu")   # each resume loses the buffer again: this one refills 600..900, then learns
     assert last.learning_starts == 900 and last._n_updates == first._n_updates + 100 // 4
 
@@ -93,7 +95,7 @@ def test_resumed_off_policy_run_refills_its_replay_buffer(tmp_path, monkeypatch)
 def test_resume_refuses_checkpoints_it_has_already_passed(tmp_path):
     """A run resumed at 400 steps with a checkpoint list that now includes 200 (never written) would save its 400-step
     weights under the 200-step name; train_agent refuses and names the checkpoint instead."""
-    A.train_zoo("CartPole-v1", ["ppo"], [0], [512], root=tmp_path, eval_episodes=1)
+    Z.train_zoo("CartPole-v1", ["ppo"], [0], [512], root=tmp_path, eval_episodes=1)
     job = A.TrainJob(pipeline="ppo", env_id="CartPole-v1", seed=0, checkpoints=(200, 512, 1024), root=str(tmp_path))
     with pytest.raises(ValueError, match=r"past checkpoints \[200\] that it never wrote"):
         A.train_agent(job)

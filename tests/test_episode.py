@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from rlexplain.core import Policy, load_result
+from rlexplain.core import Policy
+from rlexplain.runs import load_result
 from rlexplain.envs import Rollout, collect_rollout, make_env
 from rlexplain.episode import (EpisodeAttribution, color_scale, explain_episode, play_episode, top_k_mask, top_k_overlap,
                                vulnerability_overlap, write_movie)

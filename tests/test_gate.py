@@ -1,4 +1,4 @@
-"""The quality gate (`rlexplain.agents.quality_gate`): a constant network fails it, a trained agent passes it, and the
+"""The quality gate (`rlexplain.agent_zoo.quality_gate`): a constant network fails it, a trained agent passes it, and the
 agents that the lessons, the demo and the reference scale use pass it."""
 import shutil
 
@@ -7,7 +7,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from rlexplain.agents import ZOO_DIR, best_zoo_entry, gate_verdict, list_zoo, load_card, quality_gate
+from rlexplain.agents import ZOO_DIR, load_card
+from rlexplain.agent_zoo import best_zoo_entry, gate_verdict, list_zoo, quality_gate
 
 CARTPOLE = ZOO_DIR / "cartpole-v1" / "dqn-mlp" / "seed0" / "0000060000"
 
@@ -59,11 +60,12 @@ def test_every_agent_the_demo_and_the_reference_scale_use_passes_the_gate(tmp_pa
     """Issue 36: the agents of every study at demo and reference scale pass the quality gate. The IR study's last checkpoint
     of each pipeline (sampler and measured agents), and each other section's agent, chosen as its plan chooses it."""
     import warnings
-    from rlexplain.cli import _ranld_plan, _xrl_plan
+    from rlexplain.ranld_study import demo_plan as ranld_plan
+    from rlexplain.xrlbench import demo_plan as xrl_plan
     from rlexplain.ir import IRConfig, ir_jobs
-    from rlexplain.saliency_bench import BenchConfig
+    from rlexplain.saliency_study import BenchConfig
     from rlexplain.switching import SwitchingConfig, team_entry
-    from rlexplain.timeseries import STUDY_GAMES
+    from rlexplain.timeseries_study import STUDY_GAMES
     used = {}
     for scale in ("demo", "reference"):
         with warnings.catch_warnings():
@@ -73,9 +75,9 @@ def test_every_agent_the_demo_and_the_reference_scale_use_passes_the_gate(tmp_pa
         for pipe in {j.pipeline for j in jobs}:
             last = max((j for j in jobs if j.pipeline == pipe), key=lambda j: j.frames)
             for p in (last.sampler, *last.agents): used[p] = f"IR {pipe} ({scale})"
-        _, _, _, cards, _ = _xrl_plan(scale)
+        _, _, _, cards, _ = xrl_plan(scale)
         for c in cards.values(): used[str(_entry(c))] = f"XRL-Bench ({scale})"
-        games, _, _, _ = _ranld_plan(scale, tmp_path)
+        games, _, _, _ = ranld_plan(scale, tmp_path)
         for _, (_, _, c) in games.items(): used[str(_entry(c))] = f"RA-NLD ({scale})"
         cfg = BenchConfig.from_scale(scale)
         for g in cfg.games: used[best_zoo_entry(g, cfg.algo)] = f"saliency benchmark ({scale})"
@@ -90,18 +92,18 @@ def test_every_agent_the_demo_and_the_reference_scale_use_passes_the_gate(tmp_pa
 
 def test_no_lesson_or_module_picks_an_agent_by_a_hard_coded_id_or_around_the_gate():
     """Lessons and modules choose agents through the gate (best_zoo_entry / load_best_agent, plays=True by default): no code
-    cell holds a zoo id such as 'dqn/seed0/0000200000', and only the agents and IR modules name plays=False."""
+    cell holds a zoo id such as 'dqn/seed0/0000200000', and only the agent zoo and IR modules name plays=False."""
     import json, re
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     ids = re.compile(r"seed\d+/\d{5,}")
     bad = []
     for nb in sorted((root / "nbs").rglob("*.ipynb")):
-        if nb.name in ("02_agents.ipynb", "10_ir.ipynb"): continue   # the gate's own lesson shows a failing agent on purpose
+        if nb.name in ("02a_agent_zoo.ipynb", "10_ir.ipynb"): continue   # the gate's own lesson shows a failing agent on purpose
         for c in json.loads(nb.read_text())["cells"]:
             s = "".join(c["source"])
             if c["cell_type"] == "code" and (ids.search(s) or "plays=False" in s): bad.append(f"{nb.name}: {s[:80]!r}")
     for py in sorted((root / "rlexplain").rglob("*.py")):
-        if py.name in ("agents.py", "ir.py", "_modidx.py"): continue
+        if py.name in ("agent_zoo.py", "ir.py", "_modidx.py"): continue
         if "plays=False" in py.read_text(): bad.append(str(py.relative_to(root)))
     assert not bad, bad

@@ -15,7 +15,8 @@ from torch import nn
 from rlexplain.attribution import explain
 from rlexplain.attribution._utils import state_seed
 from rlexplain.attribution.explainers import gradient as G
-from rlexplain.core import ComputeSettings, Policy
+from rlexplain.core import Policy
+from rlexplain.compute import ComputeSettings
 
 torch.set_num_threads(1)
 RTOL = 1e-5   # of the largest |value|: float32 rounding of a different batch or summation order is ~1e-7
@@ -124,7 +125,7 @@ def test_base_values_and_every_action_are_kept(data):
         np.testing.assert_allclose(att.params["base_values"], pol.outputs(refs).double().mean(0).numpy(), rtol=1e-6)
         for act in range(pol.n_actions):
             alone = cls(pol, bg, n_background=10, **kw).explain(x, act).values
-            assert close(att._per_action[:, act] if hasattr(att, "_per_action") else att.per_action[:, act], alone), (cls.name, act)
+            assert close(att.per_action[:, act], alone), (cls.name, act)
 
 
 def test_deep_shap_falls_back_to_shap_for_other_layers(data):

@@ -74,7 +74,7 @@ import shutil
 import warnings
 
 from rlexplain.agents import ZOO_DIR
-from rlexplain.core import ConfigMismatchError
+from rlexplain.runs import ConfigMismatchError
 from rlexplain.ir import IRConfig, ir_jobs, run_ir
 
 _TB_DQN = ZOO_DIR / "toybox-breakout" / "dqn"
@@ -163,7 +163,8 @@ def test_sizes_must_be_integers(field):
 
 def test_agent_probs_forwards_at_the_agents_batch_size():
     "IR's forward passes use the agent's calibrated batch size (they used a fixed 1024); an explicit batch_size overrides."
-    from rlexplain.core import ComputeSettings, Policy
+    from rlexplain.core import Policy
+    from rlexplain.compute import ComputeSettings
     from rlexplain.ir import agent_probs
     torch.manual_seed(0)
     pol = Policy.from_module(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(2 * 6 * 6, 3)), (2, 6, 6), device="cpu")
@@ -291,7 +292,8 @@ def test_checkpoints_of_a_pipeline_share_the_sampled_states(monkeypatch):
 def _gated_copy(root, pipe, seed, frames, plays, src_frames=640_000):
     "A copy of a zoo entry of Toybox Breakout PPO under `root`, relabelled to `frames`, its stored gate saying `plays`."
     import json, shutil
-    from rlexplain.agents import entry_dir, quality_gate
+    from rlexplain.agents import entry_dir
+    from rlexplain.agent_zoo import quality_gate
     src = entry_dir(ZOO_DIR, "toybox/Breakout", "ppo", seed, src_frames); d = entry_dir(root, "toybox/Breakout", pipe, seed, frames)
     shutil.copytree(src, d)
     card = json.loads((d / "card.json").read_text())

@@ -109,7 +109,7 @@ def test_bad_batch_size():
 
 
 def _zoo(pipelines):
-    from rlexplain.agents import list_zoo
+    from rlexplain.agent_zoo import list_zoo
     try: z = list_zoo()
     except FileNotFoundError: return []
     if not len(z): return []
@@ -119,7 +119,7 @@ def _zoo(pipelines):
 
 @pytest.mark.parametrize("pipeline", ["dqn", "ddqn", "qrdqn", "ppo", "a2c", "a2c-tf", "sa-ddqn"])
 def test_zoo_agents_are_chains(pipeline):
-    from rlexplain.agents import load_agent
+    from rlexplain.agent_zoo import load_agent
     paths = _zoo([pipeline])
     if not paths: pytest.skip(f"no {pipeline} agent in the zoo")
     pol = load_agent(paths[0], device="cpu")
@@ -131,7 +131,7 @@ def test_zoo_agents_are_chains(pipeline):
 
 
 def test_zoo_breakout_dqn_same_maps():
-    from rlexplain.agents import list_zoo, load_agent
+    from rlexplain.agent_zoo import list_zoo, load_agent
     try: z = list_zoo()
     except FileNotFoundError: pytest.skip("no zoo")
     z = z[(z.env_id == "ALE/Breakout-v5") & (z.pipeline == "dqn")] if len(z) else z
@@ -149,7 +149,7 @@ def test_patches_that_change_nothing_tie_exactly_as_in_the_plain_forward():
     (summed in another order), which gave those patches values about 1e-7 apart: the tie-broken pixel order, and so the
     insertion curves, changed (insertion AUC by up to 0.085 on the zoo's Breakout DQN; 0.003 now). The old window is now
     recomputed by the same crops, so new - old is exactly 0 there and the tie is exact again. On the zoo's ALE Breakout agent."""
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     pol, _ = load_best_agent("ALE/Breakout-v5", "dqn")
     assert P._conv_chain(pol) is not None
     x = np.random.default_rng(0).random((2, 4, 84, 84)).astype(np.float32)

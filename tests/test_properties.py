@@ -7,7 +7,8 @@ import torch
 from hypothesis import HealthCheck, assume, example, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from rlexplain.core import Policy, RunDir, encode_unit_name, to_obs_tensor
+from rlexplain.core import Policy, to_obs_tensor
+from rlexplain.runs import RunDir, encode_unit_name
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,   # the same examples on every run (CI)
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,4 +1,4 @@
-"Integration tests of rlexplain.ranld: closed-form gradients, the SVD routes, Lambda's bounds, results and the protocol."
+"Integration tests of rlexplain.ranld (closed-form gradients, the SVD routes, Lambda's bounds, results) and rlexplain.ranld_study (the protocol, tables, comparison)."
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -7,9 +7,11 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch import nn
 
-from rlexplain.core import Policy, load_result
-from rlexplain.ranld import (PD_METHODS, PrincipalDirection, QuotientTable, RANLDConfig, feature_correlation_quotient,
-                             nld_gradients, principal_direction, ranld, ranld_protocol, rayleigh, top_eigenvalues)
+from rlexplain.core import Policy
+from rlexplain.runs import load_result
+from rlexplain.ranld import (PD_METHODS, PrincipalDirection, feature_correlation_quotient, nld_gradients, principal_direction,
+                             ranld, rayleigh, top_eigenvalues)
+from rlexplain.ranld_study import QuotientTable, RANLDConfig, ranld_protocol
 
 torch.set_num_threads(1)
 
@@ -124,7 +126,7 @@ def test_protocol_small(tmp_path):
 
 
 def test_paper_tables_and_shift_budgets():
-    from rlexplain.ranld import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS, paper_shifts, paper_tables
+    from rlexplain.ranld_study import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS, paper_shifts, paper_tables
     pt = paper_tables()
     assert set(pt.game) == {"Freeway", "BankHeist", "RoadRunner", "Pong"}
     assert pt[(pt.game == "Pong") & (pt.condition == BASELINE)].paper_mean.tolist() == [0.4934, 0.4934]
@@ -144,7 +146,7 @@ def test_paper_tables_and_shift_budgets():
 
 
 def test_compare_policies_metrics_by_hand():
-    from rlexplain.ranld import high_freq_fraction, spectral_entropy, top_mass
+    from rlexplain.ranld_study import high_freq_fraction, spectral_entropy, top_mass
     x = np.cos(2 * np.pi * 2 * np.arange(16) / 16)[None, :] * np.ones((16, 1))    # one horizontal frequency (+-2 cycles)
     assert spectral_entropy(x) == pytest.approx(np.log(2) / np.log(256))           # two equal spectral peaks
     assert high_freq_fraction(x) == pytest.approx(0.0)                             # 2/16 cycles/px < 0.25
@@ -156,8 +158,8 @@ def test_compare_policies_metrics_by_hand():
 
 def test_ranld_tables_and_comparison_on_zoo_ddqn(tmp_path):
     "RA-NLD on the zoo's RoadRunner DDQN and SA-DDQN agents (Nature CNN, 18 actions); skipped without them."
-    from rlexplain.agents import load_best_agent
-    from rlexplain.ranld import compare_policies, ranld_tables
+    from rlexplain.agent_zoo import load_best_agent
+    from rlexplain.ranld_study import compare_policies, ranld_tables
     try:
         van, _ = load_best_agent("ALE/RoadRunner-v5", "ddqn", device="cpu")
         rob, _ = load_best_agent("ALE/RoadRunner-v5", "sa-ddqn", device="cpu")
@@ -278,7 +280,7 @@ def test_every_state_set_is_played_on_a_fresh_env(monkeypatch):
     tiny = Policy.from_module(nn.Sequential(nn.Conv2d(4, 4, 8, 8), nn.ReLU(), nn.Flatten(), nn.Linear(400, 3)),
                               obs_shape=(4, 84, 84), device="cpu", name="tiny")
     cfg = RANLDConfig(n_runs=2, n_episodes=1, max_steps=30)
-    import rlexplain.ranld as R
+    import rlexplain.ranld_study as R
     made = []
     def counting_make_env(*a, **k): made.append(a); return make_env(*a, **k)
     monkeypatch.setattr(R, "make_env", counting_make_env)
@@ -378,7 +380,7 @@ def test_deepfool_over_every_action_by_hand():
     nb_grads = 3 < 4 actions takes the labels {1, 2, 3}, finds action 3 at position 2 and subtracts f_2 (the logit at index
     2) instead of f_3: action 2's distance reads 0, and the step is 0 (the input comes back unchanged). The RA-NLD
     protocol's DeepFool (nb_grads=3 before issue 37) must move it."""
-    from rlexplain.ranld import paper_shifts
+    from rlexplain.ranld_study import paper_shifts
     from rlexplain.shifts import DeepFool
     pol, x = _four_action_line(), torch.zeros(1, 2)
     y = DeepFool()(x, pol)
@@ -396,9 +398,9 @@ def test_protocol_attacks_move_a_real_agent():
     0.001 per entry, 0.168, is short of this agent's boundary, about 0.27 away). Before issue 37, C&W (one binary-search
     step at c = 10) and Elastic-Net (one step at c = 10) returned the clean frames (l2 = 0), and Nesterov (eps = 0.001 as
     the whole change's L2 norm) moved them by 0.001. Skipped without the agent."""
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     from rlexplain.envs import collect_rollout, make_env
-    from rlexplain.ranld import paper_shifts
+    from rlexplain.ranld_study import paper_shifts
     try: pol, card = load_best_agent("ALE/Freeway-v5", "ddqn", device="cpu", plays=False)
     except LookupError as e: pytest.skip(str(e))
     ro = collect_rollout(make_env("ALE/Freeway-v5", **card.get("env_kwargs", {})), pol, n_episodes=1, seed=500, max_steps=2)
@@ -412,7 +414,7 @@ def test_protocol_attacks_move_a_real_agent():
 
 
 def test_paper_shifts_readings():
-    from rlexplain.ranld import NESTEROV_READINGS, paper_shifts
+    from rlexplain.ranld_study import NESTEROV_READINGS, paper_shifts
     assert paper_shifts("adversarial", "demo")["Nesterov Momentum"].per_entry
     assert not paper_shifts("adversarial", "paper", nesterov="l2")["Nesterov Momentum"].per_entry
     assert set(NESTEROV_READINGS) == {"per-entry", "l2"}
@@ -425,7 +427,7 @@ def test_paper_shifts_readings():
 def test_flipped_counts_changed_greedy_actions_by_hand():
     """`_flipped` on the 4-action line: clean states x = 0 (action 3) twice, shifted to (-1.02, 0) (action 2) and to
     (-0.5, 0) (still action 3: Q = (0, 0.5, 2, 2.5)): one of two steps flipped, 0.5."""
-    from rlexplain.ranld import _flipped
+    from rlexplain.ranld_study import _flipped
     from rlexplain.shifts import ShiftedRollout
     pol = _four_action_line()
     ro = ShiftedRollout(obs=np.zeros((2, 2), np.float32), actions=np.array([2, 3]), rewards=np.zeros(2), episode=np.zeros(2, int), states=[], env_id="line",

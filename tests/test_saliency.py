@@ -10,7 +10,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch import nn
 
-from rlexplain.core import Policy, load_result
+from rlexplain.core import Policy
+from rlexplain.runs import load_result
 from rlexplain.attribution import Attribution, explain
 from rlexplain.saliency import (LIME_SEGMENTATIONS, PAPER_PARAMS, RISE, gaussian_blur, lime, noise_sensitivity, occlusion, rise,
                                 sarfa, sarfa_score, segment)
@@ -65,7 +66,7 @@ def test_uint8_batches_and_actions(px):
     b = occlusion(px, torch.ones(2, *SHAPE), patch=4)
     np.testing.assert_array_equal(a.pixels(), b.pixels())
     assert a.actions.tolist() == [0, 0]
-    c = occlusion(px, u8, action=np.array([0, 1]), patch=4)
+    c = occlusion(px, u8, actions=np.array([0, 1]), patch=4)
     assert c.actions.tolist() == [0, 1]
     np.testing.assert_allclose(c.pixels()[1], 0.5)                    # action 1 is the constant 0.5
 
@@ -149,9 +150,9 @@ def test_bad_input_raises(fn, px):
     with pytest.raises(ValueError, match="channel-first"): fn(px, np.ones((1, 32, 32, 4), np.float32))
     nan = ONES.copy(); nan[0, 1, 2, 3] = np.nan
     with pytest.raises(ValueError, match="NaN"): fn(px, nan)
-    with pytest.raises(ValueError, match="out of range"): fn(px, ONES, action=5)
-    with pytest.raises(ValueError, match="out of range"): fn(px, ONES, action=-1)
-    with pytest.raises(ValueError, match=r"shape \(1,\)"): fn(px, ONES, action=[0, 1])
+    with pytest.raises(ValueError, match="out of range"): fn(px, ONES, actions=5)
+    with pytest.raises(ValueError, match="out of range"): fn(px, ONES, actions=-1)
+    with pytest.raises(ValueError, match=r"shape \(1,\)"): fn(px, ONES, actions=[0, 1])
     with pytest.raises(ValueError, match=r"\[0, 1\]"): fn(px, ONES * 2)
 
 
@@ -226,7 +227,7 @@ def test_paper_parameters_on_a_small_cnn():
 
 
 def test_zoo_agent_if_present():
-    from rlexplain.agents import list_zoo, load_agent
+    from rlexplain.agent_zoo import list_zoo, load_agent
     from rlexplain.envs import ToyboxEnv
     z = list_zoo()
     z = z[z.env_id == "toybox/Breakout"] if len(z) else z

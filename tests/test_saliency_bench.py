@@ -1,5 +1,5 @@
-"""Integration tests of rlexplain.saliency_bench: hand-checkable insertion and similarity cases, cascading randomisation
-(also of an SB3 model through Policy.from_sb3), HIGHLIGHTS-DIV, tuning, bad input, and a resumable end-to-end run."""
+"""Integration tests of rlexplain.saliency_bench (hand-checkable insertion and similarity cases, cascading randomisation, also of
+an SB3 model through Policy.from_sb3, HIGHLIGHTS-DIV, tuning, bad input) and rlexplain.saliency_study (a resumable end-to-end run)."""
 import json
 
 import matplotlib.pyplot as plt
@@ -9,12 +9,13 @@ import pytest
 import torch
 from torch import nn
 
-from rlexplain.core import Policy, load_result
-from rlexplain import saliency_bench as sb
-from rlexplain.saliency_bench import (BENCH_METHODS, PAPER_CALIBRATION, BenchConfig, InsertionResult, SaliencyBenchmark,
-                                      SanityCheck, cascading_randomization, highlights_div, insertion_curves,
-                                      map_similarity, model_layers, paper_grid, paper_insertion_table,
-                                      random_map_calibration, random_saliency, run_benchmark, sanity_check, tune)
+from rlexplain.core import Policy
+from rlexplain.runs import load_result
+from rlexplain import saliency_bench as sb, saliency_study as ss
+from rlexplain.saliency_bench import (BENCH_METHODS, PAPER_CALIBRATION, InsertionResult, SanityCheck, cascading_randomization,
+                                      highlights_div, insertion_curves, map_similarity, model_layers, paper_grid,
+                                      random_map_calibration, random_saliency, sanity_check, tune)
+from rlexplain.saliency_study import BenchConfig, SaliencyBenchmark, paper_insertion_table, run_benchmark
 
 torch.set_num_threads(1)
 SHAPE = (4, 32, 32)
@@ -167,7 +168,7 @@ def test_bad_input_raises_value_error(px, cnn):
     nan_map = perfect.copy(); nan_map[0, 0, 0] = np.nan
     cases = [
         (lambda: insertion_curves(px, np.ones((1, 32, 32, 4), np.float32), perfect), "channel-first"),
-        (lambda: insertion_curves(px, ONES, perfect, action=7), "out of range"),
+        (lambda: insertion_curves(px, ONES, perfect, actions=7), "out of range"),
         (lambda: insertion_curves(px, ONES, nan_map), "NaN"),
         (lambda: insertion_curves(px, ONES, np.zeros((1, 16, 16))), "(B, H, W)"),
         (lambda: insertion_curves(px, ONES, np.zeros((2, 32, 32))), "(B, H, W)"),
@@ -194,7 +195,7 @@ def test_configs_and_paper_tables():
     row = t[(t.paper_game == "Breakout") & (t.sub_metric == "Q-val black") & (t.method == "lime_felzenszwalb")].iloc[0]
     assert (row["mean"], row["std"]) == (7.48, 9.6)
     assert all(k in BENCH_METHODS for k in p.methods)
-    pt = sb.paper_tuning_table()
+    pt = ss.paper_tuning_table()
     assert pt.final.sum() == 5 and json.loads(pt[pt.final & (pt.method == "occlusion")].params.iloc[0])["patch"] == 2
 
 
@@ -214,7 +215,7 @@ def test_run_benchmark_end_to_end_resumes(tmp_path, monkeypatch):
     assert (tmp_path / "run" / "units" / "bench" / "toybox-breakout" / "occlusion" / "result.json").exists()
 
     def boom(job): raise AssertionError("a finished job was run again")
-    monkeypatch.setattr(sb, "_run_bench_job", boom)
+    monkeypatch.setattr(ss, "_run_bench_job", boom)
     again = run_benchmark(cfg, agents={"toybox/Breakout": pol}, run_dir=tmp_path / "run")
     pd.testing.assert_frame_equal(again.insertion, res.insertion)
     back = load_result(res.save(tmp_path / "res"))
@@ -223,9 +224,9 @@ def test_run_benchmark_end_to_end_resumes(tmp_path, monkeypatch):
 
 
 def test_demo_runs_on_the_zoo_ale_agents(tmp_path):
-    """The demo's games have DQN agents in the shipped zoo, and lesson 31's `#| slow` demo path runs on them at 2 states per game:
+    """The demo's games have DQN agents in the shipped zoo, and lesson 33's `#| slow` demo path runs on them at 2 states per game:
     the benchmark with a sanity check, its tables and figures, then HIGHLIGHTS-DIV states and a tuning table on Ms. Pac-Man."""
-    from rlexplain.agents import best_zoo_entry
+    from rlexplain.agent_zoo import best_zoo_entry
     cfg = BenchConfig.demo(methods=("rise",), n_states=2, n_sanity=1, stream_steps=30, highlights_budget=1)
     for g in cfg.games:
         assert "/dqn/" in best_zoo_entry(g, "dqn")
@@ -254,19 +255,20 @@ def test_benchmark_jobs_run_elsewhere_then_run_benchmark_loads_them(tmp_path, mo
     """`benchmark_jobs` gives what `run_benchmark` runs: results of its jobs saved under its names are what `run_benchmark` returns,
     and a rerun then neither runs a job nor loads an agent, records a stream, selects HIGHLIGHTS-DIV states or runs the network."""
     pytest.importorskip("ctoybox")
-    from rlexplain.core import RunDir
+    from rlexplain.runs import RunDir
     pol = Policy.from_module(small_cnn((4, 84, 84), 4), (4, 84, 84), device="cpu", name="tiny")
     cfg = BenchConfig.demo(games=("toybox/Breakout",), methods=("occlusion",), n_states=3, n_sanity=1, stream_steps=40,
                            highlights_budget=3)
     agents = {"toybox/Breakout": pol}
-    fn, jobs, names = sb.benchmark_jobs(cfg, tmp_path / "a", agents=agents)
+    fn, jobs, names = ss.benchmark_jobs(cfg, tmp_path / "a", agents=agents)
     assert names == ["bench/toybox-breakout/occlusion", "bench/toybox-breakout/random"] and len(jobs) == 2
     rd = RunDir(tmp_path / "a")
     assert rd.done("stream/toybox-breakout") and rd.done("highlights/toybox-breakout")
     for name, job in zip(names, jobs): rd.save_unit(name, fn(job))                 # a scheduler's worker
     ref = run_benchmark(cfg, agents=agents, run_dir=tmp_path / "b")              # the same, run by run_benchmark
     for f in ("_run_bench_job", "highlights_div", "collect_stream", "load_bench_agent", "penultimate_features"):
-        monkeypatch.setattr(sb, f, _boom)
+        for mod in (sb, ss):   # the study calls the lesson's functions through its own names
+            if hasattr(mod, f): monkeypatch.setattr(mod, f, _boom)
     monkeypatch.setattr(pol, "forward", _boom)
     for d in ("a", "b"):
         res = run_benchmark(cfg, agents=agents, run_dir=tmp_path / d)
@@ -280,30 +282,32 @@ def test_tuning_jobs_match_tune_on_the_highlights_states_and_rerun_computes_noth
     """`run_tuning` tunes on the first `budget` HIGHLIGHTS-DIV states, the prefix of the benchmark's own selection (greedy: a smaller
     budget stops earlier), so it equals `tune` on `highlights_div(..., budget)`'s states; saved, a rerun runs nothing."""
     pytest.importorskip("ctoybox")
-    from rlexplain.core import RunDir
+    from rlexplain.runs import RunDir
     pol = Policy.from_module(small_cnn((4, 84, 84), 4), (4, 84, 84), device="cpu", name="tiny")
     cfg = BenchConfig.demo(games=("toybox/Breakout",), methods=("occlusion",), n_states=3, n_sanity=1, stream_steps=60,
                            highlights_budget=4, highlights_context=2, highlights_min_gap=2)
     agents, game = {"toybox/Breakout": pol}, "toybox/Breakout"
     grids = {"occlusion": [dict(patch=12), dict(patch=21, color=0.5)], "sarfa": [dict(radius=12)]}
-    sb.benchmark_jobs(cfg, tmp_path, agents=agents)                              # records the stream and the 4 states
-    fn, jobs, names = sb.tuning_jobs(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
+    ss.benchmark_jobs(cfg, tmp_path, agents=agents)                              # records the stream and the 4 states
+    fn, jobs, names = ss.tuning_jobs(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
     assert names == ["tuning/toybox-breakout/occlusion", "tuning/toybox-breakout/sarfa"]
-    o, e = sb.game_stream(pol, game, cfg, {}, RunDir(tmp_path))
+    o, e = ss.game_stream(pol, game, cfg, {}, RunDir(tmp_path))
     hl = highlights_div(pol, o, budget=2, context=2, min_gap=2, episode=e, seed=cfg.seed)
     assert len(hl.indices) == 2
     np.testing.assert_array_equal(jobs[0].obs, o[hl.indices])
-    got = sb.run_tuning(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
+    got = ss.run_tuning(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
     cols = ["method", "params", "q_auc", "adv_auc", "z_q", "z_adv", "score"]
     for t, m in zip(got, ("occlusion", "sarfa")):
         want = tune(pol, o[hl.indices], m, grid=grids[m], game=game)
         pd.testing.assert_frame_equal(t.table.sort_values("params")[cols].reset_index(drop=True),
                                       want.table.sort_values("params")[cols].reset_index(drop=True))
-    for f in ("_run_tune_job", "tune", "highlights_div", "collect_stream", "load_bench_agent"): monkeypatch.setattr(sb, f, _boom)
-    again = sb.run_tuning(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
+    for f in ("_run_tune_job", "tune", "highlights_div", "collect_stream", "load_bench_agent"):
+        for mod in (sb, ss):
+            if hasattr(mod, f): monkeypatch.setattr(mod, f, _boom)
+    again = ss.run_tuning(cfg, tmp_path, budget=2, methods=("occlusion", "sarfa"), grids=grids, agents=agents)
     for a, b in zip(again, got): pd.testing.assert_frame_equal(a.table, b.table)
-    with pytest.raises(ValueError, match="no parameter grid"): sb.tuning_jobs(cfg, tmp_path, methods=("lime_quickshift",), agents=agents)
-    with pytest.raises(ValueError, match="budget"): sb.tuning_jobs(cfg, tmp_path, budget=0, agents=agents)
+    with pytest.raises(ValueError, match="no parameter grid"): ss.tuning_jobs(cfg, tmp_path, methods=("lime_quickshift",), agents=agents)
+    with pytest.raises(ValueError, match="budget"): ss.tuning_jobs(cfg, tmp_path, budget=0, agents=agents)
 
 
 def test_random_map_calibration_is_saved_and_read_back(tmp_path, monkeypatch):

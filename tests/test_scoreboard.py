@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rlexplain import scoreboard as sb
-from rlexplain.ranld import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS
+from rlexplain import measures as ms, runtables as rt, scoreboard as sb
+from rlexplain.ranld_study import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS
 
-E = sb.Estimate
+E = ms.Estimate
 
 
 def _csv(run: Path, section: str, name: str, df: pd.DataFrame):
     (run / section).mkdir(parents=True, exist_ok=True)
-    df.to_csv(run / section / f"{name}.csv", index=False)   # as rlexplain.cli.Section.table writes it
+    df.to_csv(run / section / f"{name}.csv", index=False)   # as rlexplain.demo.Section.table writes it
 
 
 _SUBS = {"Q-val black": ("q", 0), "Q-val rand": ("q", 1), "Adv black": ("advantage", 0), "Adv rand": ("advantage", 1)}
@@ -27,7 +27,7 @@ _SUBS = {"Q-val black": ("q", 0), "Q-val rand": ("q", 1), "Adv black": ("advanta
 def _bench_job(run: Path, game: str, method: str, aucs: dict, sanity: pd.DataFrame | None = None):
     """Save one saliency-benchmark job as run_benchmark does (a MethodRun under saliency_bench/run/units/bench/<game>/<method>)
     whose per-state insertion AUCs are `aucs[sub_metric]` (n,): flat curves over fractions [0, 1] have their value as area."""
-    from rlexplain.saliency_bench import MethodRun
+    from rlexplain.saliency_study import MethodRun
     n = len(next(iter(aucs.values()))); q, adv = np.ones((n, 2, 2)), np.zeros((n, 2, 2))
     for sub, v in aucs.items():
         kind, s = _SUBS[sub]
@@ -122,7 +122,7 @@ def test_generic_scorers_on_tiny_cases():
     # overlap of prediction intervals is deterministic
     assert _run("overlap", [E.prediction(3, 1, 5, 0.99, "x"), E.prediction(4, 2, 6, 0.99, "y")]) == "reproduced"
     assert _run("overlap", [E.prediction(3, 1, 2, 0.99, "x"), E.prediction(4, 3, 6, 0.99, "y")]) == "contradicted"
-    with pytest.raises(sb.NotRun, match="no z"): sb.SCORERS["order"]({"pairs": ["z>a"]}, [a, b])
+    with pytest.raises(rt.NotRun, match="no z"): sb.SCORERS["order"]({"pairs": ["z>a"]}, [a, b])
 
 
 def test_ratio_on_the_same_machine():
@@ -152,7 +152,7 @@ def test_ratio_on_the_same_machine():
 def test_claims_file_loads_and_names_existing_scorers_and_measures():
     c = sb.CLAIMS
     assert len(c) >= 51 and c.id.is_unique and c.paper.nunique() == 5 and c.paper.value_counts().min() >= 5
-    assert set(c.comparator) <= set(sb.SCORERS) and set(c.measure) <= set(sb.MEASURES)
+    assert set(c.comparator) <= set(sb.SCORERS) and set(c.measure) <= set(ms.MEASURES)
     assert set(c.kind) == {"stated", "derived"}
     assert (c[c.kind == "derived"].from_table.str.len() > 0).all()
     for k in ("id", "paper", "where", "cell", "paper_value"):
@@ -165,7 +165,7 @@ def test_paper_values_come_from_the_paper_tables():
     c = sb.CLAIMS.set_index("id")
     assert c.loc["ir-untrained-dqn", "target"] == 1.0 and c.loc["ir-untrained-distributional", "target"] == 0.991   # ir_paper_table
     assert c.loc["ir-trained-dqn-1e7", "target"] == 0.626
-    assert c.loc["ranld-roadrunner-base", "target"] == 0.7652                                                       # ranld.paper_tables
+    assert c.loc["ranld-roadrunner-base", "target"] == 0.7652                                                       # ranld_study.paper_tables
     assert c.loc["xrl-cartpole-aim-tabularshap", "paper_value"].startswith("TabularSHAP 0.134")                     # xrlbench.paper_results
     assert c.loc["sal-pacman-advblack-sarfa", "paper_value"].startswith("sarfa 1.7")                               # paper_insertion_table
     t6 = sb.ir_paper_table()
@@ -223,12 +223,12 @@ def test_bad_claim_files_are_refused(tmp_path):
 
 
 def test_random_policy_R_by_hand():
-    assert sb.random_policy_R(2, 2) == pytest.approx(0.5)        # agree w.p. 1/2 (R 1), else 1 bit (R 0)
-    assert sb.random_policy_R(2, 3) == pytest.approx(1 / 3)      # agree w.p. 1/3
-    assert sb.random_policy_R(4, 1) == pytest.approx(1.0)
-    assert sb.random_policy_R(10, 4) == pytest.approx(0.4722, abs=1e-4)   # the paper's untrained A2C/PPO: 0.474, 0.480
-    with pytest.raises(ValueError, match="n >= 2"): sb.random_policy_R(1, 4)
-    with pytest.raises(ValueError, match="n_actions"): sb.random_policy_R(3, 0)
+    assert ms.random_policy_R(2, 2) == pytest.approx(0.5)        # agree w.p. 1/2 (R 1), else 1 bit (R 0)
+    assert ms.random_policy_R(2, 3) == pytest.approx(1 / 3)      # agree w.p. 1/3
+    assert ms.random_policy_R(4, 1) == pytest.approx(1.0)
+    assert ms.random_policy_R(10, 4) == pytest.approx(0.4722, abs=1e-4)   # the paper's untrained A2C/PPO: 0.474, 0.480
+    with pytest.raises(ValueError, match="n >= 2"): ms.random_policy_R(1, 4)
+    with pytest.raises(ValueError, match="n_actions"): ms.random_policy_R(3, 0)
 
 
 # ------------------------------------------------------------------ a hand-made run
@@ -260,7 +260,7 @@ def run(tmp_path) -> Path:
     #   ppo 5e4 R = random_policy_R(6, 4) = 0.397, se 0.01: the difference's interval +-0.026 inside 0 +- 0.05 (reproduced)
     #   dqn 4e5 R 0.97, se 0.02: drop 0.03, its interval 0.03 +- 0.051 straddles 0.05 (inconclusive)
     _csv(r, "ir", "ir_table", _ir_table([("dqn", 50_000, 1.0, 0.0, 6), ("qrdqn", 50_000, 0.985, 0.004, 6),
-                                         ("ppo", 50_000, sb.random_policy_R(6, 4), 0.01, 6), ("dqn", 400_000, 0.97, 0.02, 6)]))
+                                         ("ppo", 50_000, ms.random_policy_R(6, 4), 0.01, 6), ("dqn", 400_000, 0.97, 0.02, 6)]))
     # intervened cells of dqn at 4e5 move R by about -0.30: [-0.31, -0.29] lies outside 0 +- 0.2 (contradicted)
     _csv(r, "ir", "ir_cells", pd.DataFrame({"game": "toybox/Breakout", "pipeline": "dqn", "frames": 400_000,
                                             "intervention": ["none"] * 4 + ["paddle"] * 4, "state_step": list(range(4)) * 2,
@@ -268,7 +268,8 @@ def run(tmp_path) -> Path:
     # RA-NLD on the Toybox Breakout fallback (not a paper game): baseline 0.80 vs attacks 0.50-0.53, std 0.01 over 10 runs
     _csv(r, "ranld", "ranld_tables", pd.DataFrame(_ranld_rows("Breakout", 0.80, 0.50, 0.40)))
     _csv(r, "ranld", "ranld_vanilla_vs_adversarial", pd.DataFrame({"policy": ["DDQN", "SA-DDQN"], "n_states": [300, 300],
-                                                                   "spectral_entropy": [5.0, 6.0], "top1pct_mass": [0.2, 0.1]}))
+                                                                   "spectral_entropy": [5.0, 6.0], "top1pct_mass": [0.2, 0.1],
+                                                                   "grad_norm_var": [2.0, 1.0]}))
     # XRL-Bench with per-method spreads over 300 states:
     #   CartPole AIM: DeepSHAP 0.20 below TabularSHAP 0.30 (d = 0.1, se 0.008: contradicted); SARFA, PS far above the SHAP
     #   methods (reproduced); TabularSHAP 0.30 +- 0.011 outside 0.134 +- 0.05 (contradicted)
@@ -276,7 +277,8 @@ def run(tmp_path) -> Path:
     _csv(r, "xrlbench", "xrl_fidelity_stability", pd.DataFrame(
         {"method": ["TabularSHAP", "DeepSHAP", "SARFA", "PS", "TabularSHAP", "DeepSHAP"],
          "AIM": [0.30, 0.20, 0.50, 0.60, 0.10, 0.12], "AIM_std": [0.1, 0.1, 0.1, 0.1, 0.2, 0.2], "n_states": 300,
-         "AUM": [0.9, 0.8, 0.5, 0.5, 0.7, 0.6], "env": ["CartPole-v1"] * 4 + ["LunarLander-v3"] * 2}))
+         "AUM": [0.9, 0.8, 0.5, 0.5, 0.7, 0.6], "env": ["CartPole-v1"] * 4 + ["LunarLander-v3"] * 2,
+         "PGI": np.nan, "PGU": np.nan, "RIS": np.nan, "ms_per_sample": np.nan}))   # not measured: those claims are 'not run'
     # saliency benchmark, Table 1 analogue ("mean ± std" over BenchConfig.demo()'s 50 states), Pac-Man:
     #   Q-val black: occlusion 3.00 +- 1.00 vs sarfa 1.00 +- 0.50 (random excluded): d = 2, se 0.158 (reproduced)
     #   Adv black: sarfa 0.10 +- 0.10 vs occlusion 0.20 +- 0.10: d = -0.1, se 0.02 (contradicted)
@@ -334,7 +336,7 @@ WANT = {
     "ranld-natural-below-base": "not comparable",  # none of the paper's games
     "ranld-spectrum-spread": "inconclusive",       # one agent per policy: no interval
     "ranld-adv-concentrated": "inconclusive",
-    "ranld-gradnorm-jumpier": "not run",           # the column is absent
+    "ranld-gradnorm-jumpier": "inconclusive",      # one agent per policy: no interval
     "xrl-cartpole-aim-tabularshap": "contradicted", "xrl-cartpole-perturbation-worse": "reproduced",
     "xrl-cartpole-tabularshap-aim-value": sb.ORIGINAL_CODE, "xrl-lunarlander-aim-tabularshap": "inconclusive",
     "xrl-cartpole-aum-tabularshap": "inconclusive",  # AUM has no spread in the table
@@ -368,8 +370,8 @@ def test_verdicts_on_a_hand_made_run(run):
 
 
 def test_every_row_has_a_reason_with_the_scale(run, tmp_path):
-    for d in (run, tmp_path / "empty"):
-        d.mkdir(exist_ok=True)
+    only_ir = tmp_path / "only_ir"; _csv(only_ir, "ir", "ir_table", _ir_table([("dqn", 50_000, 1.0, 0.0, 6)]))   # most claims not run
+    for d in (run, only_ir):
         b = sb.score_run(d)
         assert b.reason.map(lambda s: isinstance(s, str) and len(s) > 20).all()
         assert b.reason.str.endswith("scale]").all() and b.reason.str.contains(r"\[n = ").all()   # every reason names its n
@@ -420,15 +422,55 @@ def test_summary_line_board_text_and_plot(run):
     with pytest.raises(KeyError, match="reason"): sb.board_text(b.drop(columns="reason"))
 
 
-def test_empty_and_broken_runs_never_crash(tmp_path):
-    b = sb.score_run(tmp_path)
-    assert (b.verdict == "not run").all() and b.attrs["scale"] == "unknown"
+def test_what_is_not_a_finished_run_is_refused(tmp_path):
+    """Issue 41.2: an empty folder, one section of a run, a CSV that cannot be parsed, a table without a declared column
+    or with text in a number column: an error naming the folder or the file, never a board of 'not run' rows."""
+    with pytest.raises(rt.NotARun, match="not a finished run"): sb.score_run(tmp_path)
     (tmp_path / "ir").mkdir(); (tmp_path / "ir" / "ir_table.csv").write_text("game,pipeline\nBreakout,dqn\n")
-    _csv(tmp_path, "xrlbench", "xrl_fidelity_stability", pd.DataFrame({"method": ["TabularSHAP"], "env": ["CartPole-v1"], "AIM": ["n/a"]}))
-    b = sb.score_run(tmp_path).set_index("id")
-    assert b.loc["ir-untrained-dqn", "verdict"] == "not run" and "lacks the columns" in b.loc["ir-untrained-dqn", "reason"]
-    assert b.loc["xrl-cartpole-aim-tabularshap", "verdict"] == "not run"
+    with pytest.raises(rt.RunTableError, match=r"ir/ir_table.csv lacks the declared column\(s\) \['frames', 'original'\]; it has \['game', 'pipeline'\]"):
+        sb.score_run(tmp_path)
+    _csv(tmp_path, "ir", "ir_table", _ir_table([("dqn", 50_000, 1.0, 0.0, 6)]))
+    assert sb.score_run(tmp_path).set_index("id").loc["ir-untrained-dqn", "verdict"] == "reproduced"
+    (tmp_path / "ir" / "config.json").write_text(json.dumps({"job": "ir", "scale": "demo"}))
+    with pytest.raises(rt.NotARun, match="'ir' section of a run"): sb.score_run(tmp_path / "ir")
+    _csv(tmp_path, "xrlbench", "xrl_fidelity_stability", pd.DataFrame({"method": ["TabularSHAP"], "env": ["CartPole-v1"], "AIM": ["–"]}))
+    with pytest.raises(rt.RunTableError, match="column 'AIM' must hold numbers.*row 1 holds '–'"): sb.score_run(tmp_path)
+    (tmp_path / "xrlbench" / "xrl_fidelity_stability.csv").write_bytes(b"method,env\n\xff\xfe\x00,1,2,3\n")
+    with pytest.raises(rt.RunTableError, match="xrl_fidelity_stability.csv cannot be parsed"): sb.score_run(tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"): sb.score_run(tmp_path / "nowhere")
+
+
+def test_a_renamed_column_is_an_error_that_names_it(tmp_path):
+    """Issue 39.5: a copy of the reference run with one column of one study renamed. Read ad hoc, the claims on it said
+    'not run'; through the declared schema the run is refused, naming the file, the column and its likely new name."""
+    ref = Path(__file__).resolve().parents[1] / "results" / "reference"
+    run = shutil.copytree(ref, tmp_path / "ref", ignore=shutil.ignore_patterns("*.png", "*.parquet", "report.html"))
+    t = pd.read_csv(run / "switching" / "switching_did.csv").rename(columns={"ci_high": "ci_hi"})
+    t.to_csv(run / "switching" / "switching_did.csv", index=False)
+    with pytest.raises(rt.RunTableError) as e: sb.score_run(run)
+    assert "switching/switching_did.csv lacks the declared column(s) ['ci_high']" in str(e.value) and "'ci_hi'" in str(e.value)
+    # a column a claim asks for by name (its args) is declared and checked the same way
+    v = pd.read_csv(ref / "ranld" / "ranld_vanilla_vs_adversarial.csv").drop(columns="grad_norm_var")
+    t.rename(columns={"ci_hi": "ci_high"}).to_csv(run / "switching" / "switching_did.csv", index=False)
+    v.to_csv(run / "ranld" / "ranld_vanilla_vs_adversarial.csv", index=False)
+    with pytest.raises(rt.RunTableError, match=r"lacks the column\(s\) \['grad_norm_var'\] a claim reads"): sb.score_run(run)
+
+
+def test_every_column_a_claim_names_is_declared():
+    "A claim's metric or column (its args) is a declared column of the table its measure reads: no claim can ask for an undeclared one."
+    asks = {"xrl.metric": ("metric", ("xrl_fidelity_stability", "xrl_image")), "ranld.compare": ("column", ("ranld_vanilla_vs_adversarial",))}
+    for _, c in sb.CLAIMS[sb.CLAIMS.measure.isin(asks)].iterrows():
+        key, tables = asks[c.measure]
+        for t in tables: assert rt.TABLES[t].kind(c.args[key]) is not None, (c.id, t, c.args[key])
+
+
+def test_a_table_cut_short_of_its_configurations_rows_is_refused(tmp_path):
+    "A demo section's saliency benchmark promises 2 games x 4 sub-metrics (BenchConfig.demo()): 3 rows are a broken table."
+    _csv(tmp_path, "saliency_bench", "saliency_bench_insertion", pd.DataFrame({"game": "ALE/MsPacman-v5", "sub_metric": ["Q-val black", "Adv black", "Q-val rand"]}))
+    assert sb.score_run(tmp_path).set_index("id").loc["sal-pacman-qvalblack-occlusion", "verdict"] == "not run"   # hand-made: no promise
+    (tmp_path / "saliency_bench" / "config.json").write_text(json.dumps({"job": "saliency_bench", "scale": "demo"}))
+    with pytest.raises(rt.RunTableError, match=r"saliency_bench_insertion.csv has 3 row\(s\); .*BenchConfig.from_scale\('demo'\).* promises 8"):
+        sb.score_run(tmp_path)
 
 
 def test_paper_scale_from_the_report(tmp_path):
@@ -450,11 +492,11 @@ def test_run_scale_from_the_sections_configs(tmp_path):
     "The report is written after the scoreboard is scored: the scale comes from the sections' config.json while report.html does not exist yet."
     for k in ("ir", "xrlbench"):
         (tmp_path / k).mkdir(); (tmp_path / k / "config.json").write_text(json.dumps({"job": k, "scale": "demo"}))
-    assert sb.run_scale(tmp_path) == "demo"
+    assert rt.run_scale(tmp_path) == "demo"
     (tmp_path / "ranld").mkdir(); (tmp_path / "ranld" / "config.json").write_text(json.dumps({"job": "ranld", "scale": "paper"}))
-    assert sb.run_scale(tmp_path) is None      # sections disagree: no scale claimed
+    assert rt.run_scale(tmp_path) is None      # sections disagree: no scale claimed
     (tmp_path / "report.html").write_text("<p>Scale: paper</p>")
-    assert sb.run_scale(tmp_path) is None      # ... not even the report's, which names only the last run's scale
+    assert rt.run_scale(tmp_path) is None      # ... not even the report's, which names only the last run's scale
 
 
 def test_a_claim_the_papers_own_code_misses_is_named_so_and_not_counted_against_us():
@@ -578,7 +620,7 @@ def test_reference_run_pacman_occlusion_is_decided_by_the_paired_aucs():
     "results/reference: occlusion - LIME-slic on Pac-Man Q-val black = -0.50 [-0.94, -0.06] at 98.75% over 200 states (issue 37)."
     from pathlib import Path
     ref = Path(__file__).resolve().parents[1] / "results" / "reference"
-    r = sb.score_claim(sb.CLAIMS[sb.CLAIMS.id == "sal-pacman-qvalblack-occlusion"].iloc[0], sb.RunTables(ref))
+    r = sb.score_claim(sb.CLAIMS[sb.CLAIMS.id == "sal-pacman-qvalblack-occlusion"].iloc[0], rt.RunTables(ref))
     assert r["verdict"] == "contradicted" and "occlusion - lime_slic = -0.497 [-0.937, -0.0573] (98.75% paired t over 200 states)" in r["reason"]
 
 
@@ -622,7 +664,7 @@ def test_reversal_by_hand():
     assert _run("reversal", same, pairs=["X|Y"]) == "contradicted"
     noisy = [a_x, b_x, _paired("a", "G Y", [1, 1, 1, 1]), _paired("b", "G Y", [3, -1, 3, -1])]   # a - b = (-2, 2, -2, 2)
     assert _run("reversal", noisy, pairs=["X|Y"]) == "inconclusive"
-    with pytest.raises(sb.NotRun, match="no game has two methods"): sb.SCORERS["reversal"]({"pairs": ["X|Z"]}, [a_x, b_x])
+    with pytest.raises(rt.NotRun, match="no game has two methods"): sb.SCORERS["reversal"]({"pairs": ["X|Z"]}, [a_x, b_x])
 
 
 def test_distinct_by_hand():
@@ -636,7 +678,7 @@ def test_distinct_by_hand():
     assert _run("distinct", [base, y, x]) == "reproduced"         # the order of the items does not matter
     close = E.from_summary(0.505, 0.01, 10, "z", "runs", group="adversarial", block="G")
     assert _run("distinct", [base, x, close]) == "inconclusive"
-    with pytest.raises(sb.NotRun, match="fewer than two"): sb.SCORERS["distinct"]({}, [base])
+    with pytest.raises(rt.NotRun, match="fewer than two"): sb.SCORERS["distinct"]({}, [base])
 
 
 def test_forecast_width_and_new_claims_on_a_hand_made_run(tmp_path):
@@ -646,10 +688,10 @@ def test_forecast_width_and_new_claims_on_a_hand_made_run(tmp_path):
     Rainbow's rise is 'not run' without a Rainbow pipeline."""
     _csv(tmp_path, "timeseries", "ts_pong_forecast", pd.DataFrame({"label": ["a2c", "ppo"], "forecast": [4.0, 4.0],
                                                                    "lower": [2.0, 3.5], "upper": [6.0, 4.5]}))
-    run = sb.RunTables(tmp_path)
-    w = sb.MEASURES["ts.forecast_width"](run, game="pong")
+    run = rt.RunTables(tmp_path)
+    w = ms.MEASURES["ts.forecast_width"](run, game="pong")
     assert [(e.label, e.mean, e.se) for e in w] == [("a2c width", 4.0, None), ("ppo width", 1.0, None)]
-    with pytest.raises(sb.NotRun, match="one attack strength"): sb.MEASURES["ts.forecast_width"](run, game="pong", per_eps=True)
+    with pytest.raises(rt.NotRun, match="one attack strength"): ms.MEASURES["ts.forecast_width"](run, game="pong", per_eps=True)
     _csv(tmp_path, "ir", "ir_table", pd.DataFrame({"game": "toybox/Breakout", "pipeline": ["dqn", "dqn"], "frames": [50000, 400000],
                                                    "original": [1.0, 0.5]}))
     b = sb.score_run(tmp_path).set_index("id")
@@ -659,7 +701,7 @@ def test_forecast_width_and_new_claims_on_a_hand_made_run(tmp_path):
     assert b.loc["ir-rainbow-rises", "verdict"] == "not run" and "no rainbow pipeline" in b.loc["ir-rainbow-rises", "reason"]
     eps = tmp_path / "e"; _csv(eps, "timeseries", "ts_pong_forecast", pd.DataFrame(
         {"label": ["a2c", "a2c"], "eps": [0.5, 2.0], "forecast": 0.0, "lower": [-1.0, -3.0], "upper": [1.0, 3.0]}))
-    w = sb.MEASURES["ts.forecast_width"](sb.RunTables(eps), game="pong", per_eps=True)
+    w = ms.MEASURES["ts.forecast_width"](rt.RunTables(eps), game="pong", per_eps=True)
     assert [e.mean for e in w] == [6.0, 2.0]                      # strongest first: 'decreasing' reads 'wider with eps'
 
 
@@ -683,7 +725,7 @@ def test_not_monotone_and_the_path_of_R_by_hand(tmp_path):
         d = tmp_path / "-".join(map(str, rs)); _csv(d, "ir", "ir_table", table(rs))
         row = sb.score_run(d).set_index("id").loc["ir-not-monotone"]
         assert row.verdict == want, (rs, row.reason)
-    items = sb.MEASURES["ir.R_path"](sb.RunTables(tmp_path / "0.7-0.5-0.65"), pipeline="dqn")
+    items = ms.MEASURES["ir.R_path"](rt.RunTables(tmp_path / "0.7-0.5-0.65"), pipeline="dqn")
     assert [round(e.mean, 2) for e in items] == [0.7, 0.5, 0.65] and {e.block for e in items} == {"dqn breakout"}
     checks = sb.SCORERS["not_monotone"]({}, items)
     assert checks[0].status == "holds" and "-0.2 [-0.269, -0.131]" in checks[0].text

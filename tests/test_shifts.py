@@ -5,7 +5,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch import nn
 
-from rlexplain.core import Policy, load_result
+from rlexplain.core import Policy
+from rlexplain.runs import load_result
 from rlexplain.envs import collect_rollout
 from rlexplain.shifts import (ADVERSARIAL_SHIFTS, FGSM, JPEG, NATURAL_SHIFTS, PGD, SHIFTS, Blur, BrightnessContrast,
                               CarliniWagnerL2, DeepFool, ElasticNet, Identity, NesterovMomentum, Perspective, Rotation,

@@ -1,13 +1,15 @@
-"Integration tests of rlexplain.timeseries (fast: tiny hand-made agents, short Toybox episodes, synthetic series)."
+"Integration tests of rlexplain.timeseries and rlexplain.timeseries_study (fast: tiny hand-made agents, short Toybox episodes, synthetic series)."
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from rlexplain.core import Policy, load_result
-from rlexplain.timeseries import (CausalImpact, Forecast, PerformanceSeries, TimeSeriesConfig, aggregate, causal_impact,
-                                  check_fixed_seed, damped_trend_forecast, episode_seed, forecast, performance_series,
-                                  simulate_damped_trend)
+from rlexplain.core import Policy
+from rlexplain.runs import load_result
+from rlexplain.stats import t_bounds
+from rlexplain.timeseries import (CausalImpact, Forecast, PerformanceSeries, aggregate, causal_impact, damped_trend_forecast,
+                                  episode_seed, forecast, simulate_damped_trend)
+from rlexplain.timeseries_study import TimeSeriesConfig, check_fixed_seed, performance_series
 
 torch.set_num_threads(1)
 
@@ -112,7 +114,7 @@ def test_series_alignment_and_bad_series_args(tiny):
 def test_zoo_actor_critic_agents_repeat_on_ale(env_id):
     """The study's real agents on the real emulator: a sampled PPO policy (seeded per episode) repeats exactly on
     seeded ALE episodes (sticky actions off), in both engines; a second seed plays differently."""
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     pol, card = load_best_agent(env_id, "ppo", device="cpu")
     assert pol.stochastic
     kw = dict(seeds=[0, 1], n_episodes=1, max_steps=150, env_kwargs=card["env_kwargs"])
@@ -125,7 +127,7 @@ def test_zoo_actor_critic_agents_repeat_on_ale(env_id):
 
 def test_study_findings_read_figure_5_off_the_forecasts():
     "The Pong finding of Figure 5 (PPO's interval above A2C's) is read off the forecast intervals, both ways."
-    from rlexplain.timeseries import _forecast_finding
+    from rlexplain.timeseries_study import _forecast_finding
     fc = forecast({"ppo": np.linspace(5, 6, 30), "a2c": np.linspace(-15, -14, 30)}, horizon=5, window=3)
     ok, text = _forecast_finding("pong_ppo_better", fc)
     assert ok and "ppo" in text
@@ -136,7 +138,7 @@ def test_study_findings_read_figure_5_off_the_forecasts():
 def test_study_findings_and_effects_plot(tiny):
     "A tiny study: findings() holds the paper's findings with our numbers; plot_effects labels units and seeds."
     import matplotlib.pyplot as plt
-    from rlexplain.timeseries import PAPER_FINDINGS, run_study
+    from rlexplain.timeseries_study import PAPER_FINDINGS, run_study
     cfg = TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1, 2), n_episodes=4, T=2, window=2, horizon=2, max_steps=25, n_boot=50)
     st = run_study(cfg, policies={"a": tiny})
     f = st.findings()
@@ -154,11 +156,11 @@ def test_study_findings_and_effects_plot(tiny):
 def test_t_interval_covers_known_effect(M):
     """A Student-t interval on the per-seed DiDs covers a known effect at >= 0.92 (nominal 0.95) with 3 and 10 seeds.
     Vectorised over 800 simulated panels; `causal_impact` is checked to give the same interval on a few of them."""
-    from rlexplain.timeseries import _did_batch, simulate_did_panels, t_interval
+    from rlexplain.timeseries import _did_batch, simulate_did_panels
     X1, X0 = simulate_did_panels(800, M, n_episodes=12, T=6, effect=-2.0, seed=100 + M)
     P = len(X1)
     d = _did_batch(X1.reshape(P * M, -1), X0.reshape(P * M, -1), 6).reshape(P, M)   # per-seed DiD (Eq. 4)
-    lo, hi = t_interval(d.T, 0.95)                                                     # over the seed axis
+    lo, hi = t_bounds(d.T, 0.95)                                                     # over the seed axis
     cover = np.mean((lo <= -2.0) & (-2.0 <= hi))
     assert 0.92 <= cover <= 0.98, cover
     for p in range(5):
@@ -182,12 +184,12 @@ def test_percentile_bootstrap_undercovers_with_three_seeds_and_is_reported_besid
 
 
 def test_t_interval_hand_values():
-    from rlexplain.timeseries import t_interval
-    lo, hi = t_interval([-1.0, -2.0, -3.0], 0.95)                 # mean -2, sd 1, t_{2, .975} = 4.302653
+    "The t interval causal_impact draws (rlexplain.stats.t_bounds), by hand."
+    lo, hi = t_bounds([-1.0, -2.0, -3.0], 0.95)                 # mean -2, sd 1, t_{2, .975} = 4.302653
     assert (lo, hi) == pytest.approx((-2 - 4.302653 / 3 ** 0.5, -2 + 4.302653 / 3 ** 0.5), abs=1e-5)
-    assert t_interval([5.0, 5.0], 0.9) == (5.0, 5.0)
-    with pytest.raises(ValueError, match="at least 2"): t_interval([1.0])
-    with pytest.raises(ValueError, match="level"): t_interval([1.0, 2.0], 1.5)
+    assert t_bounds([5.0, 5.0], 0.9) == (5.0, 5.0)
+    with pytest.raises(ValueError, match="at least 2"): t_bounds([1.0])
+    with pytest.raises(ValueError, match="level"): t_bounds([1.0, 2.0], 1.5)
 
 
 # --- issue 18: clear errors at the public entry points ------------------------------------------------------------------
@@ -265,8 +267,8 @@ def test_damped_trend_forecast_finite_or_clear_error(y, window, horizon):
 
 def test_rerun_with_other_sizes_never_mixes(tiny, tmp_path):
     "A resumed series reuses a unit only for the same parameters; a study folder refuses another configuration."
-    from rlexplain.core import ConfigMismatchError
-    from rlexplain.timeseries import run_study
+    from rlexplain.runs import ConfigMismatchError
+    from rlexplain.timeseries_study import run_study
     a = performance_series(tiny, "toybox/Breakout", [0, 1], 2, max_steps=20, run_dir=tmp_path / "s")
     b = performance_series(tiny, "toybox/Breakout", [0, 1], 2, max_steps=30, run_dir=tmp_path / "s")   # other max_steps
     c = performance_series(tiny, "toybox/Breakout", [0, 1], 2, max_steps=30)
@@ -321,11 +323,11 @@ def test_causal_impact_refuses_iqm_with_t_and_reports_per_seed_means():
 
 
 def test_study_on_two_workers_equals_one_and_its_figures(tiny):
-    """Lesson 50's demo study (#| slow in nbdev_test: `run_study(cfg, max_workers=2)` per game, then its impact table,
+    """Lesson 52's demo study (#| slow in nbdev_test: `run_study(cfg, max_workers=2)` per game, then its impact table,
     findings and figures) at a test's size: two workers give the same series and impacts as one; `impact()` recomputes
     the table's DiD; the forecast (Fig. 5) and causal-impact (Fig. 3) figures draw in units of return."""
     import matplotlib.pyplot as plt
-    from rlexplain.timeseries import run_study
+    from rlexplain.timeseries_study import run_study
     cfg = TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1), n_episodes=4, T=2, window=2, horizon=2, max_steps=20, n_boot=20)
     one = run_study(cfg, policies={"a": tiny})
     two = run_study(cfg, policies={"a": tiny}, max_workers=2)
@@ -343,7 +345,7 @@ def test_study_rerun_in_the_same_folder_plays_no_episode(tiny, tmp_path, monkeyp
     """`run_study(cfg, run_dir=rd)` a second time with the same folder loads every finished (agent, condition) unit and
     plays no episode (the CLI runs the study in a worker, then again in the parent to make the tables); the series and
     impacts are the first run's."""
-    import rlexplain.timeseries as T
+    import rlexplain.timeseries_study as T
     cfg = TimeSeriesConfig(env_id="toybox/Breakout", seeds=(0, 1), n_episodes=4, T=2, window=2, horizon=2, max_steps=15,
                            n_boot=20, eps=(1 / 255,))
     played, real = [], T._batched_job

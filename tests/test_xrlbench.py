@@ -275,7 +275,7 @@ def test_zoo_agent_benchmark_against_the_paper_and_waterfall():
     joined with the paper's Table 2 row by method; then the waterfall plot of one state. The waterfall's bars are the
     SHAP values: base value + their sum = the explained output, exactly for DeepSHAP on this ReLU network's Q-value."""
     import matplotlib.pyplot as plt
-    from rlexplain.agents import list_zoo, load_agent
+    from rlexplain.agent_zoo import list_zoo, load_agent
     from rlexplain.xrlbench import paper_results, waterfall_plot
     z = list_zoo(); z = z[(z.env_id == "LunarLander-v3") & (z.algo == "dqn")] if len(z) else z
     if not len(z): pytest.skip("the zoo has no LunarLander DQN")

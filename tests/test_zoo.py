@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from rlexplain.agents import ALE_AC_ZOO, ALE_ZOO, DEMO_ZOO, MPE_ZOO, RANLD_ZOO, TABULAR_ZOO, list_zoo, load_agent
-from rlexplain.core import load_json
+from rlexplain.agent_zoo import ALE_AC_ZOO, ALE_ZOO, DEMO_ZOO, MPE_ZOO, RANLD_ZOO, TABULAR_ZOO, list_zoo, load_agent
+from rlexplain.runs import load_json
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_tabular_zoo_is_competent(zoo, env_id):
 
 
 def test_best_zoo_entry_picks_the_best_last_checkpoint(zoo):
-    from rlexplain.agents import best_zoo_entry, load_best_agent
+    from rlexplain.agent_zoo import best_zoo_entry, load_best_agent
     z = zoo[(zoo.env_id == DEMO_ZOO["env_id"]) & (zoo.algo == "dqn")]
     last = z[z.frames == z.groupby(["pipeline", "seed"]).frames.transform("max")]
     path = best_zoo_entry(DEMO_ZOO["env_id"], "dqn", plays=False)   # every agent, as trained (the 2e5-frame DQNs fail the gate)
@@ -120,8 +120,9 @@ def test_best_zoo_entry_compares_runs_of_every_pipeline(tmp_path):
     """A hand-made zoo of cards: seed 0 of pipeline "long" ends at 16M frames with -10, seed 0 of "short" at 4M frames with
     -5 (its 2M checkpoint scored 0, but is not its last). The best last checkpoint is "short" at 4M: a seed's checkpoints
     of different pipelines are different runs, and a longer run of one pipeline must not hide another's."""
-    from rlexplain.agents import best_zoo_entry, entry_dir
-    from rlexplain.core import save_json
+    from rlexplain.agents import entry_dir
+    from rlexplain.agent_zoo import best_zoo_entry
+    from rlexplain.runs import save_json
     for pipe, algo, frames, mean in (("long", "a2c", 16_000_000, -10.0), ("short", "ppo", 2_000_000, 0.0),
                                      ("short", "ppo", 4_000_000, -5.0)):
         d = entry_dir(tmp_path, "ALE/Pong-v5", pipe, 0, frames); d.mkdir(parents=True)
@@ -149,7 +150,7 @@ def test_policy_outputs_equal_sb3s_own_forward(env_id, algo):
     """Policy's fast path (images in [0, 1] straight to the feature extractor) gives SB3's own q-values, and for an
     actor-critic its raw actor logits, which SB3's Categorical normalises (log-softmax) to the same distribution."""
     import torch
-    from rlexplain.agents import load_best_agent
+    from rlexplain.agent_zoo import load_best_agent
     pol, _ = load_best_agent(env_id, algo, device="cpu", plays=False)   # the adapter's arithmetic, whether or not the agent plays
     x = torch.rand(5, 4, 84, 84)
     sb3 = pol.module.policy
@@ -237,7 +238,7 @@ def test_ir_zoo_follows_the_papers_presets(zoo):
     """The IR study's Toybox agents were trained with ALL 0.7.1's presets (the IR paper's code): every card says so, and the
     untrained checkpoint (5e4 frames, before DQN's and QR-DQN's replay start) still has ALL's zero output heads, so its
     q-values are exactly 0 for every action; SB3's own initialisers (init=None) give non-zero q-values."""
-    from rlexplain.agents import untrained_agent
+    from rlexplain.agent_zoo import untrained_agent
     z = zoo[zoo.env_id == DEMO_ZOO["env_id"]]
     x = np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
     from rlexplain.agents import TOYBOX_PIPELINES
@@ -271,7 +272,7 @@ def test_ir_zoo_cards_record_the_command_that_trains_them(zoo):
         card = load_json(f"{path}/card.json")
         args = build_parser().parse_args(shlex.split(card["command"])[1:])
         assert args.pipelines == [card["pipeline"]] and args.seeds == [card["seed"]], card["command"]
-        from rlexplain.agents import CAMPAIGN   # a run ends at the demo zoo's last checkpoint or at a campaign stage's
+        from rlexplain.agent_zoo import CAMPAIGN   # a run ends at the demo zoo's last checkpoint or at a campaign stage's
         ends = {max(DEMO_ZOO["checkpoints"][card["pipeline"]])} | {max(st["checkpoints"]) for r in CAMPAIGN.values() for st in r
                                                                   if card["pipeline"] in st["pipelines"] and st["env_id"] == card["env_id"]}
         assert card["frames"] in args.checkpoints and max(args.checkpoints) in ends, card["command"]

@@ -5,7 +5,9 @@
 # %% ../../nbs/attribution/01_base.ipynb #b4c10202
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
 import time
 from typing import Any
 
@@ -14,7 +16,8 @@ import numpy as np
 import pandas as pd
 from torch import Tensor
 
-from ..core import Policy, Result
+from ..core import Policy
+from ..runs import Result, json_default
 from ._utils import as_states, resolve_actions
 
 # %% auto #0
@@ -27,7 +30,11 @@ class Attribution(Result):
     """Importance of every input unit for one action per state: `values (N, *obs_shape)` float32 (larger = more relevant;
     signed for gradient and SHAP methods), `actions (N,)` int64, `method` (a key of `EXPLAINERS`), `params` (a JSON-able dict),
     `states (N, *obs_shape)` float32 or None, `timing` seconds (`total_s`, and `setup_s` for explainers that fit something
-    first; a number is read as `total_s`), `source` the method's paper.
+    first; a number is read as `total_s`), `source` the method's paper; optional: `pixel_map (N, H, W)` float32 a pixel-map
+    method's own map (`pixels()` returns it bit for bit), `per_action (N, A, *obs_shape)` float32 every action's values (when the
+    method computed them, `all_actions=True`), and `explainer` the `Explainer` that made it (metrics that re-explain use it).
+    Every field survives `save`/`load`; the explainer is saved as its registry name and JSON-able parameters (array
+    parameters such as a `background` are not saved, and an explainer outside `EXPLAINERS` loads as None).
 
     `pixels()` `(N, H, W)` maps of image attributions; `normalized()` each state min-max scaled to [0, 1]; `to_frame()` long table;
     `summary()` one row per state; `plot(ax=None, index=0)` (returns the Axes); `to_shap(action=None)` a `shap.Explanation`;
@@ -40,6 +47,9 @@ class Attribution(Result):
     states: np.ndarray | None = None
     timing: dict = dataclasses.field(default_factory=dict)
     source: str = ""
+    pixel_map: np.ndarray | None = None
+    per_action: np.ndarray | None = None
+    explainer: Any = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self):
         v = np.asarray(self.values.detach().cpu() if isinstance(self.values, Tensor) else self.values, dtype=np.float32)
@@ -53,6 +63,16 @@ class Attribution(Result):
         object.__setattr__(self, "params", dict(self.params))
         t = self.timing if isinstance(self.timing, dict) else {"total_s": float(self.timing or 0.0)}
         object.__setattr__(self, "timing", {k: float(s) for k, s in t.items()})
+        for name, want in (("pixel_map", (len(v), *v.shape[2:]) if v.ndim == 4 else None), ("per_action", None)):
+            m = getattr(self, name)
+            if m is None: continue
+            m = np.asarray(m.detach().cpu() if isinstance(m, Tensor) else m, np.float32)
+            if want is None and name == "pixel_map": raise ValueError(f"pixel_map is for image attributions; these are tabular {v.shape}.")
+            if name == "per_action" and (m.ndim != v.ndim + 1 or m.shape[0] != len(v) or m.shape[2:] != v.shape[1:]):
+                raise ValueError(f"per_action must have shape (N, A, *obs_shape) = ({len(v)}, A, {', '.join(map(str, v.shape[1:]))}); got {m.shape}.")
+            if want is not None and m.shape != want: raise ValueError(f"pixel_map must have shape (N, H, W) = {want}; got {m.shape}.")
+            object.__setattr__(self, name, m)
+        if isinstance(self.explainer, dict): object.__setattr__(self, "explainer", _explainer_from_spec(self.explainer))
 
     def __len__(self): return len(self.values)
 
@@ -61,137 +81,171 @@ class Attribution(Result):
         "Wall time of `explain`, seconds (`timing['total_s']`)."
         return self.timing.get("total_s", 0.0)
 
-    def __repr__(self):
-        v, n = self.values, len(self)
-        acts = ", ".join(map(str, self.actions[:8].tolist())) + (", ..." if n > 8 else "")
-        ps = ", ".join(f"{k}={p!r}" for k, p in self.params.items() if isinstance(p, (int, float, str, bool, type(None))))
-        lines = [f"Attribution {self.method!r}: {n} state{'s' * (n != 1)} of shape {v.shape[1:]}, actions [{acts}]",
-                 f"  values: min {v.min():.4g}, max {v.max():.4g}, mean |value| {np.abs(v).mean():.4g}" if v.size else "  values: empty",
-                 f"  params: {ps[:110] + (' ...' if len(ps) > 110 else '')}"]
-        if self.source: lines.append(f"  source: {self.source}")
-        if self.timing: lines.append("  timing: " + ", ".join(f"{k} {s:.3g}" for k, s in self.timing.items()))
-        return "\n".join(lines)
-
     def __getitem__(self, idx) -> "Attribution":
         "The attribution of a subset of the states (an int, slice, index array or boolean mask); keeps the explainer for re-explaining metrics."
         i = np.arange(len(self))[idx]
         i = np.atleast_1d(i)
-        out = dataclasses.replace(self, values=self.values[i], actions=self.actions[i], states=None if self.states is None else self.states[i])
-        if getattr(self, "_explainer", None) is not None: object.__setattr__(out, "_explainer", self._explainer)
-        for extra in ("_pixels", "_per_action"):       # a pixel-map method's own map; every action's values (XRL-Bench's all_actions)
-            if getattr(self, extra, None) is not None: object.__setattr__(out, extra, getattr(self, extra)[i])
-        return out
+        sub = lambda a: None if a is None else a[i]
+        return dataclasses.replace(self, values=self.values[i], actions=self.actions[i], states=sub(self.states),
+                                   pixel_map=sub(self.pixel_map), per_action=sub(self.per_action))
 
-    @property
-    def per_action(self) -> np.ndarray | None:
-        "`(N, A, *obs_shape)` float32: every action's values, when the method computed them (`all_actions=True`); else None."
-        return getattr(self, "_per_action", None)
+    def save(self, path) -> "Path":
+        "Save as `Result.save` does, the explainer as its spec (`_explainer_spec`). Returns the folder."
+        spec = copy.copy(self); object.__setattr__(spec, "explainer", _explainer_spec(self.explainer))
+        return Result.save(spec, path)
 
-    def normalized(self) -> "Attribution":
-        """Each state's attribution min-max scaled to `[0, 1]` (a constant one becomes zeros); images scale their `pixels()` map and
-        spread it over the frames again. `params['normalized']` is True."""
-        v = self.pixels() if self.is_image else self.values
-        ax = tuple(range(1, v.ndim))
-        lo, hi = v.min(axis=ax, keepdims=True), v.max(axis=ax, keepdims=True); rng = hi - lo
-        n = np.where(rng > 0, (v - lo) / np.where(rng > 0, rng, 1), 0.0).astype(np.float32)
-        params = {**self.params, "normalized": True}
-        if self.is_image:
-            return Attribution.from_pixels(n, self.actions, self.method, params, self.values.shape[1], self.states, self.timing, self.source)
-        return dataclasses.replace(self, values=n, params=params)
+# %% ../../nbs/attribution/01_base.ipynb #16697dd7
+def _att_repr(self):
+    v, n = self.values, len(self)
+    acts = ", ".join(map(str, self.actions[:8].tolist())) + (", ..." if n > 8 else "")
+    ps = ", ".join(f"{k}={p!r}" for k, p in self.params.items() if isinstance(p, (int, float, str, bool, type(None))))
+    lines = [f"Attribution {self.method!r}: {n} state{'s' * (n != 1)} of shape {v.shape[1:]}, actions [{acts}]",
+             f"  values: min {v.min():.4g}, max {v.max():.4g}, mean |value| {np.abs(v).mean():.4g}" if v.size else "  values: empty",
+             f"  params: {ps[:110] + (' ...' if len(ps) > 110 else '')}"]
+    if self.source: lines.append(f"  source: {self.source}")
+    if self.timing: lines.append("  timing: " + ", ".join(f"{k} {s:.3g}" for k, s in self.timing.items()))
+    return "\n".join(lines)
 
-    def summary(self) -> pd.DataFrame:
-        "One row per state: state, action, method, sum, mean |value| and max |value| of its attribution."
-        flat = self.values.reshape(len(self), -1).astype(np.float64)
-        return pd.DataFrame({"state": np.arange(len(self)), "action": self.actions, "method": self.method, "sum": flat.sum(1),
-                             "mean_abs": np.abs(flat).mean(1), "max_abs": np.abs(flat).max(1) if flat.size else np.zeros(len(self))})
+Attribution.__repr__ = _att_repr
 
-    def to_shap(self, action: int | None = None):   # None: each state's explained action; an int: that action (needs every action's values)
-        """A `shap.Explanation` of tabular attributions (values `(N, D)`, base values from `params['base_values']` (per action) when the
-        method gives them, else 0; data = states; feature names) for shap's beeswarm, bar and waterfall plots. `action`: another
-        action's values, kept when the method explained every action (`all_actions=True`). Raises `ValueError` for images, or for an
-        action whose values the attribution does not hold."""
-        import shap
-        if self.is_image: raise ValueError("to_shap is for tabular attributions (N, D); plot image attributions with .plot().")
-        vals, acts = self.values, self.actions
-        if action is not None:
-            per = self.per_action
-            if per is None: raise ValueError(f"{self.method} holds the explained actions' values only; explain with actions={int(action)} "
-                                             f"(or all_actions=True) for action {int(action)}.")
-            vals, acts = per[:, int(action)], np.full(len(self), int(action))
-        base = self.params.get("base_values")
-        b = np.asarray(base, np.float64)[acts] if base is not None else np.zeros(len(self))
-        names = self.params.get("feature_names") or [f"f{i}" for i in range(self.values.shape[1])]
-        return shap.Explanation(values=np.asarray(vals, np.float64), base_values=b, data=self.states, feature_names=list(names))
+# %% ../../nbs/attribution/01_base.ipynb #9f17de42
+def _att_is_image(self) -> bool: return self.values.ndim == 4
 
-    @property
-    def is_image(self) -> bool: return self.values.ndim == 4
+def _att_pixels(self) -> np.ndarray:
+    """`(N, H, W)` float32: the sum over frames of image attributions; a pixel-map method's own map, bit for bit, when the explainer
+    kept it (a sum of C spread shares can differ from it in the last bit). Raises `ValueError` for tabular ones."""
+    if not self.is_image: raise ValueError(f"pixels() is for image attributions (N, C, H, W); these are tabular {self.values.shape}.")
+    return self.pixel_map.copy() if self.pixel_map is not None else self.values.sum(1)
 
-    def pixels(self) -> np.ndarray:
-        """`(N, H, W)` float32: the sum over frames of image attributions; a pixel-map method's own map, bit for bit, when the explainer
-        kept it (a sum of C spread shares can differ from it in the last bit). Raises `ValueError` for tabular ones."""
-        if not self.is_image: raise ValueError(f"pixels() is for image attributions (N, C, H, W); these are tabular {self.values.shape}.")
-        own = getattr(self, "_pixels", None)
-        return own.copy() if own is not None else self.values.sum(1)
+Attribution.is_image = property(_att_is_image)
+Attribution.pixels = _att_pixels
 
-    @classmethod
-    def from_pixels(cls, maps: Any,        # (N, H, W) pixel-location scores
-                    actions: Any, method: str, params: dict | None = None,
-                    channels: int = 1,     # C: each location's score is spread evenly over the C frames
-                    states: Any = None, timing: Any = None, source: str = "") -> "Attribution":
-        """An image attribution `(N, C, H, W)` whose `pixels()` returns `maps` bit for bit (kept beside the spread values).
-        Raises `ValueError` for maps that are not `(N, H, W)`."""
-        m = np.asarray(maps.detach().cpu() if isinstance(maps, Tensor) else maps, np.float32)
-        if m.ndim != 3: raise ValueError(f"maps must have shape (N, H, W); got {m.shape}.")
-        if states is not None: states = np.asarray(states.detach().cpu() if isinstance(states, Tensor) else states, np.float32)
-        att = cls(np.repeat(m[:, None] / np.float32(channels), int(channels), 1), actions, method, params or {}, states, timing or {}, source)
-        object.__setattr__(att, "_pixels", m)
-        return att
+# %% ../../nbs/attribution/01_base.ipynb #209befbf
+def _att_from_pixels(cls, maps: Any,        # (N, H, W) pixel-location scores
+                actions: Any, method: str, params: dict | None = None,
+                channels: int = 1,     # C: each location's score is spread evenly over the C frames
+                states: Any = None, timing: Any = None, source: str = "",
+                explainer: Any = None) -> "Attribution":   # the Explainer that made the maps (kept for metrics that re-explain)
+    """An image attribution `(N, C, H, W)` whose `pixels()` returns `maps` bit for bit (kept as `pixel_map` beside the spread
+    values). Raises `ValueError` for maps that are not `(N, H, W)`."""
+    m = np.asarray(maps.detach().cpu() if isinstance(maps, Tensor) else maps, np.float32)
+    if m.ndim != 3: raise ValueError(f"maps must have shape (N, H, W); got {m.shape}.")
+    if states is not None: states = np.asarray(states.detach().cpu() if isinstance(states, Tensor) else states, np.float32)
+    return cls(np.repeat(m[:, None] / np.float32(channels), int(channels), 1), actions, method, params or {}, states, timing or {},
+               source, pixel_map=m, explainer=explainer)
 
-    def to_frame(self) -> pd.DataFrame:
-        "Tabular: one row per (state, feature). Images: one row per (state, row, col) of `pixels()`."
-        N = len(self)
-        if self.is_image:
-            p = self.pixels(); _, H, W = p.shape
-            idx, row, col = np.meshgrid(np.arange(N), np.arange(H), np.arange(W), indexing="ij")
-            return pd.DataFrame({"state": idx.ravel(), "action": self.actions[idx.ravel()], "row": row.ravel(),
-                                 "col": col.ravel(), "value": p.ravel(), "method": self.method})
-        D = self.values.shape[1]
-        names = self.params.get("feature_names") or [f"f{i}" for i in range(D)]
-        return pd.DataFrame({"state": np.repeat(np.arange(N), D), "action": np.repeat(self.actions, D),
-                             "feature": np.tile(np.asarray(names), N), "value": self.values.ravel(), "method": self.method})
+Attribution.from_pixels = classmethod(_att_from_pixels)
 
-    def plot(self, ax=None,             # matplotlib Axes (a new small figure when None)
-             index: int = 0,            # which state
-             obs: Any = None,           # images: (N, C, H, W) or (C, H, W) states to show below; default `states`
-             alpha: float = 0.6, cmap: str | None = None,
-             title: str | None = None, colorbar: bool = True):
-        """Images: the pixel map of state `index` over its newest frame, with a colour bar of the attribution scale and the
-        explained action in the title. Tabular: the state's signed importances as bars. Returns the Axes. Raises `IndexError`."""
-        if not -len(self) <= index < len(self): raise IndexError(f"index {index} out of range for {len(self)} states.")
-        ax = ax or plt.subplots(figsize=(2.8, 2.5) if self.is_image else (3.5, 0.25 * self.values.shape[1] + 0.8))[1]
-        label = title if title is not None else f"{self.method}: action {int(self.actions[index])}"
-        if not self.is_image:
-            v = self.values[index]; names = self.params.get("feature_names") or [f"f{i}" for i in range(len(v))]
-            ax.barh(np.arange(len(v)), v, color=np.where(v >= 0, "C3", "C0"))
-            ax.set_yticks(np.arange(len(v)), names, fontsize=7); ax.invert_yaxis()
-            ax.set_xlabel("attribution (policy output units)", fontsize=8); ax.set_title(label, fontsize=8)
-            return ax
-        m = self.pixels()[index]
-        o = self.states if obs is None else obs
-        signed = bool((m < 0).any())
-        cm = cmap or ("RdBu_r" if signed else "jet")
-        lim = dict(vmin=-np.abs(m).max(), vmax=np.abs(m).max()) if signed and np.abs(m).max() > 0 else {}
-        if o is not None:
-            o = np.asarray(o.detach().cpu() if isinstance(o, Tensor) else o)
-            if o.ndim == 4: o = o[index]
-            ax.imshow(o[-1].astype(np.float32) / (255.0 if o.dtype == np.uint8 else 1.0), cmap="gray", vmin=0, vmax=1)
-            im = ax.imshow(m, cmap=cm, alpha=alpha, **lim)
-        else: im = ax.imshow(m, cmap=cm, **lim)
-        if colorbar:
-            cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03); cb.ax.tick_params(labelsize=6)
-            cb.set_label("attribution (sum over frames)" + (", min-max scaled" if self.params.get("normalized") else ""), fontsize=6)
-        ax.set_title(label, fontsize=8); ax.set_axis_off()
+# %% ../../nbs/attribution/01_base.ipynb #53c33fd1
+def _att_normalized(self) -> "Attribution":
+    """Each state's attribution min-max scaled to `[0, 1]` (a constant one becomes zeros); images scale their `pixels()` map and
+    spread it over the frames again. `params['normalized']` is True; `per_action` and `explainer`, which belong to the raw values, are not kept."""
+    v = self.pixels() if self.is_image else self.values
+    ax = tuple(range(1, v.ndim))
+    lo, hi = v.min(axis=ax, keepdims=True), v.max(axis=ax, keepdims=True); rng = hi - lo
+    n = np.where(rng > 0, (v - lo) / np.where(rng > 0, rng, 1), 0.0).astype(np.float32)
+    params = {**self.params, "normalized": True}
+    if self.is_image:
+        return Attribution.from_pixels(n, self.actions, self.method, params, self.values.shape[1], self.states, self.timing, self.source)
+    return dataclasses.replace(self, values=n, params=params, per_action=None, explainer=None)   # raw per-action values and the explainer belong to the raw values
+
+Attribution.normalized = _att_normalized
+
+# %% ../../nbs/attribution/01_base.ipynb #51ca93e2
+def _att_summary(self) -> pd.DataFrame:
+    "One row per state: state, action, method, sum, mean |value| and max |value| of its attribution."
+    flat = self.values.reshape(len(self), -1).astype(np.float64)
+    return pd.DataFrame({"state": np.arange(len(self)), "action": self.actions, "method": self.method, "sum": flat.sum(1),
+                         "mean_abs": np.abs(flat).mean(1), "max_abs": np.abs(flat).max(1) if flat.size else np.zeros(len(self))})
+
+def _att_to_frame(self) -> pd.DataFrame:
+    "Tabular: one row per (state, feature). Images: one row per (state, row, col) of `pixels()`."
+    N = len(self)
+    if self.is_image:
+        p = self.pixels(); _, H, W = p.shape
+        idx, row, col = np.meshgrid(np.arange(N), np.arange(H), np.arange(W), indexing="ij")
+        return pd.DataFrame({"state": idx.ravel(), "action": self.actions[idx.ravel()], "row": row.ravel(),
+                             "col": col.ravel(), "value": p.ravel(), "method": self.method})
+    D = self.values.shape[1]
+    names = self.params.get("feature_names") or [f"f{i}" for i in range(D)]
+    return pd.DataFrame({"state": np.repeat(np.arange(N), D), "action": np.repeat(self.actions, D),
+                         "feature": np.tile(np.asarray(names), N), "value": self.values.ravel(), "method": self.method})
+
+Attribution.summary = _att_summary
+Attribution.to_frame = _att_to_frame
+
+# %% ../../nbs/attribution/01_base.ipynb #a1dbb55f
+def _att_to_shap(self, action: int | None = None):   # None: each state's explained action; an int: that action (needs every action's values)
+    """A `shap.Explanation` of tabular attributions (values `(N, D)`, base values from `params['base_values']` (per action) when the
+    method gives them, else 0; data = states; feature names) for shap's beeswarm, bar and waterfall plots. `action`: another
+    action's values, kept when the method explained every action (`all_actions=True`). Raises `ValueError` for images, or for an
+    action whose values the attribution does not hold."""
+    import shap
+    if self.is_image: raise ValueError("to_shap is for tabular attributions (N, D); plot image attributions with .plot().")
+    vals, acts = self.values, self.actions
+    if action is not None:
+        per = self.per_action
+        if per is None: raise ValueError(f"{self.method} holds the explained actions' values only; explain with actions={int(action)} "
+                                         f"(or all_actions=True) for action {int(action)}.")
+        vals, acts = per[:, int(action)], np.full(len(self), int(action))
+    base = self.params.get("base_values")
+    b = np.asarray(base, np.float64)[acts] if base is not None else np.zeros(len(self))
+    names = self.params.get("feature_names") or [f"f{i}" for i in range(self.values.shape[1])]
+    return shap.Explanation(values=np.asarray(vals, np.float64), base_values=b, data=self.states, feature_names=list(names))
+
+Attribution.to_shap = _att_to_shap
+
+# %% ../../nbs/attribution/01_base.ipynb #365500ed
+def _att_plot(self, ax=None,             # matplotlib Axes (a new small figure when None)
+         index: int = 0,            # which state
+         obs: Any = None,           # images: (N, C, H, W) or (C, H, W) states to show below; default `states`
+         alpha: float = 0.6, cmap: str | None = None,
+         title: str | None = None, colorbar: bool = True):
+    """Images: the pixel map of state `index` over its newest frame, with a colour bar of the attribution scale and the
+    explained action in the title. Tabular: the state's signed importances as bars. Returns the Axes. Raises `IndexError`."""
+    if not -len(self) <= index < len(self): raise IndexError(f"index {index} out of range for {len(self)} states.")
+    ax = ax or plt.subplots(figsize=(2.8, 2.5) if self.is_image else (3.5, 0.25 * self.values.shape[1] + 0.8))[1]
+    label = title if title is not None else f"{self.method}: action {int(self.actions[index])}"
+    if not self.is_image:
+        v = self.values[index]; names = self.params.get("feature_names") or [f"f{i}" for i in range(len(v))]
+        ax.barh(np.arange(len(v)), v, color=np.where(v >= 0, "C3", "C0"))
+        ax.set_yticks(np.arange(len(v)), names, fontsize=7); ax.invert_yaxis()
+        ax.set_xlabel("attribution (policy output units)", fontsize=8); ax.set_title(label, fontsize=8)
         return ax
+    m = self.pixels()[index]
+    o = self.states if obs is None else obs
+    signed = bool((m < 0).any())
+    cm = cmap or ("RdBu_r" if signed else "jet")
+    lim = dict(vmin=-np.abs(m).max(), vmax=np.abs(m).max()) if signed and np.abs(m).max() > 0 else {}
+    if o is not None:
+        o = np.asarray(o.detach().cpu() if isinstance(o, Tensor) else o)
+        if o.ndim == 4: o = o[index]
+        ax.imshow(o[-1].astype(np.float32) / (255.0 if o.dtype == np.uint8 else 1.0), cmap="gray", vmin=0, vmax=1)
+        im = ax.imshow(m, cmap=cm, alpha=alpha, **lim)
+    else: im = ax.imshow(m, cmap=cm, **lim)
+    if colorbar:
+        cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03); cb.ax.tick_params(labelsize=6)
+        cb.set_label("attribution (sum over frames)" + (", min-max scaled" if self.params.get("normalized") else ""), fontsize=6)
+    ax.set_title(label, fontsize=8); ax.set_axis_off()
+    return ax
+
+Attribution.plot = _att_plot
+
+# %% ../../nbs/attribution/01_base.ipynb #ba0179b2
+def _explainer_spec(ex: Explainer | None) -> dict | None:
+    "`{\"name\", \"params\"}` of a registered explainer: its JSON-able parameters (arrays, tables, callables left out); None otherwise."
+    if ex is None or EXPLAINERS.get(ex.name) is not type(ex): return None
+    def _ok(v):
+        if isinstance(v, (np.ndarray, Tensor, pd.DataFrame)): return False
+        try: json.dumps(v, default=json_default); return True
+        except (TypeError, ValueError): return False
+    return {"name": ex.name, "params": {k: v for k, v in ex.params.items() if _ok(v)}}
+
+# %% ../../nbs/attribution/01_base.ipynb #9b96654a
+def _explainer_from_spec(spec: dict) -> Explainer | None:
+    "The explainer an `_explainer_spec` describes (lists of a tuple-valued parameter come back as lists); None for an unknown name."
+    cls = EXPLAINERS.get(spec.get("name"))
+    return None if cls is None else cls(**spec.get("params", {}))
 
 # %% ../../nbs/attribution/01_base.ipynb #d08c493b
 class Explainer:
@@ -242,31 +296,31 @@ class Explainer:
                              f"Explainers for {kind} states: {[k for k, c in EXPLAINERS.items() if kind in c.modalities]}.")
         return kind
 
-    def explain(self, policy: Policy,   # the agent: q-values or logits (B, A)
-                states: Any,            # (N, *obs_shape): uint8 or [0, 1] images, tabular floats, or a dataset DataFrame
-                actions: Any = None,    # None: the greedy actions; an int or (N,) ints
-                ) -> Attribution:       # values (N, *obs_shape)
-        """Explain `actions` in `states`. Raises `ValueError` for a state type the method does not explain, states that do not
-        fit the policy (shape, NaN, channel-last), an empty batch, or actions outside `[0, A)`."""
-        self.check_policy(policy)
-        x = as_states(states, policy)
-        if len(x) == 0: raise ValueError("states is empty (N = 0); pass at least one state.")
-        # the greedy actions need a forward pass; given actions need only N and A (a pass here cost IG ~19 ms a call)
-        a = resolve_actions(actions, policy.outputs(x) if actions is None else np.zeros((len(x), policy.n_actions), np.float32))
-        t0 = time.perf_counter()
-        values, extra = self._explain(policy, x, a)
-        dt = time.perf_counter() - t0
-        extra = dict(extra or {}); setup = extra.pop("setup_s", None); pix = extra.pop("_pixels", None); per = extra.pop("_per_action", None)
-        timing = {"total_s": dt} if setup is None else {"total_s": dt, "setup_s": float(setup), "explain_s": dt - float(setup)}
-        params = {k: v for k, v in self.params.items() if not isinstance(v, (np.ndarray, Tensor, pd.DataFrame))}
-        att = Attribution(np.asarray(values, np.float32).reshape(x.shape), a, self.name, {**params, **extra}, x, timing, self.source)
-        object.__setattr__(att, "_explainer", self)      # kept for metrics that re-explain (RIS, sanity checks); not saved
-        if pix is not None: object.__setattr__(att, "_pixels", np.asarray(pix, np.float32))   # a pixel-map method's exact map
-        if per is not None: object.__setattr__(att, "_per_action", np.asarray(per, np.float32))  # every action's values (all_actions=True)
-        return att
-
     def _explain(self, policy: Policy, x: np.ndarray, a: np.ndarray) -> tuple:
         raise NotImplementedError
+
+# %% ../../nbs/attribution/01_base.ipynb #3e8200ab
+def _ex_explain(self, policy: Policy,   # the agent: q-values or logits (B, A)
+            states: Any,            # (N, *obs_shape): uint8 or [0, 1] images, tabular floats, or a dataset DataFrame
+            actions: Any = None,    # None: the greedy actions; an int or (N,) ints
+            ) -> Attribution:       # values (N, *obs_shape)
+    """Explain `actions` in `states`. Raises `ValueError` for a state type the method does not explain, states that do not
+    fit the policy (shape, NaN, channel-last), an empty batch, or actions outside `[0, A)`."""
+    self.check_policy(policy)
+    x = as_states(states, policy)
+    if len(x) == 0: raise ValueError("states is empty (N = 0); pass at least one state.")
+    # the greedy actions need a forward pass; given actions need only N and A (a pass here cost IG ~19 ms a call)
+    a = resolve_actions(actions, policy.outputs(x) if actions is None else np.zeros((len(x), policy.n_actions), np.float32))
+    t0 = time.perf_counter()
+    values, extra = self._explain(policy, x, a)
+    dt = time.perf_counter() - t0
+    extra = dict(extra or {}); setup = extra.pop("setup_s", None); pix = extra.pop("pixel_map", None); per = extra.pop("per_action", None)
+    timing = {"total_s": dt} if setup is None else {"total_s": dt, "setup_s": float(setup), "explain_s": dt - float(setup)}
+    params = {k: v for k, v in self.params.items() if not isinstance(v, (np.ndarray, Tensor, pd.DataFrame))}
+    return Attribution(np.asarray(values, np.float32).reshape(x.shape), a, self.name, {**params, **extra}, x, timing, self.source,
+                       pixel_map=pix, per_action=per, explainer=self)   # the explainer: for metrics that re-explain (RIS, sanity checks)
+
+Explainer.explain = _ex_explain
 
 # %% ../../nbs/attribution/01_base.ipynb #97592b57
 def map_values(maps: Any,   # an image Attribution (its `pixels()`), or (B, H, W) / (H, W) array or tensor
@@ -339,6 +393,7 @@ class MetricResult(Result):
         ax.set_title(f"{self.method}: {self.metric} ({'higher' if self.higher_is_better else 'lower'} is better)", fontsize=8)
         return ax
 
+# %% ../../nbs/attribution/01_base.ipynb #89e96cd3
 class Metric:
     """Base of every metric: `metric(policy, states, attribution) -> MetricResult`. Subclasses set `name`, `higher_is_better`,
     `source`, `modalities` and implement `_score(policy, x, attribution) -> (per_state, curve_x, curve, curve_label, params)`,
@@ -395,6 +450,7 @@ def registry_name(method: str) -> str:
     m = str(method)
     return m if m in EXPLAINERS else EXPLAINER_ALIASES.get(m.lower().replace("_", "").replace("-", ""), m.lower())
 
+# %% ../../nbs/attribution/01_base.ipynb #1acbfbf8
 def explainer(method: str | Explainer, /, **params) -> Explainer:
     """The explainer `method` (a key of `EXPLAINERS` or an alias, case-insensitive) with `params`; `method` is positional-only, so an
     option of the same name (Integrated Gradients' `method="gausslegendre"`) reaches the explainer. Raises `LookupError` for an unknown name."""
@@ -404,6 +460,7 @@ def explainer(method: str | Explainer, /, **params) -> Explainer:
     if key not in EXPLAINERS: raise LookupError(f"unknown explainer {method!r}; known: {', '.join(EXPLAINERS)}.")
     return EXPLAINERS[key](**params)
 
+# %% ../../nbs/attribution/01_base.ipynb #b0704afe
 def explain(method: str | Explainer,  # a key of EXPLAINERS (or an alias), or an Explainer
             policy: Policy,           # the agent
             states: Any,              # (N, *obs_shape)
@@ -437,6 +494,7 @@ def _metric_std(policy: Policy, p: dict) -> dict:
     p = dict(p); p["feature_std"] = as_states(p.pop("background"), policy, "background").std(0)
     return p
 
+# %% ../../nbs/attribution/01_base.ipynb #7c430297
 _GRID_KEYS = ("mask", "mask_sigma", "blur_mode", "keep_max")
 _REBUILD_KEYS = {"occlusion": ("patch", "color", "softmax", "score", "upsample"), "noise_sensitivity": ("radius", "perturbation", "score", "blur_sigma", "blur_frames") + _GRID_KEYS,
                  "sarfa": ("radius", "perturbation", "kl", "blur_sigma", "blur_frames") + _GRID_KEYS, "rise": ("n_masks", "s", "p", "seed", "softmax"),
@@ -445,7 +503,6 @@ _REBUILD_KEYS = {"occlusion": ("patch", "color", "softmax", "score", "upsample")
 def _reexplainer(attribution: Attribution, given: Any = None) -> Explainer:
     "The explainer that made `attribution` (kept on it by `Explainer.explain`), else one rebuilt from its method and params."
     if given is not None: return explainer(given)
-    ex = getattr(attribution, "_explainer", None)
-    if ex is not None: return ex
+    if attribution.explainer is not None: return attribution.explainer
     keep = {k: v for k, v in attribution.params.items() if k in _REBUILD_KEYS.get(attribution.method, ())}
     return explainer(attribution.method, **keep)

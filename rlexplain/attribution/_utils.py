@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..core import Policy, map_batches, progress as progress_bar
+from ..core import Policy
+from ..compute import map_batches, progress as progress_bar
 
 # %% auto #0
 __all__ = ['META_COLUMNS', 'BLUR_MODES', 'NS_MASKS', 'state_columns', 'as_states', 'resolve_actions', 'check_int', 'state_seed',
@@ -33,6 +34,7 @@ def state_columns(df: pd.DataFrame) -> list:
     if feats and all(f in df.columns for f in feats): return list(feats)
     return [c for c in df.columns if c not in META_COLUMNS and not str(c).startswith(("q_", "logit_"))]
 
+# %% ../../nbs/attribution/00_utils.ipynb #3ddb1c61
 def as_states(states: Any,            # (N, *obs_shape) array/tensor, uint8 images or floats, or a dataset DataFrame
               policy: Policy,         # gives obs_shape and the converter `policy.obs`
               what: str = "states",   # name used in error messages
@@ -48,6 +50,7 @@ def as_states(states: Any,            # (N, *obs_shape) array/tensor, uint8 imag
     except ValueError as e: raise ValueError(f"{what}: {e}") from None
     return t.detach().cpu().numpy().astype(np.float32, copy=True)
 
+# %% ../../nbs/attribution/00_utils.ipynb #b17f54c2
 def resolve_actions(actions: Any,      # None (greedy), one int, or (N,) integers
                     outputs: Any,      # (N, A) the policy's outputs on the states
                     ) -> np.ndarray:   # (N,) int64 in [0, A)
@@ -66,6 +69,7 @@ def resolve_actions(actions: Any,      # None (greedy), one int, or (N,) integer
         raise ValueError(f"action index out of range: got {a.tolist()[:8]} for a policy with {A} actions (valid: [0, {A}) = 0..{A - 1}).")
     return a.copy()
 
+# %% ../../nbs/attribution/00_utils.ipynb #2e7c70f7
 def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None, hint: str = "") -> int:
     "`value` as an int in `[lo, hi]`. Raises `TypeError` for a non-integer and `ValueError` out of range, naming `name`."
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
@@ -75,6 +79,7 @@ def check_int(name: str, value: Any, lo: int = 1, hi: int | None = None, hint: s
         raise ValueError(f"{name} must be {rng}; got {value}.{(' ' + hint) if hint else ''}")
     return int(value)
 
+# %% ../../nbs/attribution/00_utils.ipynb #3a53fe85
 def state_seed(seed: int,          # the method's seed
                state: Any,         # (*obs_shape,) one state
                ) -> int:           # in [0, 2**32)
@@ -83,6 +88,7 @@ def state_seed(seed: int,          # the method's seed
     h = hashlib.blake2b(np.ascontiguousarray(np.asarray(state, np.float32)).tobytes(), digest_size=8).digest()
     return int(np.random.SeedSequence([int(seed), *np.frombuffer(h, np.uint32).tolist()]).generate_state(1)[0])
 
+# %% ../../nbs/attribution/00_utils.ipynb #4a481b55
 def noise_scale(feature_std: Any,   # (*obs_shape,) std per feature, e.g. background.std(0); None: the std over `x`
                 x: np.ndarray,      # (N, *obs_shape) the evaluated states
                 what: str,          # the metric, for the message
@@ -110,8 +116,8 @@ def forward_batches(policy: Policy,                     # any Policy
                     ) -> Tensor:                        # (n, A) float32 outputs on the policy's device
     """Forward `n` perturbed inputs built lazily by `make`, in chunks, without gradients: the one place where every
     perturbation method meets the network. Chunks run side by side on the policy's `settings.workers` threads
-    (`rlexplain.core.map_batches`) with its calibrated batch size, so thread count, memory layout and batch size are
-    chosen per network and machine (`rlexplain.core.compute_settings`), not here. Raises `ValueError` for `batch_size < 1`."""
+    (`rlexplain.compute.map_batches`) with its calibrated batch size, so thread count, memory layout and batch size are
+    chosen per network and machine (`rlexplain.compute.compute_settings`), not here. Raises `ValueError` for `batch_size < 1`."""
     s = getattr(policy, "settings", None)
     bs = (s.batch_size if s is not None else 512) if batch_size is None else batch_size
     if isinstance(bs, bool) or int(bs) < 1: raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
@@ -120,12 +126,14 @@ def forward_batches(policy: Policy,                     # any Policy
         with torch.no_grad(): return policy.forward(make(int(idx[0]), int(idx[-1]) + 1)).detach().float()
     return torch.cat(map_batches(run, torch.arange(n), int(bs), s.workers if s is not None else 1))
 
+# %% ../../nbs/attribution/00_utils.ipynb #872eabe7
 def _batch_for(policy: Policy, batch_size: int | None, tabular: int = 8192) -> int:
     "`batch_size` checked, or the default: the policy's calibrated batch size for images, `tabular` rows for feature vectors."
     if batch_size is not None: return check_int("batch_size", batch_size, 1)
     s = getattr(policy, "settings", None)
     return tabular if len(policy.obs_shape) != 3 else (int(s.batch_size) if s is not None else 128)
 
+# %% ../../nbs/attribution/00_utils.ipynb #55127af7
 def resize_bilinear(grid: Tensor,   # (h, w) scores on a coarse grid
              H: int, W: int, # target size, pixels
              ) -> Tensor:    # (H, W)
@@ -142,6 +150,7 @@ def gauss_matrix(n: int, sigma: float, mode: str = "reflect") -> np.ndarray:
     import scipy.ndimage
     return scipy.ndimage.gaussian_filter1d(np.eye(n), float(sigma), axis=0, mode=mode)
 
+# %% ../../nbs/attribution/00_utils.ipynb #1324c914
 def gaussian_blur(x: Tensor,               # (..., C, H, W) float images
                   sigma: float = 3.0,      # standard deviation, pixels
                   frames: bool = False,    # also blur across the C axis (Huber et al.'s code)
@@ -169,12 +178,14 @@ def image_obs(policy: Policy,   # a Policy with image observations, obs_shape (C
     if len(x) == 0: raise ValueError("obs is empty (B = 0).")
     return x
 
+# %% ../../nbs/attribution/00_utils.ipynb #3855d805
 def _prepare(policy: Policy, obs: Any, action: Any) -> tuple[Tensor, Tensor, np.ndarray]:
     "Observations `(B, C, H, W)` on the policy's device, unperturbed outputs `(B, A)` and actions `(B,)`."
     x = image_obs(policy, obs)
     with torch.no_grad(): q = policy.forward(x).detach().float()
     return x, q, resolve_actions(action, q)
 
+# %% ../../nbs/attribution/00_utils.ipynb #96d1759c
 def _for_states(policy: Policy, n: int, desc: str, fn: Callable[[int], None]) -> None:
     """Run `fn(b)` for every state b (each writes its own row of the result), with a progress bar when there are many. With at
     least as many states as the policy has workers, states run side by side, one per worker, each sending its perturbed inputs
@@ -204,6 +215,7 @@ class SparseMasks(NamedTuple):
 
     def __len__(self) -> int: return len(self.idx) if self.dense is None else len(self.dense)
 
+# %% ../../nbs/attribution/00_utils.ipynb #f4a21de7
 def sparse_masks(build: Callable[[Tensor], Tensor],  # build(mask indices (k,)) -> (k, H, W) float masks
                  n: int,                             # number of masks
                  chunk: int = 256,                   # masks built at a time (bounds the dense memory)
@@ -228,6 +240,7 @@ def sparse_masks(build: Callable[[Tensor], Tensor],  # build(mask indices (k,)) 
         idx.append(torch.where(pad, o[:, :1], o)); w.append(torch.where(pad, 0.0, flat.gather(1, o).float()))
     return SparseMasks(torch.cat(idx).contiguous(), torch.cat(w).contiguous(), (int(H), int(W)))
 
+# %% ../../nbs/attribution/00_utils.ipynb #4f65d2b6
 def perturb(x: Tensor,              # (C, H, W) one image
             masks: SparseMasks,     # masks over (H, W)
             i: int, j: int,         # apply masks i..j-1, one per copy
@@ -248,6 +261,7 @@ def perturb(x: Tensor,              # (C, H, W) one image
         out.permute(1, 0, 2).scatter_add_(2, idx[None].expand(C, k, K), src)
     return out.reshape(k, C, H, W)
 
+# %% ../../nbs/attribution/00_utils.ipynb #da3fe5bd
 @functools.lru_cache(maxsize=16)
 def patch_masks(H: int, W: int, patch: int, device: str = "cpu") -> SparseMasks:
     """Occlusion's `ceil(H/patch) * ceil(W/patch)` square `patch x patch` pixel patches (stride = patch, row-major; smaller at the
@@ -268,6 +282,7 @@ def _gauss_columns(g: Tensor, idx: Tensor) -> Tensor:
     n = g.shape[0]
     return g[:, idx.clamp(0, n - 1)].T * ((idx >= 0) & (idx < n)).float()[:, None]
 
+# %% ../../nbs/attribution/00_utils.ipynb #66bb6aef
 def _blur_masks(cy: Tensor, cx: Tensor, H: int, W: int, sigma: float) -> Tensor:
     """`(k, H, W)` Gaussian-blurred unit disks around (cy, cx), each normalised to max 1 (Greydanus et al.).
     The blurred disk is a sum of separable terms, one per row offset: `sum_dy u_dy (sum_dx w_dx)^T`, one bmm."""
@@ -279,18 +294,21 @@ def _blur_masks(cy: Tensor, cx: Tensor, H: int, W: int, sigma: float) -> Tensor:
     m = torch.bmm(u, v)
     return m / m.amax(dim=(1, 2), keepdim=True)
 
+# %% ../../nbs/attribution/00_utils.ipynb #7d174240
 def _gaussian_blobs(cy: Tensor, cx: Tensor, H: int, W: int, sigma: float) -> Tensor:
     "`(k, H, W)` Gaussian blobs `exp(-((y-cy)^2 + (x-cx)^2) / (2 sigma^2))`, max 1 (XRL-Bench's image perturbation mask)."
     yy = torch.arange(H, device=cy.device, dtype=torch.float64)[None, :, None] - cy[:, None, None]
     xx = torch.arange(W, device=cy.device, dtype=torch.float64)[None, None, :] - cx[:, None, None]
     return torch.exp(-(yy ** 2 + xx ** 2) / (2 * float(sigma) ** 2)).float()
 
+# %% ../../nbs/attribution/00_utils.ipynb #318558dc
 def _black_disks(cy: Tensor, cx: Tensor, H: int, W: int, radius: float) -> Tensor:
     "`(k, H, W)` hard disks `(y-cy)^2 + (x-cx)^2 <= radius^2` as 0/1 floats."
     yy = torch.arange(H, device=cy.device)[None, :, None] - cy[:, None, None]
     xx = torch.arange(W, device=cy.device)[None, None, :] - cx[:, None, None]
     return ((yy ** 2 + xx ** 2) <= radius ** 2).float()
 
+# %% ../../nbs/attribution/00_utils.ipynb #5cf45802
 NS_MASKS = ("disk", "gaussian")   # Greydanus et al.'s blurred unit disk; XRL-Bench's Gaussian blob
 
 @functools.lru_cache(maxsize=16)
@@ -311,6 +329,7 @@ def grid_masks(H: int, W: int,        # image size, pixels
     s = sparse_masks(build, math.ceil(H / radius) * gw)
     return s if device == "cpu" else SparseMasks(*(t.to(device) if isinstance(t, Tensor) else t for t in s))
 
+# %% ../../nbs/attribution/00_utils.ipynb #43db83ad
 def _grid_outputs(policy: Policy, xb: Tensor, radius: int, perturbation: str, blur_sigma: float,
                   blur_frames: bool, batch_size: int, mask: str = "disk", mask_sigma: float | None = None,
                   blur_mode: str = "reflect") -> tuple[Tensor, int, int]:
@@ -329,6 +348,7 @@ def _grid_outputs(policy: Policy, xb: Tensor, radius: int, perturbation: str, bl
         make = lambda i, j: perturb(xb, masks, i, j, value=0.0)
     return forward_batches(policy, gh * gw, make, batch_size), gh, gw
 
+# %% ../../nbs/attribution/00_utils.ipynb #6a640ac6
 def _grid_to_map(scores: Tensor, gh: int, gw: int, H: int, W: int, keep_max: bool = True) -> Tensor:
     "Resize the grid of scores bilinearly to (H, W); `keep_max`: rescale to keep the grid's maximum (Greydanus et al.)."
     grid = scores.reshape(gh, gw).cpu()
@@ -337,6 +357,7 @@ def _grid_to_map(scores: Tensor, gh: int, gw: int, H: int, W: int, keep_max: boo
     top = up.max()
     return up * (grid.max() / top) if top > 0 else up
 
+# %% ../../nbs/attribution/00_utils.ipynb #8bba7dee
 def _check_disk_args(radius, perturbation, blur_sigma, H, W, mask="disk", mask_sigma=None, blur_mode="reflect") -> int:
     radius = check_int("radius", radius, 1, min(H, W), hint=f"The image is {H}x{W}.")
     if perturbation not in ("blur", "black"): raise ValueError(f"perturbation must be 'blur' or 'black'; got {perturbation!r}.")
@@ -345,4 +366,3 @@ def _check_disk_args(radius, perturbation, blur_sigma, H, W, mask="disk", mask_s
     if mask_sigma is not None and not float(mask_sigma) > 0: raise ValueError(f"mask_sigma must be > 0 or None; got {mask_sigma}.")
     if blur_mode not in BLUR_MODES: raise ValueError(f"blur_mode must be one of {BLUR_MODES}; got {blur_mode!r}.")
     return radius
-

@@ -31,9 +31,8 @@ def _explanation(importance: Any,        # (N, *obs_shape)
     "The `Attribution` of a fitted explainer's outputs (base values and feature names go to `params`)."
     p = {**(params or {}), "feature_names": list(feature_names) or None,
          "base_values": None if base_values is None else [float(b) for b in np.asarray(base_values).ravel()]}
-    att = Attribution(importance, actions, method, p, None if states is None else np.asarray(states, np.float32), {"total_s": float(seconds)})
-    if per_action is not None: object.__setattr__(att, "_per_action", np.asarray(per_action, np.float32))
-    return att
+    return Attribution(importance, actions, method, p, None if states is None else np.asarray(states, np.float32), {"total_s": float(seconds)},
+                       per_action=per_action)
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #d726ee15
 IMAGE_METHODS = ("PS", "SARFA", "DeepSHAP", "GradientSHAP", "IG")   # XRL-Bench's image methods (Xiong et al. 2024, Table 3)
@@ -45,11 +44,13 @@ def _pick(policy, action: int, copy_module: bool = False) -> nn.Module:
     import copy
     return nn.Sequential(copy.deepcopy(policy.module) if copy_module else policy.module, lin.to(policy.device)).eval()
 
+# %% ../../../nbs/attribution/14_fitted.ipynb #b6f0e0fb
 def _groups(actions: np.ndarray, all_actions: bool, n_actions: int) -> list:
     "[(action, state indices)]: every action over all states when `all_actions`, else each explained action over its states."
     if all_actions: return [(a, np.arange(len(actions))) for a in range(n_actions)]
     return [(int(a), np.flatnonzero(actions == a)) for a in np.unique(actions)]
 
+# %% ../../../nbs/attribution/14_fitted.ipynb #847bf360
 class _FittedExplainer:
     """Base class of XRL-Bench's state explainers (private: reached through `explain`), fitted to one policy and its background states. Subclasses implement `_explain(x, a) -> (importance, per_action, base_values)`
     on validated float32 states `x (N, *obs_shape)` and actions `a (N,)`. Raises `TypeError` for a non-Policy or a
@@ -57,7 +58,7 @@ class _FittedExplainer:
     empty background where the method needs one, feature names of the wrong count, or `batch_size < 1`."""
     name: str = "explainer"
     modalities: tuple = ("tabular", "image")
-    needs_background: bool = False
+    uses_background: bool = False
     reference: str = ""
 
     def __init__(self, policy: Policy,              # the agent; q-values or logits (B, A)
@@ -73,7 +74,7 @@ class _FittedExplainer:
             raise ValueError(f"{self.name} explains {' and '.join(self.modalities)} states; the policy's obs_shape is {tuple(policy.obs_shape)}. "
                              f"Image methods: {IMAGE_METHODS}.")
         if len(policy.obs_shape) not in (1, 3): raise ValueError(f"obs_shape must be (D,) or (C, H, W); got {policy.obs_shape}.")
-        if self.needs_background and background is None:
+        if self.uses_background and background is None:
             raise ValueError(f"{self.name} needs background states (the agent's dataset): explain({self.name!r}, policy, states, background=dataset_states).")
         names = list(state_columns(background)) if isinstance(background, pd.DataFrame) else None
         self.background = None if background is None else as_states(background, policy, "background")
@@ -104,24 +105,27 @@ class _FittedExplainer:
         "The policy's greedy actions `(N,)` on validated states."
         return self.policy.outputs(x, batch_size=self.batch_size).argmax(-1).numpy().astype(np.int64)
 
-    def explain(self, states: Any,          # (N, *obs_shape): array, tensor or dataset DataFrame; uint8 images are /255
-                actions: Any = None,        # (N,) ints or one int; None: the policy's greedy actions
-                progress: bool = False,
-                ) -> Attribution:           # values (N, *obs_shape); every action's values kept for `to_shap(action=...)`
-        """Explain `actions` in `states`: an `Attribution` whose `params` hold the method's parameters, `feature_names` and `base_values`
-        (`(A,)` expected outputs, SHAP methods; else None). Raises `ValueError` for a feature-count / shape mismatch, NaN or infinite
-        states, channel-last images, or actions outside `[0, A)`."""
-        x = as_states(states, self.policy)
-        q = self.policy.outputs(x, batch_size=self.batch_size) if actions is None else np.zeros((len(x), self.policy.n_actions), np.float32)
-        a = resolve_actions(actions, q) if len(x) else np.zeros(0, np.int64)
-        self._progress = progress
-        t0 = time.perf_counter()
-        imp, per, base = self._explain(x, a) if len(x) else (np.zeros_like(x), None, None)
-        dt = time.perf_counter() - t0
-        return _explanation(np.asarray(imp, np.float32).reshape(x.shape), a, x, per, base, self.name, self.feature_names, dt, self.params())
-
     def _explain(self, x: np.ndarray, a: np.ndarray):
         raise NotImplementedError
+
+# %% ../../../nbs/attribution/14_fitted.ipynb #fe8fb84e
+def _fitted_explain(self, states: Any,          # (N, *obs_shape): array, tensor or dataset DataFrame; uint8 images are /255
+            actions: Any = None,        # (N,) ints or one int; None: the policy's greedy actions
+            progress: bool = False,
+            ) -> Attribution:           # values (N, *obs_shape); every action's values kept for `to_shap(action=...)`
+    """Explain `actions` in `states`: an `Attribution` whose `params` hold the method's parameters, `feature_names` and `base_values`
+    (`(A,)` expected outputs, SHAP methods; else None). Raises `ValueError` for a feature-count / shape mismatch, NaN or infinite
+    states, channel-last images, or actions outside `[0, A)`."""
+    x = as_states(states, self.policy)
+    q = self.policy.outputs(x, batch_size=self.batch_size) if actions is None else np.zeros((len(x), self.policy.n_actions), np.float32)
+    a = resolve_actions(actions, q) if len(x) else np.zeros(0, np.int64)
+    self._progress = progress
+    t0 = time.perf_counter()
+    imp, per, base = self._explain(x, a) if len(x) else (np.zeros_like(x), None, None)
+    dt = time.perf_counter() - t0
+    return _explanation(np.asarray(imp, np.float32).reshape(x.shape), a, x, per, base, self.name, self.feature_names, dt, self.params())
+
+_FittedExplainer.explain = _fitted_explain
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #88223858
 class _PerturbationExplainer(_FittedExplainer):
@@ -164,6 +168,7 @@ class _PerturbationExplainer(_FittedExplainer):
             return q, qp
         raise ValueError("image perturbations are computed by noise_sensitivity / sarfa (see _grid_kw).")
 
+# %% ../../../nbs/attribution/14_fitted.ipynb #a89afeec
 class _PerturbationSaliency(_PerturbationExplainer):
     "Perturbation saliency (Greydanus et al. 2018) as in XRL-Bench: `S_i = ||Q(x) - Q(x'_i)||_2` (or `0.5 ||.||^2`, `score='greydanus'`)."
     name = "PS"
@@ -185,6 +190,7 @@ class _PerturbationSaliency(_PerturbationExplainer):
         d2 = ((qp - q[:, None, None, :]) ** 2).sum(-1)
         return (np.sqrt(d2) if self.score == "l2" else 0.5 * d2).mean(1), None, None
 
+# %% ../../../nbs/attribution/14_fitted.ipynb #5f480b46
 class _SARFA(_PerturbationExplainer):
     "SARFA (Puri et al. 2020) with XRL-Bench's perturbations (`sarfa_score`)."
     name = "SARFA"

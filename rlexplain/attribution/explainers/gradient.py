@@ -14,7 +14,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ...core import Policy, map_batches, progress as progress_bar
+from ...core import Policy
+from ...compute import map_batches, progress as progress_bar
 from .._utils import as_states, state_seed
 from .fitted import _pick, _FittedExplainer
 
@@ -26,11 +27,12 @@ def _rows(n_rows: int, per_pass: int, workers: int) -> int:
     "Rows (or pairs) per chunk: at most `per_pass`, and small enough that `n_rows` makes at least `workers` chunks."
     return max(1, min(int(per_pass), math.ceil(n_rows / max(1, workers))))
 
+# %% ../../../nbs/attribution/16_gradient.ipynb #07c7dda0
 class _GradientExplainer(_FittedExplainer):
     """Shared machinery of the gradient explainers: the `n_background` reference states, the explained actions (each state's own
     in one call, or every action with `all_actions`), and the compute settings of their gradient passes (`grad_workers`,
     `grad_rows`)."""
-    needs_background = True
+    uses_background = True
     def __init__(self, policy: Policy, background: Any = None,
                  n_background: int = 100,    # reference states drawn from the background
                  background_seed: int = 42,  # the benchmark's seed for that draw
@@ -76,25 +78,28 @@ class _GradientExplainer(_FittedExplainer):
         "`(A,)` float64: the mean output over the references, E[f(x0)] (the SHAP base values)."
         return self.policy.outputs(refs, batch_size=self.batch_size).double().mean(0).numpy()
 
-    def _explain(self, x, a):
-        refs = torch.as_tensor(self.references(), device=self.device)
-        X = torch.as_tensor(x, device=self.device)
-        N, A = len(x), self.policy.n_actions
-        self._start(X, refs)
-        try:   # every state's own action in the same passes; all_actions: one call per action over every state
-            if self.all_actions:
-                per = np.stack([np.asarray(self._attribute(torch.full((N,), act, device=self.device), X, refs), np.float64)
-                                for act in progress_bar(range(A), desc=self.name, disable=not self._progress)], 1)
-                imp = per[np.arange(N), a]
-            else: imp, per = np.asarray(self._attribute(torch.as_tensor(a, device=self.device), X, refs), np.float64), None
-            base = self._base_values(refs)
-        finally: self._stop()
-        return imp, per, base
-
     def _start(self, x: Tensor, refs: Tensor) -> None:
         "Work shared by every action of one `explain` call (DeepSHAP: the references' recorded forward pass)."
     def _stop(self) -> None:
         "Drop what `_start` kept: nothing outlives the call (the network's weights may change between calls)."
+
+# %% ../../../nbs/attribution/16_gradient.ipynb #75ea18f5
+def _grad_explain(self, x, a):
+    refs = torch.as_tensor(self.references(), device=self.device)
+    X = torch.as_tensor(x, device=self.device)
+    N, A = len(x), self.policy.n_actions
+    self._start(X, refs)
+    try:   # every state's own action in the same passes; all_actions: one call per action over every state
+        if self.all_actions:
+            per = np.stack([np.asarray(self._attribute(torch.full((N,), act, device=self.device), X, refs), np.float64)
+                            for act in progress_bar(range(A), desc=self.name, disable=not self._progress)], 1)
+            imp = per[np.arange(N), a]
+        else: imp, per = np.asarray(self._attribute(torch.as_tensor(a, device=self.device), X, refs), np.float64), None
+        base = self._base_values(refs)
+    finally: self._stop()
+    return imp, per, base
+
+_GradientExplainer._explain = _grad_explain
 
 # %% ../../../nbs/attribution/16_gradient.ipynb #0d99befb
 _LIFT = threading.local()   # the DeepLIFT pass this thread runs, if any: hooks stay inert in every other thread
@@ -104,6 +109,7 @@ def _relu_hook(module, inputs, output):
     run = getattr(_LIFT, "run", None)
     return None if run is None else run(inputs[0], output)
 
+# %% ../../../nbs/attribution/16_gradient.ipynb #c6144a6c
 _HOOKS: dict = {}                # id(ReLU module) -> [hook handle, explain calls using it]: one hook per module however many calls
 _HOOKS_LOCK = threading.Lock()
 
@@ -113,6 +119,7 @@ def _hook(relus: list) -> None:
             if id(m) in _HOOKS: _HOOKS[id(m)][1] += 1
             else: _HOOKS[id(m)] = [m.register_forward_hook(_relu_hook), 1]
 
+# %% ../../../nbs/attribution/16_gradient.ipynb #bb2ffe34
 def _unhook(relus: list) -> None:
     with _HOOKS_LOCK:
         for m in relus:
@@ -121,6 +128,7 @@ def _unhook(relus: list) -> None:
             h[1] -= 1
             if h[1] == 0: h[0].remove(); del _HOOKS[id(m)]
 
+# %% ../../../nbs/attribution/16_gradient.ipynb #f6dbf064
 _LINEAR_LEAVES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.Flatten, nn.Identity)
 
 def _rescale_ok(module: nn.Module) -> bool:
@@ -135,6 +143,7 @@ def _rescale_ok(module: nn.Module) -> bool:
         elif not isinstance(m, _LINEAR_LEAVES): return False
     return True
 
+# %% ../../../nbs/attribution/16_gradient.ipynb #ca6e20d2
 class _DeepLift:
     """DeepLIFT's rescale rule (Shrikumar et al. 2017) as shap 0.51's `DeepExplainer` computes it for networks of linear layers and
     `nn.ReLU` modules (`_rescale_ok`), without its repeated work. shap explains each state with one pass over `2M` rows (the state
@@ -239,27 +248,31 @@ class _DeepSHAP(_GradientExplainer):
             if not diff < 1e-2: raise ValueError(self._ADDITIVITY.format(f"max. diff {diff:.4g}, tolerance 0.01"))
         return phis
 
-    def _shap_attribute(self, acts, x, refs):
-        "shap.DeepExplainer itself (networks `_rescale_ok` rejects): per action, one explainer per chunk of its states, on its own copy of the network."
-        import shap
-        out = np.zeros(x.shape, np.float64)
-        a = acts.cpu().numpy()
-        for act in np.unique(a):
-            i = np.flatnonzero(a == act)
-            out[i] = self._shap_action(int(act), x[torch.as_tensor(i, device=x.device)], refs)
-        return out
+# %% ../../../nbs/attribution/16_gradient.ipynb #a8bbcdc8
+def _deepshap_shap_attribute(self, acts, x, refs):
+    "shap.DeepExplainer itself (networks `_rescale_ok` rejects): per action, one explainer per chunk of its states, on its own copy of the network."
+    import shap
+    out = np.zeros(x.shape, np.float64)
+    a = acts.cpu().numpy()
+    for act in np.unique(a):
+        i = np.flatnonzero(a == act)
+        out[i] = self._shap_action(int(act), x[torch.as_tensor(i, device=x.device)], refs)
+    return out
 
-    def _shap_action(self, act, x, refs):
-        import shap
-        def chunk(idx: Tensor) -> np.ndarray:
-            # on a copy per chunk: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules
-            e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
-            try: return np.asarray(e.shap_values(x[idx], check_additivity=self.check_additivity)).reshape(len(idx), *x.shape[1:])
-            except AssertionError as err: raise ValueError(self._ADDITIVITY.format(str(err).split(' - ')[-2:])) from None
-        workers = self.grad_workers
-        with warnings.catch_warnings():   # entered here, not in the workers: the filter list is process-wide, not thread-safe
-            warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
-            return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, math.ceil(len(x) / workers)), workers))
+def _deepshap_shap_action(self, act, x, refs):
+    import shap
+    def chunk(idx: Tensor) -> np.ndarray:
+        # on a copy per chunk: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules
+        e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
+        try: return np.asarray(e.shap_values(x[idx], check_additivity=self.check_additivity)).reshape(len(idx), *x.shape[1:])
+        except AssertionError as err: raise ValueError(self._ADDITIVITY.format(str(err).split(' - ')[-2:])) from None
+    workers = self.grad_workers
+    with warnings.catch_warnings():   # entered here, not in the workers: the filter list is process-wide, not thread-safe
+        warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
+        return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, math.ceil(len(x) / workers)), workers))
+
+_DeepSHAP._shap_attribute = _deepshap_shap_attribute
+_DeepSHAP._shap_action = _deepshap_shap_action
 
 # %% ../../../nbs/attribution/16_gradient.ipynb #1b0c7481
 def _shap_draws(seed: int, n_refs: int, nsamples: int) -> tuple:
@@ -271,6 +284,7 @@ def _shap_draws(seed: int, n_refs: int, nsamples: int) -> tuple:
     for k in range(nsamples): idx[k] = rs.choice(n_refs); t[k] = rs.uniform()
     return idx, t
 
+# %% ../../../nbs/attribution/16_gradient.ipynb #6740c7fe
 class _GradientSHAP(_GradientExplainer):
     """GradientSHAP / expected gradients (Erion et al. 2019), shap.GradientExplainer's values: per state, the mean over `nsamples`
     draws of `grad f_a(t x + (1 - t) x0) * (x - x0)`, with a reference `x0` and `t ~ U(0, 1)` drawn as shap draws them
@@ -334,7 +348,7 @@ class _IntegratedGradients(_GradientExplainer):
         if method not in SUPPORTED_METHODS: raise ValueError(f"method must be one of {SUPPORTED_METHODS}; got {method!r}.")
         if int(n_steps) < (1 if method == "gausslegendre" else 2): raise ValueError(f"n_steps must be >= {1 if method == 'gausslegendre' else 2} for {method!r}; got {n_steps}.")
         if rows_per_pass is not None and int(rows_per_pass) < 1: raise ValueError(f"rows_per_pass must be >= 1; got {rows_per_pass}.")
-        if not (isinstance(baseline, str) and baseline in ("background", "mean")): self.needs_background = False
+        if not (isinstance(baseline, str) and baseline in ("background", "mean")): self.uses_background = False
         super().__init__(policy, background, **kw)
         self.n_steps, self.method, self.baseline = int(n_steps), method, baseline
         self.rows_per_pass = None if rows_per_pass is None else int(rows_per_pass)

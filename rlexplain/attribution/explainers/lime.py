@@ -59,9 +59,10 @@ def segment(image: Any,                # (C, H, W) one observation, float in [0,
     if seg.shape != hwc.shape[:2]: raise ValueError(f"segmentation returned shape {seg.shape}; expected {hwc.shape[:2]}.")
     return np.unique(seg, return_inverse=True)[1].reshape(seg.shape).astype(np.int64)
 
+# %% ../../../nbs/attribution/12_lime.ipynb #7e4aa92f
 def lime(policy: Policy,               # any Policy with image observations; raw q-values or logits are explained
-         obs: Any,                     # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-         action: Any = None,           # None: greedy action; an int or (B,) ints
+         states: Any,                  # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+         actions: Any = None,          # None: greedy action; an int or (B,) ints
          segmentation: str | Callable = "slic", # "slic", "quickshift", "felzenszwalb" or a callable (see `segment`)
          num_samples: int | None = None, # on/off samples; None: the benchmark's number for the segmentation (else 1000)
          hide_color: float = 0.0,      # colour of switched-off superpixels, in [0, 1]
@@ -79,7 +80,7 @@ def lime(policy: Policy,               # any Policy with image observations; raw
     from sklearn.metrics import pairwise_distances
     from sklearn.utils import check_random_state
     from threadpoolctl import threadpool_limits
-    x, q, acts = _prepare(policy, obs, action)
+    x, q, acts = _prepare(policy, states, actions)
     B, C, H, W = x.shape
     if num_samples is None:
         num_samples = LIME_SEGMENTATIONS[segmentation][1] if isinstance(segmentation, str) and segmentation in LIME_SEGMENTATIONS else 1000

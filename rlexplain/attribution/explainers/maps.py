@@ -30,10 +30,11 @@ PAPER_PARAMS = {   # key -> (method name, parameters): Huber et al. (2023), Appe
 # %% ../../../nbs/attribution/13_maps.ipynb #307b8bc0
 def _spread(m: Attribution, x: np.ndarray) -> tuple:
     """`(values (N, C, H, W), params)` of a pixel-map function's attribution `m` for `_explain`: the map spread evenly over the C frames
-    of `x`, and the map itself riding along (`_pixels`), so that `Attribution.pixels()` returns it bit for bit."""
+    of `x`, and the map itself riding along (`pixel_map`), so that `Attribution.pixels()` returns it bit for bit."""
     if m.values.shape != x.shape: raise ValueError(f"the map's attribution has shape {m.values.shape}; the states {x.shape}.")
-    return m.values, {**m.params, "_pixels": m.pixels()}
+    return m.values, {**m.params, "pixel_map": m.pixels()}
 
+# %% ../../../nbs/attribution/13_maps.ipynb #598c5158
 class _PixelMapExplainer(Explainer):
     "A pixel-map method (its function `fn`, e.g. `occlusion`) behind the explainer contract."
     modalities = ("image",)
@@ -41,6 +42,7 @@ class _PixelMapExplainer(Explainer):
     def _map(self, policy, x, a): return type(self).fn(policy, x, a, **self.params)
     def _explain(self, policy, x, a): return _spread(self._map(policy, x, a), x)
 
+# %% ../../../nbs/attribution/13_maps.ipynb #be67c030
 class Occlusion(_PixelMapExplainer):
     "Occlusion Sensitivity (Zeiler & Fergus 2014): `1 - pi(I')_a` per patch (Huber et al. 2023, Eq. A1); see `occlusion`."
     name, fn = "occlusion", staticmethod(occlusion)
@@ -48,6 +50,7 @@ class Occlusion(_PixelMapExplainer):
     presets = {"huber2023": dict(patch=2, color=0.0, softmax=False), "huber2023_gray": dict(patch=2, color=0.5, softmax=False)}
     field_names = {"baselines": "color"}          # captum's Occlusion: `baselines`, the value of an occluded patch
 
+# %% ../../../nbs/attribution/13_maps.ipynb #659a593b
 class NoiseSensitivity(_PixelMapExplainer):
     """Noise Sensitivity (Greydanus et al. 2018): `0.5 ||pi(I) - pi(I')||^2` for a blurred disk (Huber et al. 2023, Eq. A2);
     `perturbation="black"` and `score="chosen_action"` are the paper's Section 5 variants; preset "xrlbench" is XRL-Bench's image
@@ -59,6 +62,7 @@ class NoiseSensitivity(_PixelMapExplainer):
                # XRL-Bench's image Perturbation Saliency (Xiong et al. 2024, Sec. 3.2; its code's parameters)
                "xrlbench": dict(radius=5, mask="gaussian", mask_sigma=5.0, blur_sigma=3.0, blur_mode="nearest", score="l2", keep_max=False)}
 
+# %% ../../../nbs/attribution/13_maps.ipynb #8e651c81
 class RISEExplainer(_PixelMapExplainer):
     """RISE (Petsiuk et al. 2018): masks weighted by the output they leave (Huber et al. 2023, Eq. A3). The masks are drawn once per
     (image size, seed, parameters) and reused across calls; see `RISE`."""
@@ -67,6 +71,7 @@ class RISEExplainer(_PixelMapExplainer):
     fn = staticmethod(rise)         # `rise`: its masks come from the `rise_masks` cache, shared by every call with the same seed
     presets = {"huber2023": dict(n_masks=1000, s=8, p=0.5, softmax=False)}
 
+# %% ../../../nbs/attribution/13_maps.ipynb #197c46df
 class LIMEImage(_PixelMapExplainer):
     "LIME on superpixels (Ribeiro et al. 2016) with raw outputs (Huber et al. 2023, App. A); see `lime`."
     name, fn = "lime", staticmethod(lime)
@@ -75,18 +80,22 @@ class LIMEImage(_PixelMapExplainer):
     field_names = {"n_samples": "num_samples", "baselines": "hide_color"}   # captum's Lime names; lime_image's are the paper's
     def __init__(self, **params): super().__init__(**{"segmentation": self.segmentation, **params})
 
+# %% ../../../nbs/attribution/13_maps.ipynb #38315a88
 class LIMESlic(LIMEImage):
     "LIME with SLIC superpixels (n_segments 200, compactness 10, sigma 0.25; 2000 samples: Huber et al. 2023, Table 9)."
     name, segmentation, presets = "lime_slic", "slic", {"huber2023": dict(segmentation="slic")}
 
+# %% ../../../nbs/attribution/13_maps.ipynb #d55b1a72
 class LIMEQuickshift(LIMEImage):
     "LIME with quickshift superpixels (kernel 1, max_dist 2, ratio 0; 1500 samples: Huber et al. 2023, Table 8)."
     name, segmentation, presets = "lime_quickshift", "quickshift", {"huber2023": dict(segmentation="quickshift")}
 
+# %% ../../../nbs/attribution/13_maps.ipynb #89e51769
 class LIMEFelzenszwalb(LIMEImage):
     "LIME with Felzenszwalb superpixels (scale 21, sigma 0.5, min_size 4; 1000 samples: Huber et al. 2023, Table 7)."
     name, segmentation, presets = "lime_felzenszwalb", "felzenszwalb", {"huber2023": dict(segmentation="felzenszwalb")}
 
+# %% ../../../nbs/attribution/13_maps.ipynb #bd206226
 class RandomBaseline(Explainer):
     "Uniformly random maps over pixel locations (images) or features (tabular): the benchmark's 'Baseline' (Huber et al. 2023, Table 1)."
     name = "random"
@@ -96,4 +105,4 @@ class RandomBaseline(Explainer):
         if x.ndim == 2: return rng.random(x.shape, dtype=np.float32), {}
         N, C, H, W = x.shape
         maps = rng.random((N, H, W), dtype=np.float32)
-        return np.repeat(maps[:, None] / np.float32(C), C, 1), {"_pixels": maps}
+        return np.repeat(maps[:, None] / np.float32(C), C, 1), {"pixel_map": maps}

@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...core import Policy, SB3Head, map_batches
+from ...core import Policy, SB3Head
+from ...compute import map_batches
 from .._utils import _check_disk_args, _for_states, _grid_outputs, _grid_to_map, _prepare, check_int, forward_batches, patch_masks, perturb, resize_bilinear
 from .._base import Attribution
 
@@ -71,6 +72,7 @@ def _chain(m: Any) -> list:
             return _chain(p.pi_features_extractor) + [lambda z: p.action_net(p.mlp_extractor.forward_actor(z))]
     return [m]
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #4fb5f552
 class _ConvChain(NamedTuple):
     "A network `x -> tail(linear(flatten(relu?(conv_L(... relu?(conv_1(x)))))))` split for incremental evaluation (see `_conv_chain`)."
     convs: list                 # [(nn.Conv2d, relu after it: bool)], no padding, dilation 1, groups 1
@@ -92,12 +94,14 @@ class _ConvChain(NamedTuple):
         for l in self.tail: z = l(z)
         return z
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #ca7e7a03
 def _hooked(module: nn.Module) -> bool:
     "Whether a forward hook (on `module`, a submodule, or global) could change what the module computes."
     g = torch.nn.modules.module
     if getattr(g, "_global_forward_hooks", None) or getattr(g, "_global_forward_pre_hooks", None): return True
     return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #b0cb085b
 def _conv_chain(policy: Policy,        # any Policy
                ) -> _ConvChain | None: # None: the network is not such a chain (or runs off the CPU, or has forward hooks)
     """The policy's network as conv layers (each optionally followed by ReLU), Flatten, an optional Linear and any tail, when it
@@ -116,6 +120,7 @@ def _conv_chain(policy: Policy,        # any Policy
     lin = layers[i] if i < len(layers) and type(layers[i]) is nn.Linear else None
     return _ConvChain(convs, lin, layers[i + (lin is not None):])
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #18425283
 def _affected_range(a: Tensor, b: Tensor,  # (n,) first and last changed input row (or column), inclusive
                    k: int, s: int,        # kernel size and stride of the conv (no padding)
                    n_out: int,            # output rows of the conv
@@ -125,6 +130,7 @@ def _affected_range(a: Tensor, b: Tensor,  # (n,) first and last changed input r
     hi = torch.clamp(torch.div(b, s, rounding_mode="floor"), max=n_out - 1)
     return lo, hi
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #48d84b69
 class _OcclusionPlan(NamedTuple):
     "Where each of `n` occluded rectangles changes each conv layer, as gather indices (see `_occlusion_plan`)."
     sizes: list      # per conv layer: (h, w) of the output window recomputed for every rectangle
@@ -136,6 +142,7 @@ class _OcclusionPlan(NamedTuple):
     last: Tensor     # (n, 2) int64 height and width of the outputs of the last conv layer that can change (0: none)
     src0_clean: Tensor  # (n, ih, iw) int64 layer 1's crop of the unoccluded image (src_idx[0] without the colour row)
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #909dd00a
 def _occlusion_plan(net: _ConvChain,  # the network's conv layers (`_conv_chain`)
                    rects: Tensor,   # (n, 4) int64 occluded rectangles: rows y0..y1, columns x0..x1, inclusive
                    H: int, W: int,  # image size, pixels
@@ -180,6 +187,7 @@ def _occlusion_plan(net: _ConvChain,  # the network's conv layers (`_conv_chain`
     last = torch.where(empty[:, None], 0, torch.stack([yb - ya + 1, xb - xa + 1], 1))
     return _OcclusionPlan(sizes, src_idx, n_base, out_idx, r0 * wi_ + c0, (hi_, wi_), last, clean0)
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #fad6b19f
 def _occlusion_groups(net: _ConvChain, rects: Tensor, H: int, W: int,
                       by_size: bool = False,   # one group per size of the last conv layer's changed window; False: one group
                       ) -> list:               # [(rectangle indices (m,), their `_OcclusionPlan`)]
@@ -193,18 +201,20 @@ def _occlusion_groups(net: _ConvChain, rects: Tensor, H: int, W: int,
     key = last[:, 0] * (last[:, 1].max() + 1) + last[:, 1]
     return [(idx, _occlusion_plan(net, rects[idx], H, W)) for idx in (torch.nonzero(key == g).squeeze(1) for g in key.unique())]
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #f9602180
 def _patch_rects(H: int, W: int, patch: int) -> Tensor:
     "`(n, 4)` int64 rows y0..y1 and columns x0..x1 (inclusive) of occlusion's patches, row-major as `patch_masks` (smaller at the bottom and right borders)."
     ny, nx = math.ceil(H / patch), math.ceil(W / patch)
     k = torch.arange(ny * nx); py, px = (k // nx) * patch, (k % nx) * patch
     return torch.stack([py, torch.clamp(py + patch, max=H) - 1, px, torch.clamp(px + patch, max=W) - 1], 1)
 
+# %% ../../../nbs/attribution/10_perturbation.ipynb #290567c3
 def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
                         groups: list,        # [(rectangle indices (m,), their `_OcclusionPlan`)] (`_occlusion_groups`)
                         x: Tensor,           # (C, H, W) float32, one image on the CPU
                         value: float,        # the colour the rectangles are set to, in every channel
                         batch_size: int,     # rectangles per pass
-                        workers: int = 1,    # Python threads running passes side by side (`map_batches`)
+                        max_workers: int = 1, # Python threads running passes side by side (`map_batches`)
                         ) -> Tensor:         # (n, A) float32 outputs, one row per rectangle (n: all groups' rectangles)
     """The network's outputs on copies of `x` with each rectangle set to `value`, recomputing only what the rectangle can change:
     each conv layer on its window (`_occlusion_plan`), the first Linear as `base + W[:, window] (new - old)` (one weight
@@ -257,15 +267,15 @@ def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
             out = net.head(z).float()
         if not torch.isfinite(out).all(): raise ValueError(f"the network returned NaN or infinite outputs on {int((~torch.isfinite(out)).any(1).sum())} occluded images.")
         return out
-    outs = map_batches(run, torch.arange(len(jobs)), 1, int(workers))
+    outs = map_batches(run, torch.arange(len(jobs)), 1, int(max_workers))
     res = torch.empty(sum(len(idx) for idx, _ in groups), outs[0].shape[1])
     for (g, i, j), o in zip(jobs, outs): res[groups[g][0][i:j]] = o
     return res
 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #144b5fa8
 def occlusion(policy: Policy,             # any Policy with image observations; q-values or logits (B, A)
-              obs: Any,                   # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-              action: Any = None,         # None: greedy action; an int or (B,) ints
+              states: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+              actions: Any = None,        # None: greedy action; an int or (B,) ints
               patch: int = 2,             # side of the square patch, pixels (stride = patch)
               color: float = 0.0,         # occlusion colour in [0, 1]: 0.0 black, 0.5 grey
               softmax: bool = False,      # score softmax probabilities instead of raw outputs
@@ -281,7 +291,7 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
     (`_incremental_outputs`), equal to the plain forward up to float32 rounding; other networks, or `incremental=False`,
     get the plain batched forward. Raises `ValueError` for channel-last or NaN observations, an action out of range, a
     patch larger than the image, a colour outside [0, 1], `batch_size < 1` or an unknown `score`/`upsample`."""
-    x, q, acts = _prepare(policy, obs, action)
+    x, q, acts = _prepare(policy, states, actions)
     B, C, H, W = x.shape
     patch = check_int("patch", patch, 1, min(H, W), hint=f"The image is {H}x{W}.")
     if not 0.0 <= float(color) <= 1.0: raise ValueError(f"color must be in [0, 1] (0 black, 0.5 grey); got {color}.")
@@ -298,12 +308,12 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
     if net is not None:
         groups = _occlusion_groups(net, _patch_rects(H, W, patch), H, W)
         st = getattr(policy, "settings", None)
-        bs, workers = batch_size or 1024, (st.workers if st is not None else 1)
+        bs, max_workers = batch_size or 1024, (st.workers if st is not None else 1)
     else: masks = patch_masks(H, W, patch, str(x.device))
     maps = torch.zeros(B, H, W)
     def one(b: int):
         xb = x[b]
-        if net is not None: out = _incremental_outputs(net, groups, xb, color, bs, workers)
+        if net is not None: out = _incremental_outputs(net, groups, xb, color, bs, max_workers)
         else: out = forward_batches(policy, ny * nx, lambda i, j: perturb(xb, masks, i, j, value=color), batch_size)
         ref = q[b]
         if softmax: out, ref = out.softmax(-1), ref.softmax(-1)
@@ -319,8 +329,8 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
 NS_SCORES = ("all_actions", "l2", "chosen_action")
 
 def noise_sensitivity(policy: Policy,           # any Policy with image observations; q-values or logits (B, A)
-                      obs: Any,                 # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-                      action: Any = None,       # None: greedy; an int or (B,) ints (used by score="chosen_action")
+                      states: Any,              # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+                      actions: Any = None,      # None: greedy; an int or (B,) ints (used by score="chosen_action")
                       radius: int = 3,          # r: grid stride (and default mask sigma), pixels
                       perturbation: str = "blur", # "blur" (Greydanus et al.) or "black" (hard black disk of radius r)
                       score: str = "all_actions", # "all_actions": 0.5*||pi(I)-pi(I')||^2 (Eq. A2); "l2": ||pi(I)-pi(I')||_2 (XRL-Bench); "chosen_action": 1 - softmax(pi(I'))_a
@@ -339,7 +349,7 @@ def noise_sensitivity(policy: Policy,           # any Policy with image observat
     Scores on the stride-`radius` grid, resized bilinearly to (H, W) (all zeros when nothing changes the output).
     Raises `ValueError` for bad observations or actions, a radius larger than the image, or an unknown
     `perturbation`/`score`/`mask`/`blur_mode`."""
-    x, q, acts = _prepare(policy, obs, action)
+    x, q, acts = _prepare(policy, states, actions)
     B, C, H, W = x.shape
     radius = _check_disk_args(radius, perturbation, blur_sigma, H, W, mask, mask_sigma, blur_mode)
     if score not in NS_SCORES: raise ValueError(f"score must be one of {NS_SCORES}; got {score!r}.")
@@ -360,8 +370,8 @@ def noise_sensitivity(policy: Policy,           # any Policy with image observat
 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #777923c3
 def sarfa(policy: Policy,             # any Policy with image observations and >= 2 actions
-          obs: Any,                   # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-          action: Any = None,         # None: greedy action; an int or (B,) ints
+          states: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+          actions: Any = None,        # None: greedy action; an int or (B,) ints
           radius: int = 2,            # r: disk radius and grid stride, pixels
           perturbation: str = "black", # "black" disk (benchmark's final) or "blur" (Noise Sensitivity's blurred disk)
           kl: str = "paper",          # KL direction: "paper" KL(P'||P) or "code" KL(P||P') (see rlexplain.attribution.sarfa_score)
@@ -378,7 +388,7 @@ def sarfa(policy: Policy,             # any Policy with image observations and >
 
     Raises `ValueError` for bad observations or actions, fewer than 2 actions, a radius larger than the image,
     or an unknown `perturbation`/`kl`."""
-    x, q, acts = _prepare(policy, obs, action)
+    x, q, acts = _prepare(policy, states, actions)
     B, C, H, W = x.shape
     if q.shape[-1] < 2: raise ValueError(f"SARFA needs at least 2 actions; the policy has {q.shape[-1]}.")
     if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")

@@ -38,12 +38,13 @@ def rise_masks(n_masks: int, s: int, p: float, seed: int,   # RISE's parameters 
     rows, cols = sy[:, None] + torch.arange(H), sx[:, None] + torch.arange(W)
     return up[torch.arange(n_masks)[:, None, None], rows[:, :, None], cols[:, None, :]].clamp(0, 1).contiguous()
 
+# %% ../../../nbs/attribution/11_rise.ipynb #322dd26f
 class RISE:
     """RISE saliency (Petsiuk et al. 2018) as benchmarked by Huber et al. (2023), Appendix A, Eq. A3.
 
     `RISE(n_masks, s, p, seed)` draws its masks on first use for each image size; every call with the same parameters and seed,
     from this object or another (`rise`, `explain("rise", ...)`), reuses them (`rise_masks`);
-    `explainer(policy, obs, action=None) -> Attribution` (its `pixels()` the `(B, H, W)` map). Raises `ValueError` for bad parameters."""
+    `explainer(policy, states, actions=None) -> Attribution` (its `pixels()` the `(B, H, W)` map). Raises `ValueError` for bad parameters."""
     def __init__(self, n_masks: int = 1000,   # N, number of random masks
                  s: int = 8,                  # side of the coarse binary grid
                  p: float = 0.5,              # probability that a grid cell keeps the image (is 1)
@@ -66,10 +67,10 @@ class RISE:
         return rise_masks(self.n_masks, self.s, self.p, self.seed, int(H), int(W), str(torch.device(device)))
 
     def __call__(self, policy: Policy,   # any Policy with image observations
-                 obs: Any,               # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-                 action: Any = None,     # None: greedy action; an int or (B,) ints
+                 states: Any,            # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+                 actions: Any = None,    # None: greedy action; an int or (B,) ints
                  ) -> Attribution:       # values (B, C, H, W); pixels() the (B, H, W) map
-        x, q, acts = _prepare(policy, obs, action)
+        x, q, acts = _prepare(policy, states, actions)
         B, C, H, W = x.shape
         masks = self.masks(H, W, x.device)
         flat = masks.reshape(self.n_masks, -1)
@@ -82,9 +83,10 @@ class RISE:
         _for_states(policy, B, "rise", one)
         return Attribution.from_pixels(maps.numpy(), acts, "rise", self.params, C, x)
 
+# %% ../../../nbs/attribution/11_rise.ipynb #05a6490a
 def rise(policy: Policy,           # any Policy with image observations
-         obs: Any,                 # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-         action: Any = None,       # None: greedy action; an int or (B,) ints
+         states: Any,              # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+         actions: Any = None,      # None: greedy action; an int or (B,) ints
          n_masks: int = 1000,      # N, number of random masks
          s: int = 8,               # side of the coarse binary grid
          p: float = 0.5,           # probability that a grid cell keeps the image
@@ -92,5 +94,5 @@ def rise(policy: Policy,           # any Policy with image observations
          softmax: bool = False,    # weight masks by softmax probabilities instead of raw outputs
          batch_size: int | None = None, # masked images per forward pass; None: the policy's compute settings
          ) -> Attribution:         # values (B, C, H, W); pixels() the (B, H, W) map
-    "One-off `RISE(n_masks, s, p, seed, softmax)(policy, obs, action)`; keep a `RISE` object to reuse masks across calls."
-    return RISE(n_masks, s, p, seed, softmax, batch_size)(policy, obs, action)
+    "One-off `RISE(n_masks, s, p, seed, softmax)(policy, states, actions)`; keep a `RISE` object to reuse masks across calls."
+    return RISE(n_masks, s, p, seed, softmax, batch_size)(policy, states, actions)

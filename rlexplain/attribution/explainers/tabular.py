@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core import Policy, progress as progress_bar
+from ...core import Policy
+from ...compute import progress as progress_bar
 from .._utils import resolve_actions
 from .fitted import _FittedExplainer
 
@@ -22,7 +23,7 @@ __all__ = []
 # %% ../../../nbs/attribution/15_tabular.ipynb #4ce69fe2
 class _TabularSHAP(_FittedExplainer):
     "TabularSHAP (Xiong et al. 2024, Sec. 3.2): a LightGBM student of the policy's actions explained with shap.TreeExplainer."
-    name, modalities, needs_background = "TabularSHAP", ("tabular",), True
+    name, modalities, uses_background = "TabularSHAP", ("tabular",), True
     reference = "Xiong et al. (2024), XRL-Bench Sec. 3.2; TreeSHAP: Lundberg et al. (2020)"
 
     def __init__(self, policy: Policy, background: Any = None,
@@ -85,7 +86,7 @@ class _TabularSHAP(_FittedExplainer):
 # %% ../../../nbs/attribution/15_tabular.ipynb #a74063f3
 class _TabularLIME(_FittedExplainer):
     "LIME on tabular states with raw policy outputs (Ribeiro et al. 2016; XRL-Bench's TabularLIME)."
-    name, modalities, needs_background = "TabularLIME", ("tabular",), True
+    name, modalities, uses_background = "TabularLIME", ("tabular",), True
     reference = "Ribeiro et al. (2016); Xiong et al. (2024) Sec. 3.2"
 
     def __init__(self, policy: Policy, background: Any = None,

@@ -65,8 +65,9 @@ class _XRLBenchExplainer(Explainer):
         e = ex.explain(x, a)
         extra = {k: v for k, v in ex.params().items() if isinstance(v, (int, float, str, bool, type(None)))}
         if e.params["base_values"] is not None: extra["base_values"] = e.params["base_values"]   # E[f_a(x0)] per action (SHAP methods)
-        return e.values, {**extra, "feature_names": e.params["feature_names"], "setup_s": setup, "_per_action": e.per_action}
+        return e.values, {**extra, "feature_names": e.params["feature_names"], "setup_s": setup, "per_action": e.per_action}
 
+# %% ../../../nbs/attribution/17_xrlbench.ipynb #d4d39f29
 class SARFAExplainer(_XRLBenchExplainer):
     """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `sarfa`, whose
     default `kl="paper"` is Huber et al.'s) or "blob" (XRL-Bench's Gaussian blob of blurred content); tabular states:
@@ -86,18 +87,21 @@ class SARFAExplainer(_XRLBenchExplainer):
             self._fitted = type(self)(**{k: v for k, v in self.params.items() if k not in drop})   # blobs keep their sigmas
         return _XRLBenchExplainer._explain(self._fitted, policy, x, a)
 
+# %% ../../../nbs/attribution/17_xrlbench.ipynb #28fca458
 class PerturbationSaliencyExplainer(_XRLBenchExplainer):
     "Perturbation Saliency (Greydanus et al. 2018) as in XRL-Bench: `||Q(x) - Q(x'_i)||_2` per feature or image blob (`_PerturbationSaliency`)."
     name, key = "perturbation_saliency", "PS"
     source = "Greydanus et al. (2018), Eqs. 2-3; Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": {}}
 
+# %% ../../../nbs/attribution/17_xrlbench.ipynb #f9ebbb02
 class TabularSHAPExplainer(_XRLBenchExplainer):
     "TabularSHAP (Xiong et al. 2024, Sec. 3.2): a LightGBM student of the policy's actions explained by TreeSHAP; tabular only."
     name, key, modalities = "tabular_shap", "TabularSHAP", ("tabular",)
     source = "Xiong et al. (2024), Sec. 3.2; Lundberg et al. (2020)"
     presets = {"xrlbench": dict(num_leaves=31, learning_rate=0.05, n_estimators=1000, test_size=0.1, early_stopping_rounds=10)}
 
+# %% ../../../nbs/attribution/17_xrlbench.ipynb #b1257448
 class TabularLIMEExplainer(_XRLBenchExplainer):
     "LIME on tabular states with raw outputs (Ribeiro et al. 2016; XRL-Bench's TabularLIME); tabular only."
     name, key, modalities = "tabular_lime", "TabularLIME", ("tabular",)
@@ -105,12 +109,14 @@ class TabularLIMEExplainer(_XRLBenchExplainer):
     presets = {"xrlbench": dict(num_samples=5000)}
     field_names = {"n_samples": "num_samples"}    # captum's name; lime's (and XRL-Bench's) is num_samples
 
+# %% ../../../nbs/attribution/17_xrlbench.ipynb #d1fccfe8
 class DeepSHAPExplainer(_XRLBenchExplainer):
     "DeepSHAP (Lundberg & Lee 2017) with shap.DeepExplainer over 100 background references (seed 42, XRL-Bench's code)."
     name, key = "deep_shap", "DeepSHAP"
     source = "Lundberg & Lee (2017); Shrikumar et al. (2017); Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": dict(n_background=100, background_seed=42)}
 
+# %% ../../../nbs/attribution/17_xrlbench.ipynb #d524c857
 class GradientSHAPExplainer(_XRLBenchExplainer):
     "GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer."
     name, key = "gradient_shap", "GradientSHAP"
@@ -118,6 +124,7 @@ class GradientSHAPExplainer(_XRLBenchExplainer):
     presets = {"xrlbench": dict(n_background=100, background_seed=42, nsamples=200)}
     field_names = {"n_samples": "nsamples"}       # captum's GradientShap name; shap's (and XRL-Bench's) is nsamples
 
+# %% ../../../nbs/attribution/17_xrlbench.ipynb #afa6a997
 class IntegratedGradientsExplainer(_XRLBenchExplainer):
     "Integrated Gradients (Sundararajan et al. 2017) with captum, averaged over the background references (XRL-Bench; 50 steps)."
     name, key = "integrated_gradients", "IG"

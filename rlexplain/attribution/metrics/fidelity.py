@@ -14,7 +14,8 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ...core import Policy, Result
+from ...core import Policy
+from ...runs import Result
 from .._utils import _batch_for, as_states, check_int, gaussian_blur, noise_scale, resolve_actions
 from .._base import _metric_std, Attribution, Metric
 
@@ -65,11 +66,13 @@ class FidelityResult(Result):
         ax.tick_params(labelsize=7)
         return ax
 
+# %% ../../../nbs/attribution/20_fidelity.ipynb #8af68449
 def _importance_array(importance) -> tuple:
     if isinstance(importance, Attribution): return importance.values, importance.actions, importance.method
     arr = np.asarray(importance.detach().cpu() if isinstance(importance, Tensor) else importance, np.float64)
     return arr, None, ""
 
+# %% ../../../nbs/attribution/20_fidelity.ipynb #21601958
 class FidelityMetric:
     """Base of AIM, AUM, PGI and PGU: change the top-/bottom-k features by the explanation and score the policy.
     Call with `(states, importance_or_explanation, actions=None)`; returns a `FidelityResult`.
@@ -148,101 +151,120 @@ class FidelityMetric:
             z = np.random.default_rng(self.seed).standard_normal((self.n_draws, *x.shape)) * self.noise_std * std
         return x, units, a, q, z, method
 
-    def _ranking(self, units: np.ndarray, order: str) -> np.ndarray:
-        "Units of each state, most important first (top) or least important first (bottom); ties in random (seeded) order."
-        key = np.abs(units) if order == "abs" else units
-        tie = np.random.default_rng(self.seed + 1).random(units.shape)
-        return np.lexsort((tie, -key if self.which == "top" else key), axis=-1)
-
-    def _score(self, x, sel, a, q, z) -> np.ndarray:
-        "Per-state scores `(N,)` of one selection `sel (N, U)` bool of changed units."
-        return self._scores(x, sel[None], a, q, z)[0]
-
-    def _scores(self, x, sel, a, q, z) -> np.ndarray:
-        """Per-state scores `(G, N)` of `G` selections `sel (G, N, U)` bool of changed units: the `G * N` (times `n_draws`)
-        changed states go through the policy in one batched forward (chunks of `batch_size`), each with the arithmetic of one
-        selection at a time."""
-        G, N = sel.shape[:2]
-        m = sel.reshape(G, N, 1, *x.shape[2:]) if self.is_image else sel
-        if self.perturbation == "mask":
-            xp = np.where(m, np.float32(self.reference_value), x[None])                                  # (G, N, *obs_shape) float32
-            act = self.policy.outputs(xp.reshape(G * N, *x.shape[1:]), batch_size=self.batch_size).numpy().argmax(1).reshape(G, N)
-            return (act == q.argmax(1)[None]).astype(np.float64)
-        changed, kept = self._changed_values(x, z)
-        xp = np.where(m[:, None], changed[None], kept[None, None])                                      # (G, n_draws, N, ...) float32
-        qp = self.policy.outputs(xp.reshape(-1, *x.shape[1:]), batch_size=self.batch_size).double().numpy()
-        qp = qp.reshape(G, len(z), N, -1)[:, :, np.arange(N), a]                                         # (G, n_draws, N)
-        qa = q[np.arange(N), a][None]
-        return np.stack([np.abs(qa - g).mean(0) for g in qp])
-
-    def _changed_values(self, x, z) -> tuple:
-        """`(changed (n_draws, N, ...), kept (N, ...))` float32: each unit's value when the perturbation `z` changes it, float32 of
-        `x + z` in float64 (images clipped to [0, 1]), and when it does not, float32 of `x + 0.0` (clipped): the values of the
-        whole perturbed state `x + where(sel, z, 0)` unit by unit, computed once per call instead of once per k."""
-        c = getattr(self, "_changed_cache", None)
-        if c is None or c[0] is not x or c[1] is not z:
-            lo_hi = (lambda v: np.clip(v, 0.0, 1.0)) if self.is_image else (lambda v: v)
-            c = (x, z, lo_hi(x[None] + z).astype(np.float32), lo_hi(x.astype(np.float64) + 0.0).astype(np.float32))
-            self._changed_cache = c
-        return c[2], c[3]
-
     _CHUNK = 1 << 23   # changed state values per batched forward of `_rank_curve` (32 MB: the changed states are float32)
 
-    def _curve(self, x, units, a, q, z, order, ks) -> np.ndarray:
-        "Scores `(K, N)` at each k of `ks` with the `order` ranking."
-        return self._rank_curve(x, self._ranking(units, order), a, q, z, ks)
+# %% ../../../nbs/attribution/20_fidelity.ipynb #ea79a016
+def _fm_ranking(self, units: np.ndarray, order: str) -> np.ndarray:
+    "Units of each state, most important first (top) or least important first (bottom); ties in random (seeded) order."
+    key = np.abs(units) if order == "abs" else units
+    tie = np.random.default_rng(self.seed + 1).random(units.shape)
+    return np.lexsort((tie, -key if self.which == "top" else key), axis=-1)
 
-    def _rank_curve(self, x, rank, a, q, z, ks) -> np.ndarray:
-        """Scores `(K, N)` at each k of `ks`, changing each state's first k units of `rank (N, U)`: the ks in chunks of about
-        `_CHUNK` changed values, each chunk one batched forward (`_scores`)."""
-        N, U = rank.shape
-        pos = np.empty_like(rank); pos[np.arange(N)[:, None], rank] = np.arange(U)                     # each unit's place in the ranking
-        per_k = N * (1 if z is None else len(z)) * int(np.prod(x.shape[1:]))
-        step = max(1, self._CHUNK // max(1, per_k))
-        return np.concatenate([self._scores(x, pos[None] < np.asarray(ks[s:s + step])[:, None, None], a, q, z)
-                               for s in range(0, len(ks), step)])
+def _fm_score(self, x, sel, a, q, z) -> np.ndarray:
+    "Per-state scores `(N,)` of one selection `sel (N, U)` bool of changed units."
+    return self._scores(x, sel[None], a, q, z)[0]
 
-    def at_k(self, states: Any,         # (N, *obs_shape)
-             importance: Any,           # (N, *obs_shape) or an Attribution
-             k: int,                    # number of features (pixels) to change
-             order: str = "abs",        # "abs" or "raw" ranking
-             actions: Any = None,       # explained actions (PGI/PGU); default: the explanation's, else greedy
-             ) -> float:
-        "The metric at one k (the benchmark's `evaluate(..., k=k)`). Raises `ValueError` for k outside [1, D]."
-        if order not in ("abs", "raw"): raise ValueError(f"order must be 'abs' or 'raw'; got {order!r}.")
-        ks = self._check_ks([k])
-        x, units, a, q, z, _ = self._prepare(states, importance, actions)
-        return float(self._curve(x, units, a, q, z, order, ks)[0].mean())
+def _fm_scores(self, x, sel, a, q, z) -> np.ndarray:
+    """Per-state scores `(G, N)` of `G` selections `sel (G, N, U)` bool of changed units: the `G * N` (times `n_draws`)
+    changed states go through the policy in one batched forward (chunks of `batch_size`), each with the arithmetic of one
+    selection at a time."""
+    G, N = sel.shape[:2]
+    m = sel.reshape(G, N, 1, *x.shape[2:]) if self.is_image else sel
+    if self.perturbation == "mask":
+        xp = np.where(m, np.float32(self.reference_value), x[None])                                  # (G, N, *obs_shape) float32
+        act = self.policy.outputs(xp.reshape(G * N, *x.shape[1:]), batch_size=self.batch_size).numpy().argmax(1).reshape(G, N)
+        return (act == q.argmax(1)[None]).astype(np.float64)
+    changed, kept = self._changed_values(x, z)
+    xp = np.where(m[:, None], changed[None], kept[None, None])                                      # (G, n_draws, N, ...) float32
+    qp = self.policy.outputs(xp.reshape(-1, *x.shape[1:]), batch_size=self.batch_size).double().numpy()
+    qp = qp.reshape(G, len(z), N, -1)[:, :, np.arange(N), a]                                         # (G, n_draws, N)
+    qa = q[np.arange(N), a][None]
+    return np.stack([np.abs(qa - g).mean(0) for g in qp])
 
-    def __call__(self, states: Any, importance: Any, actions: Any = None) -> FidelityResult:
-        """The curve over `ks` for each ranking and its AUC (mean over the ks). Raises `ValueError` for states or
-        importances of the wrong shape, NaN, or actions out of range."""
-        x, units, a, q, z, method = self._prepare(states, importance, actions)
-        orders = ("abs", "raw") if self.order == "both" else (self.order,)
-        done = []                                                                           # [(ranking, curve)]
-        for o in orders:   # a map with |e| = e (never negative) ranks its units alike in both orders: one curve for both
-            rank = self._ranking(units, o)
-            same = next((c for r, c in done if np.array_equal(r, rank)), None)
-            done.append((rank, self._rank_curve(x, rank, a, q, z, self.ks) if same is None else same))
-        per = np.stack([c for _, c in done])                                                # (n_orders, K, N)
-        params = {"reference_value": self.reference_value, "noise_std": self.noise_std, "n_draws": self.n_draws,
-                  "seed": self.seed, "n_states": int(len(x)), "perturbation": self.perturbation, "which": self.which}
-        if self.is_image and self.perturbation == "noise":
-            params["image_perturbation"] = self.image_perturbation
-            if self.image_perturbation == "blur": params.update(blur_sigma=self.blur_sigma, n_draws=1, noise_std=None, seed=None)   # deterministic
-        return FidelityResult(self.name, self.higher_is_better, self.ks, per.mean(-1), orders, method, params, per.mean(1))
+FidelityMetric._ranking = _fm_ranking
+FidelityMetric._score = _fm_score
+FidelityMetric._scores = _fm_scores
 
+# %% ../../../nbs/attribution/20_fidelity.ipynb #926bf21a
+def _fm_changed_values(self, x, z) -> tuple:
+    """`(changed (n_draws, N, ...), kept (N, ...))` float32: each unit's value when the perturbation `z` changes it, float32 of
+    `x + z` in float64 (images clipped to [0, 1]), and when it does not, float32 of `x + 0.0` (clipped): the values of the
+    whole perturbed state `x + where(sel, z, 0)` unit by unit, computed once per call instead of once per k."""
+    c = getattr(self, "_changed_cache", None)
+    if c is None or c[0] is not x or c[1] is not z:
+        lo_hi = (lambda v: np.clip(v, 0.0, 1.0)) if self.is_image else (lambda v: v)
+        c = (x, z, lo_hi(x[None] + z).astype(np.float32), lo_hi(x.astype(np.float64) + 0.0).astype(np.float32))
+        self._changed_cache = c
+    return c[2], c[3]
+
+FidelityMetric._changed_values = _fm_changed_values
+
+# %% ../../../nbs/attribution/20_fidelity.ipynb #2c2713af
+def _fm_curve(self, x, units, a, q, z, order, ks) -> np.ndarray:
+    "Scores `(K, N)` at each k of `ks` with the `order` ranking."
+    return self._rank_curve(x, self._ranking(units, order), a, q, z, ks)
+
+def _fm_rank_curve(self, x, rank, a, q, z, ks) -> np.ndarray:
+    """Scores `(K, N)` at each k of `ks`, changing each state's first k units of `rank (N, U)`: the ks in chunks of about
+    `_CHUNK` changed values, each chunk one batched forward (`_scores`)."""
+    N, U = rank.shape
+    pos = np.empty_like(rank); pos[np.arange(N)[:, None], rank] = np.arange(U)                     # each unit's place in the ranking
+    per_k = N * (1 if z is None else len(z)) * int(np.prod(x.shape[1:]))
+    step = max(1, self._CHUNK // max(1, per_k))
+    return np.concatenate([self._scores(x, pos[None] < np.asarray(ks[s:s + step])[:, None, None], a, q, z)
+                           for s in range(0, len(ks), step)])
+
+FidelityMetric._curve = _fm_curve
+FidelityMetric._rank_curve = _fm_rank_curve
+
+# %% ../../../nbs/attribution/20_fidelity.ipynb #e551113f
+def _fm_at_k(self, states: Any,         # (N, *obs_shape)
+         importance: Any,           # (N, *obs_shape) or an Attribution
+         k: int,                    # number of features (pixels) to change
+         order: str = "abs",        # "abs" or "raw" ranking
+         actions: Any = None,       # explained actions (PGI/PGU); default: the explanation's, else greedy
+         ) -> float:
+    "The metric at one k (the benchmark's `evaluate(..., k=k)`). Raises `ValueError` for k outside [1, D]."
+    if order not in ("abs", "raw"): raise ValueError(f"order must be 'abs' or 'raw'; got {order!r}.")
+    ks = self._check_ks([k])
+    x, units, a, q, z, _ = self._prepare(states, importance, actions)
+    return float(self._curve(x, units, a, q, z, order, ks)[0].mean())
+
+def _fm_call(self, states: Any, importance: Any, actions: Any = None) -> FidelityResult:
+    """The curve over `ks` for each ranking and its AUC (mean over the ks). Raises `ValueError` for states or
+    importances of the wrong shape, NaN, or actions out of range."""
+    x, units, a, q, z, method = self._prepare(states, importance, actions)
+    orders = ("abs", "raw") if self.order == "both" else (self.order,)
+    done = []                                                                           # [(ranking, curve)]
+    for o in orders:   # a map with |e| = e (never negative) ranks its units alike in both orders: one curve for both
+        rank = self._ranking(units, o)
+        same = next((c for r, c in done if np.array_equal(r, rank)), None)
+        done.append((rank, self._rank_curve(x, rank, a, q, z, self.ks) if same is None else same))
+    per = np.stack([c for _, c in done])                                                # (n_orders, K, N)
+    params = {"reference_value": self.reference_value, "noise_std": self.noise_std, "n_draws": self.n_draws,
+              "seed": self.seed, "n_states": int(len(x)), "perturbation": self.perturbation, "which": self.which}
+    if self.is_image and self.perturbation == "noise":
+        params["image_perturbation"] = self.image_perturbation
+        if self.image_perturbation == "blur": params.update(blur_sigma=self.blur_sigma, n_draws=1, noise_std=None, seed=None)   # deterministic
+    return FidelityResult(self.name, self.higher_is_better, self.ks, per.mean(-1), orders, method, params, per.mean(1))
+
+FidelityMetric.at_k = _fm_at_k
+FidelityMetric.__call__ = _fm_call
+
+# %% ../../../nbs/attribution/20_fidelity.ipynb #c9aed4f5
 class AIM(FidelityMetric):
     """Accuracy on Important features Masked: fraction of states whose greedy action survives setting the top-k
     features to `reference_value` (0). Lower is better. Xiong et al. (2024) Sec. 3.3; post-hoc accuracy of L2X (Chen et al. 2018)."""
     name, higher_is_better, which, perturbation = "AIM", False, "top", "mask"
     reference = "Xiong et al. (2024), XRL-Bench Sec. 3.3 (AIM); Chen et al. (2018) post-hoc accuracy"
 
+# %% ../../../nbs/attribution/20_fidelity.ipynb #c7bd2e18
 class AUM(FidelityMetric):
     """Accuracy on Unimportant features Masked: as AIM for the bottom-k features. Higher is better. Xiong et al. (2024) Sec. 3.3."""
     name, higher_is_better, which, perturbation = "AUM", True, "bottom", "mask"
     reference = "Xiong et al. (2024), XRL-Bench Sec. 3.3 (AUM); Chen et al. (2018) post-hoc accuracy"
 
+# %% ../../../nbs/attribution/20_fidelity.ipynb #ed0b7a8d
 class PGI(FidelityMetric):
     """Prediction Gap on Important features: mean |f_a(x) - f_a(x')| when N(0, 0.5) * std noise is added to the top-k
     features; f_a the explained action's raw output. Higher is better. Xiong et al. (2024) Eq. 1; Dai et al. (2022). On images
@@ -250,6 +272,7 @@ class PGI(FidelityMetric):
     name, higher_is_better, which, perturbation = "PGI", True, "top", "noise"
     reference = "Xiong et al. (2024), XRL-Bench Eq. 1; Dai et al. (2022); Agarwal et al. (2022) OpenXAI"
 
+# %% ../../../nbs/attribution/20_fidelity.ipynb #d134076a
 class PGU(FidelityMetric):
     """Prediction Gap on Unimportant features: as PGI for the bottom-k features. Lower is better. Xiong et al. (2024) Eq. 2."""
     name, higher_is_better, which, perturbation = "PGU", False, "bottom", "noise"
@@ -267,6 +290,7 @@ class _Fidelity(Metric):
         raw = {"raw_curve": r.scores[1], "raw_per_state": r.per_state[1]} if len(r.orders) > 1 else {}
         return r.per_state[0], r.ks, r.scores[0], "k (features or pixels changed)", {"order": self.params.get("order", "abs")}, raw
 
+# %% ../../../nbs/attribution/20_fidelity.ipynb #07efecf1
 def _fidelity(key: str, higher_is_better: bool, doc: str, source: str) -> type:
     "A `_Fidelity` metric class for `FIDELITY_METRICS[key]`."
     return type(f"{key}Metric", (_Fidelity,), {"name": key, "key": key, "higher_is_better": higher_is_better, "source": source, "__doc__": doc,

@@ -15,7 +15,8 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ...core import Policy, Result
+from ...core import Policy
+from ...runs import Result
 from .._utils import forward_batches, image_obs, resolve_actions
 from .._base import Attribution, map_values, Metric
 
@@ -40,6 +41,7 @@ def insertion_ranks(maps: Any,     # (B, H, W) saliency values
     np.put_along_axis(ranks, order, np.arange(v.shape[1])[None].repeat(len(v), 0), axis=-1)
     return ranks
 
+# %% ../../../nbs/attribution/23_insertion.ipynb #0ab6df23
 def insertion_auc(curves: np.ndarray,    # (..., K) curve values at the K insertion steps
                   fractions: np.ndarray, # (K,) fraction of inserted pixels, 0..1
                   kind: str = "trapezoid", # "trapezoid" over the fractions, or "mean" of the K values (authors' code)
@@ -49,6 +51,7 @@ def insertion_auc(curves: np.ndarray,    # (..., K) curve values at the K insert
     if kind == "mean": return np.asarray(curves).mean(-1)
     raise ValueError(f"kind must be 'trapezoid' or 'mean'; got {kind!r}.")
 
+# %% ../../../nbs/attribution/23_insertion.ipynb #e0da5432
 @dataclasses.dataclass(frozen=True)
 class InsertionResult(Result):
     """Insertion curves of `B` states (Huber et al. 2023, Section 3, Table 1).
@@ -94,50 +97,56 @@ class InsertionResult(Result):
         if start not in self.starts: raise ValueError(f"start must be one of {self.starts}; got {start!r}.")
         return insertion_auc(self.curves(metric)[:, self.starts.index(start)], self.fractions, kind)
 
-    def to_frame(self, kind: str = "trapezoid") -> pd.DataFrame:
-        "One row per (state, start, metric): game, method, state, action, start, metric, sub_metric, auc."
-        rows = []
-        for start in self.starts:
-            for metric in INSERTION_METRICS:
-                a = self.auc(metric, start, kind)
-                rows.append(pd.DataFrame({"game": self.game, "method": self.method, "state": np.arange(len(a)),
-                                          "action": self.actions, "start": start, "metric": metric,
-                                          "sub_metric": SUB_METRIC_LABELS.get((metric, start), f"{metric} {start}"), "auc": a}))
-        return pd.concat(rows, ignore_index=True)
+# %% ../../../nbs/attribution/23_insertion.ipynb #193cacf0
+def _ins_to_frame(self, kind: str = "trapezoid") -> pd.DataFrame:
+    "One row per (state, start, metric): game, method, state, action, start, metric, sub_metric, auc."
+    rows = []
+    for start in self.starts:
+        for metric in INSERTION_METRICS:
+            a = self.auc(metric, start, kind)
+            rows.append(pd.DataFrame({"game": self.game, "method": self.method, "state": np.arange(len(a)),
+                                      "action": self.actions, "start": start, "metric": metric,
+                                      "sub_metric": SUB_METRIC_LABELS.get((metric, start), f"{metric} {start}"), "auc": a}))
+    return pd.concat(rows, ignore_index=True)
 
-    def summary(self, kind: str = "trapezoid") -> pd.DataFrame:
-        "Mean and std of the AUC over states per sub-metric (Table 1 cells)."
-        return self.to_frame(kind).groupby(["game", "method", "sub_metric"], sort=False)["auc"].agg(["mean", "std", "count"]).reset_index()
+def _ins_summary(self, kind: str = "trapezoid") -> pd.DataFrame:
+    "Mean and std of the AUC over states per sub-metric (Table 1 cells)."
+    return self.to_frame(kind).groupby(["game", "method", "sub_metric"], sort=False)["auc"].agg(["mean", "std", "count"]).reset_index()
 
-    def plot(self, ax=None, metric: str = "q"):
-        "Mean insertion curve (+- std) per start image. Returns the Axes."
-        ax = ax or plt.subplots(figsize=(3.2, 2.4))[1]
-        c = self.curves(metric)
-        for i, start in enumerate(self.starts):
-            mu, sd = np.nanmean(c[:, i], 0), np.nanstd(c[:, i], 0)
-            ax.plot(self.fractions, mu, label=start); ax.fill_between(self.fractions, mu - sd, mu + sd, alpha=0.2)
-        ax.set_xlabel("fraction of pixels inserted", fontsize=8)
-        ax.set_ylabel("Q(s',a) / Q(s,a)" if metric == "q" else "advantage", fontsize=8)
-        ax.set_title(f"{self.game + ': ' if self.game else ''}{self.method} insertion ({metric})", fontsize=9); ax.legend(fontsize=7); ax.tick_params(labelsize=7)
-        return ax
+def _ins_plot(self, ax=None, metric: str = "q"):
+    "Mean insertion curve (+- std) per start image. Returns the Axes."
+    ax = ax or plt.subplots(figsize=(3.2, 2.4))[1]
+    c = self.curves(metric)
+    for i, start in enumerate(self.starts):
+        mu, sd = np.nanmean(c[:, i], 0), np.nanstd(c[:, i], 0)
+        ax.plot(self.fractions, mu, label=start); ax.fill_between(self.fractions, mu - sd, mu + sd, alpha=0.2)
+    ax.set_xlabel("fraction of pixels inserted", fontsize=8)
+    ax.set_ylabel("Q(s',a) / Q(s,a)" if metric == "q" else "advantage", fontsize=8)
+    ax.set_title(f"{self.game + ': ' if self.game else ''}{self.method} insertion ({metric})", fontsize=9); ax.legend(fontsize=7); ax.tick_params(labelsize=7)
+    return ax
 
+InsertionResult.to_frame = _ins_to_frame
+InsertionResult.summary = _ins_summary
+InsertionResult.plot = _ins_plot
+
+# %% ../../../nbs/attribution/23_insertion.ipynb #91446e76
 def _start_images(start: str, x: Tensor, seed: int, offset: int) -> Tensor:
     "`(n, C, H, W)` start images for states `offset..offset+n-1`: zeros, or uniform noise seeded per state."
     if start == "black": return torch.zeros_like(x)
     gens = [torch.Generator().manual_seed(int(seed) * 1_000_003 + offset + i) for i in range(len(x))]
     return torch.stack([torch.rand(x.shape[1:], generator=g) for g in gens]).to(x.device)
 
+# %% ../../../nbs/attribution/23_insertion.ipynb #e803659e
 def insertion_curves(policy: Policy,          # any Policy with image observations; q-values (or logits) (B, A)
-                     obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+                     states: Any,             # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
                      saliency: Any,           # an image Attribution (its pixels()) or (B, H, W) array: larger = more relevant
-                     action: Any = None,      # None: the greedy action on the original state; an int or (B,) ints
+                     actions: Any = None,     # None: the greedy action on the original state; an int or (B,) ints
                      starts: Sequence[str] = INSERTION_STARTS, # start images: "black" (zeros), "random" (uniform)
                      pixels_per_step: int = 84, # pixel locations inserted per step (paper: 84)
                      seed: int = 0,           # seeds the random start images and the order of tied pixels
                      batch_size: int | None = None, # images per forward pass; None: the policy's compute settings
                      method: str | None = None, # label; default: the Attribution's method
                      game: str = "",          # label
-                     actions: Any = None,     # the field's name of `action` (as in `explain`); pass one of the two
                      ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixels_per_step) + 1
     """Insertion metric (Huber et al. 2023, Section 3; after Petsiuk et al. 2018): insert pixel locations (all frames)
     in order of decreasing saliency into a black or uniform-random start image and record the chosen action's
@@ -145,11 +154,8 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
     larger) are built at once and forwarded at `batch_size` (default: the policy's calibrated batch size).
 
     Raises `ValueError` for bad observations or actions, maps of another shape or with NaN, unknown starts,
-    `pixels_per_step < 1` or `batch_size < 1`, or both `action` and `actions`."""
-    if actions is not None:
-        if action is not None: raise ValueError("action and actions name the same argument; pass one of them.")
-        action = actions
-    x = image_obs(policy, obs)
+    `pixels_per_step < 1` or `batch_size < 1`."""
+    x = image_obs(policy, states)
     vals = map_values(saliency, x)
     starts = tuple(starts)
     if not starts or any(s not in INSERTION_STARTS for s in starts):
@@ -159,7 +165,7 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
     if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1): raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
     B, C, H, W = x.shape
     out0 = policy.outputs(x).to(x.device)
-    acts = resolve_actions(action, out0)
+    acts = resolve_actions(actions, out0)
     HW = H * W; K = math.ceil(HW / pixels_per_step) + 1; S = len(starts)
     thr = torch.clamp(torch.arange(K, device=x.device) * int(pixels_per_step), max=HW)
     ranks = torch.as_tensor(insertion_ranks(vals, seed), device=x.device)
@@ -200,6 +206,7 @@ class Insertion(Metric):
         raw = dict(q=ins.q, advantage=ins.advantage, q_orig=ins.q_orig, actions=ins.actions, fractions=ins.fractions, starts=np.asarray(ins.starts))
         return ins.auc(self.target, self.start, auc), ins.fractions, np.nanmean(c, 0), "fraction of pixels inserted", {"auc": auc}, raw
 
+# %% ../../../nbs/attribution/23_insertion.ipynb #2e615447
 _TABLE1 = {("black", "q"): "Q-val black", ("black", "advantage"): "Adv black", ("random", "q"): "Q-val rand", ("random", "advantage"): "Adv rand"}
 
 def _insertion(start: str, target: str) -> type:

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...core import Policy, progress as progress_bar
+from ...core import Policy
+from ...compute import progress as progress_bar
 from .._base import _reexplainer, Attribution, Metric
 
 # %% auto #0
@@ -33,6 +34,7 @@ def minmax(maps: Any,   # (..., H, W) saliency values, or an image Attribution (
     rng = hi - lo
     return np.where(rng > 0, (m - lo) / np.where(rng > 0, rng, 1.0), 0.0)
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #b21ee6bc
 def _pairs(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     a, b = minmax(a), minmax(b)
     if a.ndim == 2: a = a[None]
@@ -40,6 +42,7 @@ def _pairs(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     if a.shape != b.shape or a.ndim != 3: raise ValueError(f"maps to compare must both be (H, W) or (N, H, W) of equal shape; got {a.shape} and {b.shape}.")
     return a, b
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #18980480
 def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     "Pearson correlation of each row pair of `(N, D)` arrays; NaN where a row is constant."
     x = x - x.mean(1, keepdims=True); y = y - y.mean(1, keepdims=True)
@@ -47,6 +50,7 @@ def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, (x * y).sum(1) / np.where(den > 0, den, 1.0), np.nan)
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #511cbcf5
 def spearman_similarity(a: Any, b: Any,   # (H, W) or (N, H, W) maps (any scale; min-max normalised here)
                         ) -> np.ndarray:  # (N,) max(rho(a, b), rho(a, 1 - b)) = |rho| in [0, 1]; NaN for constant maps
     "Spearman rank correlation of the flattened maps, max over the map and its inverse (Huber et al. 2023, Sec. 3)."
@@ -55,6 +59,7 @@ def spearman_similarity(a: Any, b: Any,   # (H, W) or (N, H, W) maps (any scale;
     ra, rb = (rankdata(m.reshape(len(m), -1), axis=1) for m in (a, b))
     return np.abs(_rowwise_pearson(ra, rb))   # ranks of 1 - b are n + 1 - ranks of b: rho(a, 1 - b) = -rho(a, b)
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #77a4040c
 def ssim_similarity(a: Any, b: Any,       # (H, W) or (N, H, W) maps (min-max normalised here)
                     win_size: int = 7,    # SSIM window (paper, App. B.1: 7)
                     flat: bool = False,   # compare the flattened maps with a 1-D window (the authors' code)
@@ -66,6 +71,7 @@ def ssim_similarity(a: Any, b: Any,       # (H, W) or (N, H, W) maps (min-max no
     return np.array([max(structural_similarity(f(x), f(y), win_size=win_size, data_range=1.0),
                          structural_similarity(f(x), f(1.0 - y), win_size=win_size, data_range=1.0)) for x, y in zip(a, b)])
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #8f515348
 def hog_features(maps: Any,                       # (H, W) or (N, H, W) maps (min-max normalised here)
                  pixels_per_cell: tuple = (3, 3), # HOG cell size (paper, App. B.1: (3, 3))
                  ) -> np.ndarray:                 # (N, F) scikit-image HOG feature vectors
@@ -80,6 +86,7 @@ def hog_features(maps: Any,                       # (H, W) or (N, H, W) maps (mi
     from skimage.feature import hog
     return np.stack([hog(x, pixels_per_cell=tuple(pixels_per_cell)) for x in m])
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #ee00c391
 def _hog_l2hys(m: np.ndarray,            # (N, H, W) float64 maps
                pixels_per_cell: tuple,
                orientations: int = 9, cells_per_block: tuple = (3, 3), eps: float = 1e-5,
@@ -108,6 +115,7 @@ def _hog_l2hys(m: np.ndarray,            # (N, H, W) float64 maps
     out = out / np.sqrt(np.sum(out ** 2, axis=-1, keepdims=True) + eps ** 2)
     return out.reshape(N, -1)
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #fb185cab
 def hog_similarity(a: Any, b: Any,                # (H, W) or (N, H, W) maps (min-max normalised here)
                    pixels_per_cell: tuple = (3, 3),
                    hog_a: np.ndarray | None = None, # precomputed `hog_features(a)` (reused across comparisons)
@@ -117,6 +125,7 @@ def hog_similarity(a: Any, b: Any,                # (H, W) or (N, H, W) maps (mi
     ha = hog_a if hog_a is not None else hog_features(a, pixels_per_cell)
     return _rowwise_pearson(ha, hog_features(b, pixels_per_cell))
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #06c8c811
 SIMILARITY_METRICS = ("spearman", "ssim", "hog")
 
 def map_similarity(a: Any, b: Any,                     # (H, W) or (N, H, W) maps
@@ -150,6 +159,7 @@ def model_layers(policy: Policy) -> list[tuple[str, nn.Module]]:
     if not order: raise ValueError(f"{policy.name}: the module has no parametrised layers to randomise.")
     return order
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #2989ba7a
 def cascading_randomization(policy: Policy,   # the trained agent (left unchanged)
                             seed: int = 0,    # seeds the re-initialisation (step k uses seed + k)
                             layers: Sequence[str] | None = None, # layer names, input first; None: model_layers(policy)
@@ -201,6 +211,7 @@ def randomized_attributions(policy: Policy,              # the explained agent (
         cache[key] = steps
     return cache[key]
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #aea9311a
 class SanitySimilarity(Metric):
     """Similarity of the attribution to its re-explanations under cascading randomisation (Huber et al. 2023, Sec. 3, Fig. 3):
     mean over randomised layers and states. Lower is better (the map depends on the network). Parameters: `seed`, `layers`, `explainer`
@@ -226,12 +237,17 @@ class SanitySimilarity(Metric):
         return (per, np.arange(1, len(steps) + 1), curve, "randomised layers (from the output)",
                 {"layers": names, "failed_layers": [n for n, v in steps if v is None]}, {"similarity": sims, "layers": np.asarray(names)})
 
+# %% ../../../nbs/attribution/22_randomisation.ipynb #cc16c8fe
 class SanitySpearman(SanitySimilarity):
     "Spearman |rho| of original and randomised-network maps (Huber et al. 2023, Fig. 3 left). Lower is better."
     name, similarity = "sanity_spearman", "spearman"
+
+# %% ../../../nbs/attribution/22_randomisation.ipynb #e48fdc52
 class SanitySSIM(SanitySimilarity):
     "SSIM of original and randomised-network maps (Huber et al. 2023, Fig. 3 middle; window 7). Lower is better; images only."
     name, similarity, modalities = "sanity_ssim", "ssim", ("image",)
+
+# %% ../../../nbs/attribution/22_randomisation.ipynb #2a2362a3
 class SanityHOG(SanitySimilarity):
     "Pearson correlation of HOG features of original and randomised-network maps (Huber et al. 2023, Fig. 3 right). Lower is better; images only."
     name, similarity, modalities = "sanity_hog", "hog", ("image",)

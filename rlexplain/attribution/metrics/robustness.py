@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...core import Result
+from ...runs import Result
 from .._utils import as_states, noise_scale
 from .._base import _metric_std, _reexplainer, Metric
 from .._base import Attribution
@@ -42,9 +42,11 @@ class RISResult(Result):
         ax.set_xlabel("log10 RIS", fontsize=8); ax.set_title(f"RIS ({self.variant}) - {self.method}: {self.value:.3g}", fontsize=8)
         return ax
 
+# %% ../../../nbs/attribution/21_robustness.ipynb #1196ba04
 def _signed_floor(v: np.ndarray, eps: float) -> np.ndarray:
     return np.where(np.abs(v) < eps, np.where(v < 0, -eps, eps), v)
 
+# %% ../../../nbs/attribution/21_robustness.ipynb #50c82b7a
 RIS_VARIANTS = ("paper", "code", "original")
 
 class RIS:
@@ -89,63 +91,65 @@ class RIS:
         or shapes disagree; `TypeError` for an explainer that is neither an Explainer nor callable."""
         return self.variants(explainer, states, explanation, actions, (self.variant,))[self.variant]
 
-    def variants(self, explainer: Any, states: Any = None, explanation: Any = None, actions: Any = None,
-                 variants: Sequence[str] = ("paper", "code"),   # formulas to report, each a RISResult
-                 ) -> dict[str, RISResult]:
-        """RIS under several formulas from one set of neighbour explanations (re-explaining the neighbours is the expensive
-        part): "paper" and "code" differ only in how they normalise, so they share this object's neighbourhood
-        (`n_neighbors`, `noise_std`, `seed`). "original" has a neighbourhood of its own and is computed alone.
-        Arguments as `__call__`. Raises `ValueError` for an unknown variant or "original" mixed with the others."""
-        variants = tuple(variants)
-        bad = [v for v in variants if v not in RIS_VARIANTS]
-        if bad or not variants: raise ValueError(f"variants must be a non-empty subset of {RIS_VARIANTS}; got {variants!r}.")
-        if ("original" in variants) != (self.variant == "original") or ("original" in variants and len(variants) > 1):
-            raise ValueError(f"'original' draws its own neighbourhood (one neighbour, noise 0.5 std): compute it with RIS(variant='original') alone; got {variants!r} for {self!r}.")
-        bound = isinstance(explainer, _FittedExplainer)
-        if not bound and not callable(explainer): raise TypeError(f"explainer must be an Explainer or a callable; got {type(explainer).__name__}.")
-        f = (lambda s, acts: explainer.explain(s, acts).values) if bound else explainer
-        if states is None and not isinstance(explanation, Attribution): raise ValueError("pass states, or an Attribution that holds them.")
-        x = explanation.states if states is None else (as_states(states, explainer.policy) if bound else np.asarray(states, np.float32))
-        if len(x) == 0: raise ValueError("states is empty (N = 0); RIS needs at least one state.")
-        if explanation is None:
-            if not bound: raise ValueError("with a callable explainer, pass the explanation's values and actions.")
-            explanation = explainer.explain(x, actions)
-        is_ex = isinstance(explanation, Attribution)
-        e = np.asarray(explanation.values if is_ex else explanation, np.float64)
-        if e.shape != x.shape: raise ValueError(f"explanation has shape {e.shape}; states {x.shape}.")
-        if actions is not None: a = np.asarray(actions, np.int64).reshape(-1)
-        elif is_ex: a = explanation.actions
-        elif bound: a = explainer.greedy(x)
-        else: raise ValueError("with a callable explainer, pass the explained actions.")
-        if len(a) != len(x): raise ValueError(f"got {len(a)} actions for {len(x)} states.")
-        N, m = len(x), self.n_neighbors
-        std = noise_scale(self.feature_std, x, "RIS")
-        xn = x[None] + np.random.default_rng(self.seed).standard_normal((m, *x.shape)) * self.noise_std * std
-        if len(x.shape) == 4: xn = np.clip(xn, 0.0, 1.0)
-        xn = xn.astype(np.float32)
-        en = np.asarray(f(xn.reshape(m * N, *x.shape[1:]), np.tile(a, m)), np.float64).reshape(m, *x.shape)
-        flat = lambda v: v.reshape(*v.shape[:2], -1)
-        norm = lambda v: np.linalg.norm(flat(v), ord=self.p, axis=-1)
-        method = explanation.method if is_ex else getattr(explainer, "name", "")
-        out = {}
-        for variant in variants:
-            if variant == "original":
-                num = norm((e[None] - en) / np.clip(e, self.eps, None)[None])
-                den = norm((x[None] - xn) / np.clip(x, self.eps, None)[None])
-                with np.errstate(divide="ignore", invalid="ignore"): per = np.nan_to_num((num / den)[0], nan=0.0)
-                value = float(per.max())
+# %% ../../../nbs/attribution/21_robustness.ipynb #2d9abb5f
+def _ris_variants(self, explainer: Any, states: Any = None, explanation: Any = None, actions: Any = None,
+             variants: Sequence[str] = ("paper", "code"),   # formulas to report, each a RISResult
+             ) -> dict[str, RISResult]:
+    """RIS under several formulas from one set of neighbour explanations (re-explaining the neighbours is the expensive
+    part): "paper" and "code" differ only in how they normalise, so they share this object's neighbourhood
+    (`n_neighbors`, `noise_std`, `seed`). "original" has a neighbourhood of its own and is computed alone.
+    Arguments as `__call__`. Raises `ValueError` for an unknown variant or "original" mixed with the others."""
+    variants = tuple(variants)
+    bad = [v for v in variants if v not in RIS_VARIANTS]
+    if bad or not variants: raise ValueError(f"variants must be a non-empty subset of {RIS_VARIANTS}; got {variants!r}.")
+    if ("original" in variants) != (self.variant == "original") or ("original" in variants and len(variants) > 1):
+        raise ValueError(f"'original' draws its own neighbourhood (one neighbour, noise 0.5 std): compute it with RIS(variant='original') alone; got {variants!r} for {self!r}.")
+    bound = isinstance(explainer, _FittedExplainer)
+    if not bound and not callable(explainer): raise TypeError(f"explainer must be an Explainer or a callable; got {type(explainer).__name__}.")
+    f = (lambda s, acts: explainer.explain(s, acts).values) if bound else explainer
+    if states is None and not isinstance(explanation, Attribution): raise ValueError("pass states, or an Attribution that holds them.")
+    x = explanation.states if states is None else (as_states(states, explainer.policy) if bound else np.asarray(states, np.float32))
+    if len(x) == 0: raise ValueError("states is empty (N = 0); RIS needs at least one state.")
+    if explanation is None:
+        if not bound: raise ValueError("with a callable explainer, pass the explanation's values and actions.")
+        explanation = explainer.explain(x, actions)
+    is_ex = isinstance(explanation, Attribution)
+    e = np.asarray(explanation.values if is_ex else explanation, np.float64)
+    if e.shape != x.shape: raise ValueError(f"explanation has shape {e.shape}; states {x.shape}.")
+    if actions is not None: a = np.asarray(actions, np.int64).reshape(-1)
+    elif is_ex: a = explanation.actions
+    elif bound: a = explainer.greedy(x)
+    else: raise ValueError("with a callable explainer, pass the explained actions.")
+    if len(a) != len(x): raise ValueError(f"got {len(a)} actions for {len(x)} states.")
+    N, m = len(x), self.n_neighbors
+    std = noise_scale(self.feature_std, x, "RIS")
+    xn = x[None] + np.random.default_rng(self.seed).standard_normal((m, *x.shape)) * self.noise_std * std
+    if len(x.shape) == 4: xn = np.clip(xn, 0.0, 1.0)
+    xn = xn.astype(np.float32)
+    en = np.asarray(f(xn.reshape(m * N, *x.shape[1:]), np.tile(a, m)), np.float64).reshape(m, *x.shape)
+    flat = lambda v: v.reshape(*v.shape[:2], -1)
+    norm = lambda v: np.linalg.norm(flat(v), ord=self.p, axis=-1)
+    method = explanation.method if is_ex else getattr(explainer, "name", "")
+    out = {}
+    for variant in variants:
+        if variant == "original":
+            num = norm((e[None] - en) / np.clip(e, self.eps, None)[None])
+            den = norm((x[None] - xn) / np.clip(x, self.eps, None)[None])
+            with np.errstate(divide="ignore", invalid="ignore"): per = np.nan_to_num((num / den)[0], nan=0.0)
+            value = float(per.max())
+        else:
+            if variant == "paper":
+                ne, nx = _signed_floor(e, self.eps)[None], _signed_floor(x.astype(np.float64), self.eps)[None]
             else:
-                if variant == "paper":
-                    ne, nx = _signed_floor(e, self.eps)[None], _signed_floor(x.astype(np.float64), self.eps)[None]
-                else:
-                    ne = np.maximum(np.maximum(np.abs(e)[None], np.abs(en)), self.eps)
-                    nx = np.maximum(np.maximum(np.abs(x.astype(np.float64))[None], np.abs(xn.astype(np.float64))), self.eps)
-                per = (norm((e[None] - en) / ne) / np.maximum(norm((x[None] - xn) / nx), self.eps)).max(0)
-                value = float(per.mean())
-            out[variant] = RISResult(per, value, variant, method,
-                                     {"n_neighbors": m, "noise_std": self.noise_std, "p": self.p, "eps": self.eps, "seed": self.seed})
-        return out
+                ne = np.maximum(np.maximum(np.abs(e)[None], np.abs(en)), self.eps)
+                nx = np.maximum(np.maximum(np.abs(x.astype(np.float64))[None], np.abs(xn.astype(np.float64))), self.eps)
+            per = (norm((e[None] - en) / ne) / np.maximum(norm((x[None] - xn) / nx), self.eps)).max(0)
+            value = float(per.mean())
+        out[variant] = RISResult(per, value, variant, method,
+                                 {"n_neighbors": m, "noise_std": self.noise_std, "p": self.p, "eps": self.eps, "seed": self.seed})
+    return out
 
+RIS.variants = _ris_variants
 
 # %% ../../../nbs/attribution/21_robustness.ipynb #5a9bba9e
 class RISMetric(Metric):
