@@ -61,7 +61,7 @@ def _find(*candidates):
 RX_EXPLAIN = _find("rlexplain.attribution:explain", "rlexplain:explain")          # explain(method, policy, states, actions, **params)
 RX_EXPLAINER = _find("rlexplain.attribution:explainer", "rlexplain:explainer")    # explainer(method, **params).explain(policy, states, actions)
 RX_SCORE = _find("rlexplain.attribution:score", "rlexplain.metrics:score", "rlexplain:score")
-RX_RIS = _find("rlexplain.attribution:RIS", "rlexplain.metrics:RIS", "rlexplain:RIS")
+RX_ATTRIBUTION = _find("rlexplain.attribution:Attribution")
 
 
 def _values(att) -> np.ndarray:
@@ -86,9 +86,10 @@ def rx_ris(policy, states, attribution, n_neighbors: int) -> float:
     return float(getattr(r, "value", r))
 
 
-def rx_ris_callable(f, states, values, actions, n_neighbors: int) -> float:
-    "rlexplain's RIS of an explain function `f(states, actions) -> values`."
-    return float(RX_RIS(n_neighbors=n_neighbors)(f, states, values, actions).value)
+def rx_ris_callable(policy, f, states, values, actions, n_neighbors: int) -> float:
+    "rlexplain's RIS of an explain function `f(states, actions) -> values` (score's `explainer=f`)."
+    att = RX_ATTRIBUTION(np.asarray(values), np.asarray(actions), "f")
+    return float(RX_SCORE("RIS", policy, states, att, n_neighbors=n_neighbors, explainer=f).value)
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -251,7 +252,7 @@ def build(args):
         return quantus_ris(M, xs_ris, a_ris, v, ig0_np, n, 0.05 * float(xs_ris.std()))
     def rx_ris_same():
         v = ris_att.setdefault("cap", captum_ig(M, xs_ris, a_ris))
-        return rx_ris_callable(lambda xx, aa: captum_ig(M, xx, aa), xs_ris, v, a_ris, n)
+        return rx_ris_callable(pol, lambda xx, aa: captum_ig(M, xx, aa), xs_ris, v, a_ris, n)
     def quantus_ris_same():
         v = ris_att.setdefault("cap", captum_ig(M, xs_ris, a_ris))
         return quantus_ris(M, xs_ris, a_ris, v, ig0_np, n, 0.05 * float(xs_ris.std()))
@@ -266,7 +267,7 @@ def build(args):
         "ig_image": {"rlexplain": lambda: ig0(x, a), "captum": lambda: captum_ig(M, x, a)},
         "ig_image_100": {"rlexplain": lambda: rx_explain("integrated_gradients", pol, x[:args.ig100_states], a[:args.ig100_states], **ig100),
                          "captum": lambda: captum_ig(M, x[:args.ig100_states], a[:args.ig100_states], bg)},
-        "gradient_shap": {"rlexplain": lambda: rx_explain("gradient_shap", pol, x, a, background=bg, n_background=100, nsamples=200),
+        "gradient_shap": {"rlexplain": lambda: rx_explain("gradient_shap", pol, x, a, background=bg, n_background=100, n_samples=200),
                           "shap": lambda: shap_gradient(Mshap, x, a, bg), "captum": lambda: captum_gradient_shap(M, x, a, bg)},
         "deep_shap": {"rlexplain": lambda: rx_explain("deep_shap", pol, x, a, background=bg, n_background=100),
                       "shap": lambda: shap_deep(Mshap, x, a, bg), "captum": lambda: captum_deeplift_shap(M, x, a, bg)},

@@ -114,7 +114,7 @@ def main():
                      ("captum", lambda: P.captum_ig(M, x, a))],
         "ig_image_100": [("rlexplain", lambda: P.rx_explain("integrated_gradients", pol, x1, a1, background=bg, n_background=100, n_steps=50)),
                          ("captum", lambda: P.captum_ig(M, x1, a1, bg))],
-        "gradient_shap": [("rlexplain", lambda: P.rx_explain("gradient_shap", pol, x, a, background=bg, n_background=100, nsamples=200)),
+        "gradient_shap": [("rlexplain", lambda: P.rx_explain("gradient_shap", pol, x, a, background=bg, n_background=100, n_samples=200)),
                           ("shap", lambda: P.shap_gradient(Ms, x, a, bg)), ("captum", lambda: P.captum_gradient_shap(M, x, a, bg))],
         "deep_shap": [("rlexplain", lambda: P.rx_explain("deep_shap", pol, x, a, background=bg, n_background=100)),
                       ("shap", lambda: P.shap_deep(Ms, x, a, bg)), ("captum", lambda: P.captum_deeplift_shap(M, x, a, bg))],

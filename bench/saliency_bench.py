@@ -22,7 +22,8 @@ from torch import nn
 from rlexplain.core import Policy
 from rlexplain.envs import ToyboxEnv
 from rlexplain.attribution import explain
-from rlexplain.saliency_bench import BENCH_METHODS, insertion_curves, map_similarity, sanity_check
+from rlexplain.attribution import PAPER_PARAMS
+from rlexplain.saliency_bench import insertion_curves, map_similarity, sanity_check
 
 
 def nature_cnn(hidden: int = 256, n_actions: int = 4) -> nn.Module:
@@ -63,10 +64,10 @@ def main():
         n = len(obs) if bs > 1 else min(2, len(obs))
         dt, _ = timed(lambda: insertion_curves(pol, obs[:n], maps[:n], batch_size=bs))
         print(f"insertion metric, {label:<58s} {dt / n:8.3f} s per state")
-    ref = explain("occlusion", pol, obs[:2], **BENCH_METHODS["occlusion"][1])
+    ref = explain("occlusion", pol, obs[:2], **PAPER_PARAMS["occlusion"][1])
     dt, sc = timed(lambda: sanity_check(pol, obs[:2], "occlusion", reference=ref))
     print(f"sanity check, occlusion patch 2, {len(sc.layers)} layers (maps + similarities)      {dt / 2:8.3f} s per state")
-    dt_map, _ = timed(lambda: explain("occlusion", pol, obs[:2], **BENCH_METHODS["occlusion"][1]))
+    dt_map, _ = timed(lambda: explain("occlusion", pol, obs[:2], **PAPER_PARAMS["occlusion"][1]))
     print(f"  of which one occlusion map (x {len(sc.layers)} per state)                          {dt_map / 2:8.3f} s per map")
     m1, m2 = np.random.default_rng(1).random((2, 20, 84, 84))
     for metric in ("spearman", "ssim", "hog"):

@@ -24,18 +24,18 @@ __all__ = ['DEMO_EXPLAINERS', 'DEMO_METRICS', 'NOISE_METRICS', 'PAIRS', 'setting
 
 # %% ../nbs/41_explainers_metrics.ipynb #7f2c743e
 DEMO_EXPLAINERS = {
-    "image": {"occlusion": dict(patch=4), "noise_sensitivity": dict(radius=6), "sarfa": dict(radius=4), "rise": dict(n_masks=300),
-              "lime_slic": dict(num_samples=300), "lime_quickshift": dict(num_samples=300), "lime_felzenszwalb": dict(num_samples=300),
+    "image": {"occlusion": dict(patch=4), "noise_sensitivity": dict(radius=6), "sarfa": dict(radius=4), "rise": dict(n_samples=300),
+              "lime_slic": dict(n_samples=300), "lime_quickshift": dict(n_samples=300), "lime_felzenszwalb": dict(n_samples=300),
               "perturbation_saliency": dict(stride=8), "deep_shap": dict(n_background=4),
-              "gradient_shap": dict(n_background=4, nsamples=20), "integrated_gradients": dict(n_background=2, n_steps=16), "random": {}},
-    "tabular": {"perturbation_saliency": {}, "sarfa": {}, "tabular_shap": {}, "tabular_lime": dict(num_samples=1000),
-                "deep_shap": dict(n_background=50), "gradient_shap": dict(n_background=50, nsamples=50),
+              "gradient_shap": dict(n_background=4, n_samples=20), "integrated_gradients": dict(n_background=2, n_steps=16), "random": {}},
+    "tabular": {"perturbation_saliency": {}, "sarfa": {}, "tabular_shap": {}, "tabular_lime": dict(n_samples=1000),
+                "deep_shap": dict(n_background=50), "gradient_shap": dict(n_background=50, n_samples=50),
                 "integrated_gradients": dict(n_background=20), "random": {}},
 }
 DEMO_METRICS = {
     "image": {"AIM": dict(pixel_step=336), "AUM": dict(pixel_step=336), "PGI": dict(pixel_step=336), "PGU": dict(pixel_step=336),
-              "RIS": dict(n_neighbors=1), "insertion_black_q": dict(pixels_per_step=336), "insertion_black_advantage": dict(pixels_per_step=336),
-              "insertion_random_q": dict(pixels_per_step=336), "insertion_random_advantage": dict(pixels_per_step=336),
+              "RIS": dict(n_neighbors=1), "insertion_black_q": dict(pixel_step=336), "insertion_black_advantage": dict(pixel_step=336),
+              "insertion_random_q": dict(pixel_step=336), "insertion_random_advantage": dict(pixel_step=336),
               "sanity_spearman": dict(last_layers=3), "sanity_ssim": dict(last_layers=3), "sanity_hog": dict(last_layers=3)},
     "tabular": {"AIM": {}, "AUM": {}, "PGI": {}, "PGU": {}, "RIS": dict(n_neighbors=3), "sanity_spearman": {}},
 }
@@ -123,7 +123,7 @@ class Comparison(Result):
         "Heat map of direction-aligned ranks (1 = best) with each cell's 95% bootstrap interval over states. Returns the Axes."
         r = self.ranks(n_boot, seed)
         M, J = len(self.methods), len(self.metrics)
-        ax = ax or plt.subplots(figsize=(1.0 + 0.62 * J, 0.8 + 0.36 * M))[1]
+        ax = ax or plt.subplots(figsize=(1.6 + 0.8 * J, 1.4 + 0.45 * M))[1]   # cells big enough for two 8-pt lines
         grid = r.pivot(index="method", columns="metric", values="rank").loc[self.methods, self.metrics].to_numpy()
         im = ax.imshow(grid, cmap="viridis_r", vmin=1, vmax=M, aspect="auto")
         lo = r.pivot(index="method", columns="metric", values="rank_lo").loc[self.methods, self.metrics].to_numpy()
@@ -131,14 +131,14 @@ class Comparison(Result):
         for a in range(M):
             for b in range(J):
                 if np.isfinite(grid[a, b]):
-                    ax.text(b, a, f"{grid[a, b]:.0f}\n{lo[a, b]:.0f}-{hi[a, b]:.0f}", ha="center", va="center", fontsize=5,
+                    ax.text(b, a, f"{grid[a, b]:.0f}\n{lo[a, b]:.0f}-{hi[a, b]:.0f}", ha="center", va="center", fontsize=8,
                             color="black" if grid[a, b] < (M + 1) / 2 else "white")
         hib = r.groupby("metric", sort=False).higher_is_better.first()
-        ax.set_xticks(range(J), [f"{j} {'↑' if hib[j] else '↓'}" for j in self.metrics], rotation=60, ha="right", fontsize=6)
-        ax.set_yticks(range(M), self.methods, fontsize=6)
-        ax.set_xlabel("metric (↑ higher is better, ↓ lower is better)", fontsize=7); ax.set_ylabel("explainer", fontsize=7)
-        cb = ax.figure.colorbar(im, ax=ax, fraction=0.04, pad=0.02); cb.ax.tick_params(labelsize=6)
-        cb.set_label("rank (1 = best), 95% interval over states", fontsize=6)
+        ax.set_xticks(range(J), [f"{j} {'↑' if hib[j] else '↓'}" for j in self.metrics], rotation=60, ha="right", fontsize=8)
+        ax.set_yticks(range(M), self.methods, fontsize=8)
+        ax.set_xlabel("metric (↑ higher is better, ↓ lower is better)", fontsize=8); ax.set_ylabel("explainer", fontsize=8)
+        cb = ax.figure.colorbar(im, ax=ax, fraction=0.04, pad=0.02); cb.ax.tick_params(labelsize=8)
+        cb.set_label("rank among explainers (1 = best)\ncells: rank, 95% interval over states", fontsize=8)
         ax.set_title(title or f"{self.params.get('agent', '')}: ranks of {M} explainers on {J} metrics", fontsize=8)
         return ax
 

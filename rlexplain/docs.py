@@ -99,7 +99,7 @@ COURSE: dict[str, list[tuple[str, list[str]]]] = {   # part -> [(notebook stem, 
         ("51_switching", ["50_shift_timeseries", "52_timeseries_study"]),
         ("95_scoreboard", ["10_ir", "21_ranld_study", "33_saliency_study", "40_xrlbench", "52_timeseries_study"])],
     APPENDIX: [
-        ("00_core", []), ("00a_compute", []), ("00b_runs", []), ("01_envs", []), ("02_agents", ["01_envs"]), ("03_interventions", ["01_envs"]),
+        ("00_core", []), ("00a_compute", []), ("00b_runs", []), ("01_envs", []), ("02_agents", ["01_envs"]), ("02a_agent_zoo", ["02_agents"]), ("03_interventions", ["01_envs"]),
         ("90_cli", []), ("92_lessons", []), ("93_docs", [])],
 }
 

@@ -282,10 +282,10 @@ class MovieFrames:
         self.bars = self.ax_bar.barh(np.arange(A), self.vals[0], color="0.6")
         self.ax_bar.set_yticks(np.arange(A), names[:A], fontsize=8); self.ax_bar.invert_yaxis()
         lo, hi = (0.0, 1.0) if ep.output_kind == "logits" else (min(0.0, self.vals.min()), max(self.vals.max(), 1e-6))
-        self.ax_bar.set_xlim(lo, hi + 0.05 * (hi - lo)); self.ax_bar.tick_params(labelsize=7)
+        self.ax_bar.set_xlim(lo, hi + 0.05 * (hi - lo)); self.ax_bar.tick_params(labelsize=8)
         self.ax_bar.set_xlabel("action probability" if ep.output_kind == "logits" else "q-value", fontsize=8)
         how = "one scale for the episode" if ep.scale == "episode" else "each frame its own scale"
-        self.fig.text(0.62, 0.01, f"{ep.method}: |S| / {float(ep.color_scale.max()):.3g} ({how})", fontsize=6.5, color="0.3")
+        self.fig.text(0.46, 0.01, f"{ep.method}: |S| / {float(ep.color_scale.max()):.3g} ({how})", fontsize=8, color="0.3")
         self.title = self.fig.text(0.01, 0.93, "", fontsize=9)
         for a in (self.im, self.title, *self.bars): a.set_animated(True)    # drawn per frame over a saved background (blitting)
         self.fig.canvas.draw(); self.background = self.fig.canvas.copy_from_bbox(self.fig.bbox)
@@ -480,10 +480,10 @@ class OverlapStudy(Result):
             r = s[s.method == m].set_index("reference").reindex(refs); x = np.arange(len(refs)) - 0.4 + w * (j + 0.5)
             ax.errorbar(x, r["diff"], yerr=[r["diff"] - r.diff_low, r.diff_high - r["diff"]], fmt="o", ms=4, capsize=3, color=f"C{j}", label=m)
         ax.axhline(0, color="0.4", lw=0.8, ls="--")
-        ax.set_xticks(np.arange(len(refs)), refs, fontsize=8); ax.tick_params(labelsize=7)
+        ax.set_xticks(np.arange(len(refs)), refs, fontsize=8); ax.tick_params(labelsize=8)
         ax.set_ylabel(f"top-{self.k} overlap - random's", fontsize=8)
         ax.set_title(f"{self.env_id}: n = {int(s.n.max())} states, {self.level:.0%} t intervals", fontsize=8)
-        ax.legend(fontsize=6.5, frameon=False)
+        ax.legend(fontsize=8, frameon=False)
         return ax
 
 # %% ../nbs/32_episode.ipynb #d521e423

@@ -270,6 +270,6 @@ def plot_interventions(game: str, state: dict | None = None, # None: the game's 
     ivs = [get(g, n) for n in names] if names else list({iv.family: iv for iv in reversed(registry(g))}.values())[::-1]
     fig, axs = plt.subplots(1, len(ivs) + 1, figsize=figsize)
     for ax, (title, s) in zip(axs, [("original", state)] + [(iv.name, iv.apply(state)) for iv in ivs]):
-        ax.imshow(render_state(g, s)); ax.set_title(title, fontsize=7); ax.axis("off")
+        ax.imshow(render_state(g, s)); ax.set_title(title, fontsize=8); ax.axis("off")
     fig.tight_layout()
     return fig

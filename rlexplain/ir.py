@@ -226,23 +226,23 @@ class IRMatrix(Result):
         families), columns = sampled states labelled by their trajectory step ("start" for the start state).
         Grey cells: the intervention does not fit that state (NaN, e.g. a brick row that is already gone).
         Returns the Axes (the image is `ax.images[0]`)."""
-        ax = ax or plt.subplots(figsize=(5, max(3.0, 0.1 * self.R.shape[0] + 1)), layout="constrained")[1]
+        ax = ax or plt.subplots(figsize=(5, max(3.0, 0.16 * self.R.shape[0] + 1.6)), layout="constrained")[1]   # ~0.16 in per 8-pt row label
         data = self.normalized if normalized else self.R
         cmap = plt.get_cmap("RdBu" if normalized else "viridis").copy(); cmap.set_bad("0.5")
         im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", interpolation="nearest", cmap=cmap,
                        vmin=-vlim if normalized else 0, vmax=vlim if normalized else 1)
-        ax.set_title(f"{self.pipeline} @ {self.frames:.2g} frames", fontsize=7)
+        ax.set_title(f"{self.pipeline} @ {self.frames:.2g} frames", fontsize=8)
         steps = ["start" if s < 0 else str(s) for s in self.state_steps]
         every = max(1, len(steps) // 10)
         ax.set_xticks(range(0, len(steps), every), steps[::every], rotation=90)
-        if labels: ax.set_xlabel("sampled state (trajectory step)", fontsize=6); ax.set_ylabel("intervention", fontsize=6)
-        if row_labels: ax.set_yticks(range(len(self.interventions)), self.interventions, fontsize=max(3.0, min(6.0, 180 / len(self.interventions))))
+        if labels: ax.set_xlabel("sampled state (trajectory step)", fontsize=8); ax.set_ylabel("intervention", fontsize=8)
+        if row_labels: ax.set_yticks(range(len(self.interventions)), self.interventions, fontsize=8)
         else: ax.set_yticks([])
         fam = [_family(n) for n in self.interventions]
         for k in range(1, len(fam)):
             if fam[k] != fam[k - 1]: ax.axhline(k - 0.5, color="k" if normalized else "w", lw=0.6)
-        ax.tick_params(axis="x", labelsize=4.5); ax.tick_params(axis="y", length=1.5)
-        if colorbar: ax.figure.colorbar(im, ax=ax, shrink=0.8, label=("R - R(no intervention)" if normalized else "R") + "  (grey: does not fit)")
+        ax.tick_params(axis="x", labelsize=8); ax.tick_params(axis="y", length=1.5)
+        if colorbar: ax.figure.colorbar(im, ax=ax, shrink=0.8, label=("R - R(no intervention) (unitless)" if normalized else "R = 1 - JSD / log2(n) (unitless, 1 = agents agree)") + "\n(grey: does not fit)")
         return ax
 
 def _family(name: str) -> str:
@@ -526,7 +526,7 @@ class IRStudy(Result):
         pipes = list(dict.fromkeys(m.pipeline for m in ms))
         ncol = max(sum(m.pipeline == p for m in ms) for p in pipes)
         rows = max(m.R.shape[0] for m in ms)
-        h = max(panel, 0.075 * rows + 0.5)
+        h = max(panel, 0.16 * rows + 0.6)   # ~0.16 in per 8-pt row label: the figure grows with the interventions
         fig, axs = plt.subplots(len(pipes), ncol + 1, figsize=(panel * (ncol + 1) + 2.4, h * len(pipes) + 0.8),
                                 squeeze=False, constrained_layout=True, gridspec_kw={"width_ratios": [1] * ncol + [0.8]})
         im = None; n_nan = 0
@@ -538,8 +538,8 @@ class IRStudy(Result):
                     row[c].plot(ax, normalized=normalized, labels=False, vlim=vlim, row_labels=(c == 0), colorbar=False)
                     im = ax.images[0]; n_nan += int(np.isnan(row[c].R).sum())
                 else: ax.axis("off")
-                if r == len(pipes) - 1: ax.set_xlabel("sampled state (trajectory step)", fontsize=6)
-            axs[r, 0].set_ylabel(f"{pipe}: intervention", fontsize=7)
+                if r == len(pipes) - 1 and c == 0: ax.set_xlabel("sampled state (trajectory step)", fontsize=8)   # once: 8-pt text is wider than a panel
+            axs[r, 0].set_ylabel(f"{pipe}: intervention", fontsize=8)
             perf = self.performance[(self.performance.game == game) & (self.performance.pipeline == pipe)]
             per_agent = perf.groupby(["frames", "seed"])["return"].mean().reset_index()
             ax = axs[r, -1]
@@ -547,11 +547,11 @@ class IRStudy(Result):
             ax.scatter([x[f] for f in per_agent.frames], per_agent["return"], s=6, alpha=0.6, label="one agent")
             ax.plot(range(len(fr)), per_agent.groupby("frames")["return"].mean().reindex(fr), "k-o", ms=3, lw=1, label="mean")
             ax.set_xticks(range(len(fr)), [f"{f:.2g}" for f in fr], rotation=45); ax.set_xlim(-0.5, len(fr) - 0.5)
-            ax.tick_params(labelsize=6); ax.set_title("return per agent", fontsize=7); ax.set_ylabel("episode return", fontsize=6)
-            if r == 0 and len(fr): ax.legend(fontsize=5, loc="best")
-            if r == len(pipes) - 1: ax.set_xlabel("frames", fontsize=7)
+            ax.tick_params(labelsize=8); ax.set_title("return per agent", fontsize=8); ax.set_ylabel("episode return", fontsize=8)
+            if r == 0 and len(fr): ax.legend(fontsize=8, loc="best")
+            if r == len(pipes) - 1: ax.set_xlabel("frames", fontsize=8)
         if im is not None:
-            fig.colorbar(im, ax=axs[:, :-1], shrink=0.5, label="R - R(no intervention)" if normalized else "R (1 = agents agree)")
+            fig.colorbar(im, ax=axs[:, :-1], shrink=0.5, label="R - R(no intervention) (unitless)" if normalized else "R = 1 - JSD / log2(n) (unitless, 1 = agents agree)")
         note = f"grey: intervention does not fit the state (NaN, {n_nan} cells)" if n_nan else "no NaN cells"
         fig.suptitle(f"{'Normalised i' if normalized else 'I'}nterventional robustness: {game}  ({note})", fontsize=8)
         return fig

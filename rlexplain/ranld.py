@@ -305,7 +305,7 @@ class PrincipalDirection(Result):
             img = frames_image(v if v.ndim == 3 else v.reshape(-1, *v.shape[-2:]), frames)
             lim = float(np.nanmax(np.abs(img))) or 1.0
             im = ax.imshow(img, cmap=cmap, vmin=-lim, vmax=lim); ax.set_xticks([]); ax.set_yticks([])
-            if colorbar: ax.figure.colorbar(im, ax=ax, fraction=0.02, pad=0.01).set_label("entry of $\\mathcal{G}_S$ (unit norm)", fontsize=6)
+            if colorbar: ax.figure.colorbar(im, ax=ax, fraction=0.02, pad=0.01).set_label("entry of $\\mathcal{G}_S$ (unitless, unit-norm vector)", fontsize=8)
         ax.set_title(f"$\\mathcal{{G}}_S$ {self.name} (n={self.n_states}, $\\lambda_1$={self.eigenvalue:.3g})", fontsize=8)
         return ax
 
@@ -318,7 +318,7 @@ class PrincipalDirection(Result):
         if ax is None: _, ax = plt.subplots(figsize=(2.6, 2.4))
         s = self.spectrum(frame); lo = np.percentile(s, 1)
         im = ax.imshow(s, cmap=cmap, vmin=lo, vmax=s.max()); ax.set_xticks([]); ax.set_yticks([])
-        ax.figure.colorbar(im, ax=ax, fraction=0.04, pad=0.02).set_label("log10 |FFT|", fontsize=6)
+        ax.figure.colorbar(im, ax=ax, fraction=0.04, pad=0.02).set_label("log10 |FFT of $\\mathcal{G}_S$| (unitless)", fontsize=8)
         ax.set_title(f"log|FFT| {self.name} (frame {frame})", fontsize=8)
         return ax
 

@@ -65,7 +65,7 @@ def _flag_noop(ax, bars, noop) -> None:
     for b, flag in zip(bars, noop):
         if not flag or not np.isfinite(b.get_height()): continue
         b.set_hatch("////"); b.set_edgecolor("k"); b.set_alpha(0.55)
-        ax.text(b.get_x() + b.get_width() / 2, b.get_height() / 2, "no-op", rotation=90, ha="center", va="center", fontsize=6,
+        ax.text(b.get_x() + b.get_width() / 2, b.get_height() / 2, "no-op", rotation=90, ha="center", va="center", fontsize=8,
                 bbox=dict(facecolor="w", edgecolor="none", pad=0.5))
 
 @dataclasses.dataclass(frozen=True)
@@ -109,9 +109,9 @@ class QuotientTable(Result):
             sub = s[s["at"] == a].set_index("condition").reindex(conds); x = np.arange(len(conds)) + j * w
             bars = ax.bar(x, sub.quotient_mean, w, yerr=sub.quotient_std, capsize=2, label=f"at={a}")
             _flag_noop(ax, bars, noop)
-        ax.set_xticks(np.arange(len(conds)) + w * (len(ats) - 1) / 2); ax.set_xticklabels(conds, fontsize=7)
-        ax.set_ylim(0, 1.15); ax.set_ylabel("$\\Lambda(\\cdot, S)$ (mean ± std over runs)", fontsize=7)
-        if len(ats) > 1: ax.legend(fontsize=7)
+        ax.set_xticks(np.arange(len(conds)) + w * (len(ats) - 1) / 2); ax.set_xticklabels(conds, fontsize=8)
+        ax.set_ylim(0, 1.15); ax.set_ylabel("$\\Lambda(\\cdot, S)$ (mean ± std over runs)", fontsize=8)
+        if len(ats) > 1: ax.legend(fontsize=8)
         return ax
 
     def plot_directions(self, ax=None, frame: int = -1, cmap: str = "RdBu_r", colorbar: bool = True):
@@ -122,9 +122,9 @@ class QuotientTable(Result):
         if v.ndim != 4: raise ValueError(f"plot_directions needs image directions (K, C, H, W); got {v.shape}.")
         fr = np.stack([f / (np.abs(f).max() or 1.0) for f in v[:, int(frame)]])
         im = ax.imshow(frames_image(fr), cmap=cmap, vmin=-1, vmax=1); ax.set_yticks([])
-        if colorbar: ax.figure.colorbar(im, ax=ax, fraction=0.025, pad=0.01).set_label("G / max|G| (per condition)", fontsize=6)
+        if colorbar: ax.figure.colorbar(im, ax=ax, fraction=0.025, pad=0.01).set_label("G / max|G| (unitless, per condition)", fontsize=8)
         W = v.shape[-1]; ax.set_xticks([(W + 2) * k + W / 2 for k in range(len(self.labels))])
-        ax.set_xticklabels(self.labels, fontsize=7); ax.tick_params(length=0)
+        ax.set_xticklabels(self.labels, fontsize=8); ax.tick_params(length=0)
         return ax
 
 # %% ../nbs/21_ranld_study.ipynb #3329023b
@@ -342,11 +342,12 @@ def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
         bars = ax.bar(x, dg.quotient_mean, w, yerr=dg.quotient_std, label=g, color=f"C{k}", capsize=2)
         _flag_noop(ax, bars, (dg.changed.fillna(1).to_numpy() == 0) & (dg.index != BASELINE))
         ax.scatter(x, dg.paper_mean, marker="_", s=120, color="k", zorder=3, label="paper" if k == 0 else None)
-    ax.set_xticks(np.arange(len(conds))); ax.set_xticklabels([c.replace(" (S-hat)", "") for c in conds], rotation=30, ha="right", fontsize=7)
+    ax.set_xticks(np.arange(len(conds))); ax.set_xticklabels([c.replace(" (S-hat)", "") for c in conds], rotation=30, ha="right", fontsize=8)
     if ((d.changed.fillna(1) == 0) & (d.condition != BASELINE)).any():
         ax.bar([np.nan], [np.nan], color="w", edgecolor="k", hatch="////", label="no-op: the attack changed no observation")
-    ax.set_ylabel("$\\Lambda(\\cdot, S)$ (mean ± std over runs)", fontsize=7); ax.set_ylim(0, 1.3); ax.set_yticks(np.linspace(0, 1, 6))
-    ax.legend(fontsize=6, ncol=len(games) + 2, loc="upper center", frameon=False)   # above the bars (Lambda <= 1)
+    ax.set_ylabel("$\\Lambda(\\cdot, S)$ (mean ± std over runs)", fontsize=8); ax.set_ylim(0, 1.3); ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_title(f"$\\Lambda$ per game and shift, gradients at the {at} frames", fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)   # right of the bars
     return ax
 
 def tables_config(scale: str | None = None) -> RANLDConfig:
@@ -426,13 +427,13 @@ class PolicyComparison(Result):
             ax.set_title(f"log|FFT| (entropy {self.table.spectral_entropy.iloc[k]:.3f})", fontsize=8)
             ax = fig.add_subplot(gs[k, 2]); g = self.grad_sq_norms[k]; g = g[np.isfinite(g)]
             ax.hist(g / g.mean(), bins=40, color=f"C{k}"); ax.set_title(f"$\\|\\nabla J\\|^2$ / mean, CV {self.table.grad_norm_cv.iloc[k]:.2f}", fontsize=8)
-            ax.tick_params(labelsize=7)
+            ax.tick_params(labelsize=8)
         ax = fig.add_subplot(gs[K, :])
         for k, lab in enumerate(self.labels):
             g = self.grad_sq_norms[k]; g = g[np.isfinite(g)]
             ax.plot(g / g.mean(), lw=0.7, label=lab, color=f"C{k}")
         ax.set_xlabel("state (time)", fontsize=8); ax.set_ylabel("$\\|\\nabla J\\|^2$ / mean", fontsize=8)
-        ax.legend(fontsize=7); ax.tick_params(labelsize=7)
+        ax.legend(fontsize=8); ax.tick_params(labelsize=8)
         fig.tight_layout(); return fig
 
 # %% ../nbs/21_ranld_study.ipynb #d78ed03c

@@ -9,11 +9,11 @@ from __future__ import annotations
 __all__ = ['demo_section']
 
 # %% ../nbs/30_saliency.ipynb #e2f7dfc6
-from .attribution import gaussian_blur, sarfa_score   # the shared blur and SARFA score, used by the lesson's checks
+from .attribution import gaussian_blur   # the shared blur, used by the lesson's checks
 
 # %% ../nbs/30_saliency.ipynb #a4e8b531
 from .attribution import (
-    lime, LIME_SEGMENTATIONS, noise_sensitivity, occlusion, PAPER_PARAMS, RISE, rise, sarfa, segment)
+    LIME_SEGMENTATIONS, LIMEFelzenszwalb, LIMEQuickshift, LIMESlic, NoiseSensitivity, Occlusion, PAPER_PARAMS, RISE, SARFA, segment)
 from .attribution import Attribution
 
 # %% ../nbs/30_saliency.ipynb #9820db77

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 # %% auto #0
-__all__ = ['BENCH_METHODS', 'METHOD_LABELS', 'PAPER_CALIBRATION', 'Z99', 'SANITY_COLUMNS', 'DEMO_GRIDS', 'random_saliency',
-           'bench_maps', 'random_map_calibration', 'SanityCheck', 'sanity_check', 'sanity_scores', 'load_bench_agent',
+__all__ = ['METHOD_LABELS', 'PAPER_CALIBRATION', 'Z99', 'SANITY_COLUMNS', 'DEMO_GRIDS', 'random_saliency', 'bench_maps',
+           'random_map_calibration', 'SanityCheck', 'sanity_check', 'sanity_scores', 'load_bench_agent',
            'collect_stream', 'penultimate_features', 'highlights_importance', 'Highlights', 'highlights_div',
            'paper_grid', 'Tuning', 'bench_insertion', 'tune']
 
@@ -40,13 +40,6 @@ from .saliency import PAPER_PARAMS
 from .stats import t_quantile
 
 # %% ../nbs/31_saliency_bench.ipynb #0e1ef6fc
-BENCH_METHODS = {   # key -> (rlexplain.saliency method, parameters)
-    **PAPER_PARAMS,
-    "occlusion_gray": ("occlusion", dict(patch=2, color=0.5, softmax=False)),                    # Table 10
-    "sarfa_blur": ("sarfa", dict(radius=2, perturbation="blur")),                                # Table 10
-    "noise_sensitivity_black": ("noise_sensitivity", dict(radius=3, perturbation="black")),      # Section 5
-    "noise_sensitivity_chosen_action": ("noise_sensitivity", dict(radius=3, score="chosen_action")),  # Section 5
-}
 METHOD_LABELS = {"occlusion": "Occlusion", "noise_sensitivity": "Noise", "sarfa": "SARFA", "rise": "RISE",
                  "lime_felzenszwalb": "LIME Felz", "lime_quickshift": "LIME quick", "lime_slic": "LIME slic",
                  "random": "Baseline", "occlusion_gray": "Occlusion gray", "sarfa_blur": "SARFA blur",
@@ -77,17 +70,15 @@ class _FunctionExplainer(Explainer):
         return np.repeat(pix[:, None] / np.float32(C), C, 1), {"pixel_map": pix}
 
 def _bench_explainer(method: str | Callable, **overrides) -> Explainer:
-    """The explainer of a `BENCH_METHODS` key (the registry's method with the benchmark's parameters), "random", or a custom function
+    """The explainer of a `PAPER_PARAMS` key (the registry's method with the benchmark's parameters), "random", or a custom function
     `f(policy, obs, action) -> image Attribution`, with `overrides`. Raises `KeyError` for an unknown key."""
     if callable(method): return _FunctionExplainer(method, **overrides)
     if method == "random": key, params = "random", {}
-    elif method in BENCH_METHODS:
-        name, params = BENCH_METHODS[method]
-        key = f"lime_{params['segmentation']}" if name == "lime" else name     # the explainer registry's name of the method
-    else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(BENCH_METHODS)}.")
+    elif method in PAPER_PARAMS: key, params = PAPER_PARAMS[method]          # the explainer registry's name and the paper's parameters
+    else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(PAPER_PARAMS)}.")
     return explainer(key, **{**params, **overrides})
 
-def bench_maps(method: str | Callable,  # a key of BENCH_METHODS, "random", or f(policy, obs, action) -> image Attribution
+def bench_maps(method: str | Callable,  # a key of PAPER_PARAMS, "random", or f(policy, obs, action) -> image Attribution
                policy: Policy,          # any Policy with image observations
                obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
                action: Any = None,      # None: greedy action; an int or (B,) ints
@@ -155,11 +146,11 @@ def _plot_sanity(df: pd.DataFrame, axes=None, metrics: Sequence[str] | None = No
         for method, d in s[s.metric == metric].groupby("method", sort=False):
             d = d.sort_values("n_randomized")
             ax.plot(d.n_randomized, d["mean"], marker="o", ms=3, label=METHOD_LABELS.get(method, method))
-            ax.fill_between(d.n_randomized, d["mean"] - d.ci99, d["mean"] + d.ci99, alpha=0.2)
+            ax.fill_between(d.n_randomized, d["mean"] - d.ci99, d["mean"] + d.ci99, alpha=0.2, label=f"{METHOD_LABELS.get(method, method)}: 99% CI")
         ax.set_title(titles.get(metric, metric), fontsize=9); ax.set_xlabel("randomised layers (from output)", fontsize=8)
-        ax.set_ylim(-0.05, 1.05); ax.tick_params(labelsize=7)
+        ax.set_ylim(-0.05, 1.05); ax.tick_params(labelsize=8)
     axes[0].set_ylabel("similarity to original", fontsize=8)
-    axes[-1].legend(fontsize=6, loc="upper right")
+    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)   # outside: lines and their 99% CI bands
     axes[0].figure.tight_layout()
     return axes[0].figure
 
@@ -190,7 +181,7 @@ class SanityCheck(Result):
 
 def sanity_check(policy: Policy,           # the trained agent
                  obs: Any,                 # (B, C, H, W) float32 in [0, 1] or uint8: the states to explain
-                 method: str | Callable = "occlusion", # a key of BENCH_METHODS or f(policy, obs, action) -> image Attribution
+                 method: str | Callable = "occlusion", # a key of PAPER_PARAMS or f(policy, obs, action) -> image Attribution
                  action: Any = None,       # None: the original agent's greedy actions; an int or (B,) ints
                  reference: Attribution | None = None, # the original agent's maps (or (B, H, W) values), if already computed
                  metrics: Sequence[str] = SIMILARITY_METRICS,
@@ -322,8 +313,8 @@ class Highlights(Result):
         ax = ax or plt.subplots(figsize=(6, 2))[1]
         ax.plot(self.importance, lw=0.8, color="0.4")
         ax.scatter(self.indices, self.importance[self.indices], color="C3", zorder=3, s=15, label="chosen")
-        ax.set_xlabel("state", fontsize=8); ax.set_ylabel("max Q - 2nd max Q", fontsize=8); ax.legend(fontsize=7)
-        ax.tick_params(labelsize=7)
+        ax.set_xlabel("state", fontsize=8); ax.set_ylabel("max Q - 2nd max Q", fontsize=8); ax.legend(fontsize=8)
+        ax.tick_params(labelsize=8)
         return ax
 
 def highlights_div(policy: Policy,          # the agent (q-values or logits, >= 2 actions)
@@ -371,8 +362,8 @@ DEMO_GRIDS = {   # small tuning grids around the paper's final parameters
     "occlusion": [dict(patch=p, color=c) for p in (2, 4, 8) for c in (0.0, 0.5)],
     "noise_sensitivity": [dict(radius=r) for r in (3, 5, 8)],
     "sarfa": [dict(radius=r, perturbation=pt) for r in (2, 4) for pt in ("black", "blur")],
-    "rise": [dict(n_masks=n, s=s, p=0.5) for n in (500, 1000) for s in (8, 16)],
-    "lime_slic": [dict(n_segments=k, num_samples=n) for k in (100, 200) for n in (1000, 2000)],
+    "rise": [dict(n_samples=n, s=s, p=0.5) for n in (500, 1000) for s in (8, 16)],
+    "lime_slic": [dict(n_segments=k, n_samples=n) for k in (100, 200) for n in (1000, 2000)],
 }
 
 def paper_grid(key: str) -> list[dict]:
@@ -380,14 +371,14 @@ def paper_grid(key: str) -> list[dict]:
     if key == "occlusion": return [dict(patch=p, color=c, softmax=s) for p in range(1, 11) for c in (0.0, 0.5) for s in (False, True)]
     if key == "noise_sensitivity": return [dict(radius=r) for r in range(1, 11)]
     if key == "sarfa": return [dict(radius=r, perturbation=pt) for r in range(1, 11) for pt in ("black", "blur")]
-    if key == "rise": return [dict(n_masks=n, s=s, p=round(p / 10, 1), softmax=sm) for n in range(500, 3001, 500)
+    if key == "rise": return [dict(n_samples=n, s=s, p=round(p / 10, 1), softmax=sm) for n in range(500, 3001, 500)
                               for s in range(4, 25) for p in range(1, 10) for sm in (False, True)]
     samples = range(1000, 3001, 500)
-    if key == "lime_felzenszwalb": return [dict(scale=sc, sigma=sg / 4, min_size=ms, num_samples=n) for sc in range(1, 102, 20)
+    if key == "lime_felzenszwalb": return [dict(scale=sc, sigma=sg / 4, min_size=ms, n_samples=n) for sc in range(1, 102, 20)
                                            for sg in range(5) for ms in range(1, 9) for n in samples]
-    if key == "lime_slic": return [dict(n_segments=k, compactness=c, sigma=sg / 4, num_samples=n) for k in [40] + list(range(60, 241, 20))
+    if key == "lime_slic": return [dict(n_segments=k, compactness=c, sigma=sg / 4, n_samples=n) for k in [40] + list(range(60, 241, 20))
                                    for c in (0.001, 0.01, 0.1, 1.0, 10.0) for sg in range(5) for n in samples]
-    if key == "lime_quickshift": return [dict(ratio=r, kernel_size=k, max_dist=k * i, num_samples=n) for r in (0.0, 0.33, 0.66, 0.99)
+    if key == "lime_quickshift": return [dict(ratio=r, kernel_size=k, max_dist=k * i, n_samples=n) for r in (0.0, 0.33, 0.66, 0.99)
                                          for k in range(1, 7) for i in range(1, 5) for n in samples]
     raise KeyError(f"no paper grid for {key!r}; expected one of {list(DEMO_GRIDS)[:4]} or lime_felzenszwalb/slic/quickshift.")
 
@@ -411,7 +402,7 @@ class Tuning(Result):
         ax.scatter(t.seconds_per_map, t.score, s=12, c=np.where(t.chosen, "C3", "C0"))
         ax.axvline(self.max_seconds, color="0.5", ls="--", lw=0.8)
         ax.set_xlabel("seconds per map", fontsize=8); ax.set_ylabel("z(q AUC) + z(adv AUC)", fontsize=8)
-        ax.set_title(f"tuning {self.method}", fontsize=9); ax.tick_params(labelsize=7)
+        ax.set_title(f"tuning {self.method}", fontsize=9); ax.tick_params(labelsize=8)
         return ax
 
 def _zscore(v: np.ndarray) -> np.ndarray:
@@ -423,7 +414,7 @@ def bench_insertion(policy: Policy,         # the agent
                     maps: Attribution,      # (B, H, W) maps of `obs`, e.g. `bench_maps`
                     starts: Sequence[str] = INSERTION_STARTS, # start images, a non-empty subset of INSERTION_STARTS
                     game: str = "",         # label of the result
-                    **params,               # the insertion metrics' parameters: pixels_per_step, seed, batch_size
+                    **params,               # the insertion metrics' parameters: pixel_step, seed, batch_size
                     ) -> InsertionResult:   # curves (B, S, K)
     """The insertion curves (Huber et al. 2023, Section 3) of `maps` from every start in `starts` (one pass), through
     `rlexplain.attribution.score` (an `insertion_*` metric's `raw` curves). Raises `ValueError` for starts that are not a non-empty subset of `INSERTION_STARTS`, and as `insertion_curves`."""
@@ -434,7 +425,7 @@ def bench_insertion(policy: Policy,         # the agent
 
 def tune(policy: Policy,                 # the agent
          obs: Any,                       # (B, C, H, W) tuning states (paper: 10 HIGHLIGHTS-DIV states)
-         method: str = "occlusion",      # a key of BENCH_METHODS (grid entries override its parameters)
+         method: str = "occlusion",      # a key of PAPER_PARAMS (grid entries override its parameters)
          grid: Sequence[dict] | None = None, # parameter sets; None: DEMO_GRIDS[method]
          max_seconds: float = 3.0,       # time budget per map (paper: 3 s on its GPU)
          starts: Sequence[str] = INSERTION_STARTS,

@@ -26,12 +26,12 @@ import torch
 from .agents import env_slug
 from .agent_zoo import best_zoo_entry
 from .attribution import (
-    check_int, INSERTION_METRICS, INSERTION_STARTS, InsertionResult, minmax, SIMILARITY_METRICS, SUB_METRIC_LABELS)
+    check_int, INSERTION_METRICS, INSERTION_STARTS, InsertionResult, minmax, PAPER_PARAMS, SIMILARITY_METRICS, SUB_METRIC_LABELS)
 from .core import Policy
 from .compute import run_jobs, ScaledConfig
 from .runs import Result, RunDir, load_json
 from .saliency_bench import (
-    BENCH_METHODS, DEMO_GRIDS, Highlights, METHOD_LABELS, SANITY_COLUMNS, SanityCheck, Tuning, bench_insertion, bench_maps,
+    DEMO_GRIDS, Highlights, METHOD_LABELS, SANITY_COLUMNS, SanityCheck, Tuning, bench_insertion, bench_maps,
     collect_stream, highlights_div, load_bench_agent, sanity_scores, tune)
 
 # %% ../nbs/33_saliency_study.ipynb #446d77c9
@@ -51,7 +51,7 @@ class BenchConfig(ScaledConfig):
     n_states: int | None = 50            # insertion states per game, evenly spaced; None: all (paper: 997 / "1000")
     n_sanity: int = 8                    # states (the first insertion states) for the sanity checks (paper: 1000)
     starts: tuple = INSERTION_STARTS
-    pixels_per_step: int = 84
+    pixel_step: int = 84
     auc: str = "trapezoid"               # "trapezoid" (paper's AUC) or "mean" (authors' code)
     sanity_metrics: tuple = SIMILARITY_METRICS
     ssim_flat: bool = False
@@ -64,8 +64,8 @@ class BenchConfig(ScaledConfig):
     seed: int = 42                       # the code's seed
 
     def __post_init__(self):
-        unknown = [m for m in self.methods if m not in BENCH_METHODS]
-        if unknown: raise ValueError(f"unknown methods {unknown}; expected keys of BENCH_METHODS: {list(BENCH_METHODS)}.")
+        unknown = [m for m in self.methods if m not in PAPER_PARAMS]
+        if unknown: raise ValueError(f"unknown methods {unknown}; expected keys of PAPER_PARAMS: {list(PAPER_PARAMS)}.")
         if self.agents is not None and len(self.agents) != len(self.games):
             raise ValueError(f"agents must give one agent per game ({len(self.games)}); got {len(self.agents)}.")
         if self.auc not in ("trapezoid", "mean"): raise ValueError(f"auc must be 'trapezoid' or 'mean'; got {self.auc!r}.")
@@ -147,7 +147,7 @@ def _run_bench_job(job: _BenchJob) -> MethodRun:
     policy = _job_agent(job.agent, job.cfg.device)
     cfg = job.cfg
     t0 = time.perf_counter(); maps = bench_maps(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
-    ins = bench_insertion(policy, job.obs, maps, cfg.starts, job.game, pixels_per_step=cfg.pixels_per_step, seed=cfg.seed, batch_size=cfg.batch_size)
+    ins = bench_insertion(policy, job.obs, maps, cfg.starts, job.game, pixel_step=cfg.pixel_step, seed=cfg.seed, batch_size=cfg.batch_size)
     n = min(cfg.n_sanity, len(job.obs))
     if job.method != "random" and n > 0:       # the sanity metrics re-explain with the explainer kept on the maps
         sanity = sanity_scores(policy, job.obs[:n], maps[:n], job.method, cfg.sanity_metrics, cfg.seed, None, cfg.ssim_flat, job.game)[0]
@@ -217,14 +217,14 @@ _TUNING = [   # (method, combined score, parameters, seconds per map, final): Hu
     ("sarfa", 7.03, dict(radius=1, perturbation="black"), 12.05, False), ("sarfa", 1.46, dict(radius=2, perturbation="black"), 3.00, True),
     ("sarfa", 1.09, dict(radius=1, perturbation="blur"), 23.70, False), ("sarfa", 0.57, dict(radius=8, perturbation="blur"), 0.46, False),
     ("sarfa", 0.55, dict(radius=2, perturbation="blur"), 6.12, False),
-    ("rise", 3.21, dict(n_masks=3000, s=11, p=0.8, softmax=True), 5.09, False), ("rise", 3.04, dict(n_masks=3000, s=13, p=0.7, softmax=False), 4.76, False),
-    ("rise", 2.99, dict(n_masks=2500, s=24, p=0.9, softmax=True), 3.98, False), ("rise", 2.94, dict(n_masks=3000, s=4, p=0.8, softmax=False), 4.66, False),
-    ("rise", 2.66, dict(n_masks=1000, s=8, p=0.5, softmax=False), 1.54, True),
-    ("lime_slic", 3.99, dict(n_segments=200, compactness=10.0, sigma=1.0, num_samples=3000), 3.13, False),
-    ("lime_slic", 3.86, dict(n_segments=200, compactness=10.0, sigma=0.25, num_samples=2000), 2.08, True),
-    ("lime_slic", 3.48, dict(n_segments=200, compactness=10.0, sigma=0.0, num_samples=3000), 3.11, False),
-    ("lime_slic", 3.46, dict(n_segments=200, compactness=0.001, sigma=0.25, num_samples=3000), 2.36, False),
-    ("lime_slic", 3.44, dict(n_segments=200, compactness=10.0, sigma=0.5, num_samples=1000), 1.06, False),
+    ("rise", 3.21, dict(n_samples=3000, s=11, p=0.8, softmax=True), 5.09, False), ("rise", 3.04, dict(n_samples=3000, s=13, p=0.7, softmax=False), 4.76, False),
+    ("rise", 2.99, dict(n_samples=2500, s=24, p=0.9, softmax=True), 3.98, False), ("rise", 2.94, dict(n_samples=3000, s=4, p=0.8, softmax=False), 4.66, False),
+    ("rise", 2.66, dict(n_samples=1000, s=8, p=0.5, softmax=False), 1.54, True),
+    ("lime_slic", 3.99, dict(n_segments=200, compactness=10.0, sigma=1.0, n_samples=3000), 3.13, False),
+    ("lime_slic", 3.86, dict(n_segments=200, compactness=10.0, sigma=0.25, n_samples=2000), 2.08, True),
+    ("lime_slic", 3.48, dict(n_segments=200, compactness=10.0, sigma=0.0, n_samples=3000), 3.11, False),
+    ("lime_slic", 3.46, dict(n_segments=200, compactness=0.001, sigma=0.25, n_samples=3000), 2.36, False),
+    ("lime_slic", 3.44, dict(n_segments=200, compactness=10.0, sigma=0.5, n_samples=1000), 1.06, False),
 ]
 
 def paper_tuning_table(method: str | None = None) -> pd.DataFrame:
@@ -298,11 +298,11 @@ class SaliencyBenchmark(Result):
         if axes is None: axes = plt.subplots(G, M + 1, figsize=(min(8, 1.45 * (M + 1)), 1.6 * G), squeeze=False)[1]
         for g in range(G):
             frame = self.example_obs[g][-1].astype(np.float32) / 255.0
-            axes[g][0].imshow(frame, cmap="gray", vmin=0, vmax=1); axes[g][0].set_title(self.games[g].split("/")[-1], fontsize=7)
+            axes[g][0].imshow(frame, cmap="gray", vmin=0, vmax=1); axes[g][0].set_title(self.games[g].split("/")[-1], fontsize=8)
             for i, k in enumerate(ks):
                 ax = axes[g][i + 1]
                 ax.imshow(frame, cmap="gray", vmin=0, vmax=1); ax.imshow(self.examples[g, k], cmap="jet", alpha=0.55)
-                ax.set_title(METHOD_LABELS.get(self.methods[k], self.methods[k]), fontsize=7)
+                ax.set_title(METHOD_LABELS.get(self.methods[k], self.methods[k]), fontsize=8)
             for ax in axes[g]: ax.set_axis_off()
         axes[0][0].figure.tight_layout()
         return axes[0][0].figure
@@ -311,13 +311,13 @@ class SaliencyBenchmark(Result):
         "Mean insertion curves per method for the four sub-metrics of one game. Multi-panel: returns the Figure."
         game = game or self.games[0]
         c = self.curves[self.curves.game == game]
-        if axes is None: axes = plt.subplots(1, 4, figsize=(8, 2.2), sharex=True)[1]
+        if axes is None: axes = plt.subplots(1, 4, figsize=(9, 2.8), sharex=True)[1]
         for ax, sub in zip(axes, SUB_METRIC_LABELS.values()):
             for meth, d in c[c.sub_metric == sub].groupby("method", sort=False):
                 ax.plot(d.fraction, d["mean"], lw=1, label=METHOD_LABELS.get(meth, meth))
-            ax.set_title(f"{game.split('/')[-1]}: {sub}", fontsize=8); ax.tick_params(labelsize=6); ax.set_xlabel("fraction inserted", fontsize=7)
-            ax.set_ylabel("Q(s', a) / Q(s, a)" if sub.startswith("Q-val") else "advantage Q(s', a) - mean Q(s', .)", fontsize=7)
-        axes[-1].legend(fontsize=5)
+            ax.set_title(f"{game.split('/')[-1]}: {sub}", fontsize=8); ax.tick_params(labelsize=8); ax.set_xlabel("fraction inserted", fontsize=8)
+            ax.set_ylabel("Q(s', a) / Q(s, a)" if sub.startswith("Q-val") else "advantage\nQ(s', a) - mean Q(s', .)", fontsize=8)
+        axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)
         axes[0].figure.tight_layout()
         return axes[0].figure
 
@@ -429,7 +429,7 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
                 curves.append(pd.DataFrame({"game": r.game, "method": r.method, "start": start, "metric": metric,
                                             "sub_metric": SUB_METRIC_LABELS[(metric, start)], "fraction": ir.fractions,
                                             "mean": np.nanmean(c, 0), "std": np.nanstd(c, 0)}))
-        rt.append({"game": r.game, "method": r.method, "params": json.dumps(BENCH_METHODS.get(r.method, (None, {}))[1]),
+        rt.append({"game": r.game, "method": r.method, "params": json.dumps(PAPER_PARAMS.get(r.method, (None, {}))[1]),
                    "s_per_map": r.seconds_per_map, "n_maps": len(r.q)})
         examples[cfg.games.index(r.game), methods.index(r.method)] = minmax(r.example)
     san = [s for s in sanity if len(s)]
@@ -459,7 +459,7 @@ TUNING_METHODS = ("occlusion", "noise_sensitivity", "sarfa")   # the demo's tune
 def tuning_jobs(cfg: BenchConfig | None = None,     # the benchmark's configuration (its stream, agent and HIGHLIGHTS-DIV parameters)
                 run_dir: str | Path | None = None,  # the benchmark's run folder (the stream and states are read from it)
                 budget: int = 3,                    # HIGHLIGHTS-DIV tuning states (paper: 10)
-                methods: Sequence[str] = TUNING_METHODS, # keys of BENCH_METHODS
+                methods: Sequence[str] = TUNING_METHODS, # keys of PAPER_PARAMS
                 grids: dict | None = None,          # method -> parameter sets; None (or a missing method): DEMO_GRIDS[method]
                 game: str | None = None,            # the tuned game; None: cfg.games[0] (the paper: Pac-Man)
                 agents: dict | None = None,         # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents

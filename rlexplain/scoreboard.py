@@ -615,7 +615,7 @@ def plot(board: pd.DataFrame, ax=None):
     left = np.zeros(len(counts))
     for v in VERDICTS:
         ax.barh(range(len(counts)), counts[v], left=left, color=_COLORS[v], label=v, height=0.6); left += counts[v].to_numpy()
-    ax.set_yticks(range(len(counts)), counts.index, fontsize=7); ax.invert_yaxis()
-    ax.set_xlabel("claims", fontsize=8); ax.tick_params(labelsize=7)
-    ax.set_title(summary_line(board), fontsize=8); ax.legend(fontsize=6, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
+    ax.set_yticks(range(len(counts)), counts.index, fontsize=8); ax.invert_yaxis()
+    ax.set_xlabel("claims", fontsize=8); ax.tick_params(labelsize=8)
+    ax.set_title(summary_line(board), fontsize=8); ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
     return ax

@@ -176,20 +176,20 @@ class SwitchingStudy(Result):
             self.impact(cond).plot(row, window=self.cfg.window)
             row[0].set_title(f"{cond}: original" + (f" (rolling {self.cfg.window})" if self.cfg.window and self.cfg.window > 1 else ""), fontsize=8)
             row[0].figure.suptitle("")
-            for ax in row: ax.set_ylabel(ax.get_ylabel().replace("return", "team return"), fontsize=7)
+            for ax in row: ax.set_ylabel(ax.get_ylabel().replace("return", "team return"), fontsize=8)
         axes[0][0].figure.set_size_inches(8, 2.3 * len(tr)); axes[0][0].figure.tight_layout()
         return axes[0][0].figure
 
     def plot_effects(self, ax=None):
         "DiD per treatment with its interval (the study's `interval`, over its seeds), and the placebo's; returns the Axes."
-        if ax is None: _, ax = plt.subplots(figsize=(4.5, 1.8))
+        if ax is None: _, ax = plt.subplots(figsize=(6.5, 2.2))   # room for the 8-pt interval label
         d = self.impacts; y = np.arange(len(d))
         ax.errorbar(d.did, y, xerr=[d.did - d.ci_low, d.ci_high - d.did], fmt="o", color="C3", ms=4, capsize=2, label="DiD")
         ax.errorbar(d.placebo, y + 0.25, xerr=[d.placebo - d.placebo_low, d.placebo_high - d.placebo], fmt="s", color="gray",
                     ms=3, capsize=2, label="placebo")
-        ax.axvline(0, color="k", lw=0.5); ax.set_yticks(y, d.label, fontsize=7); ax.tick_params(labelsize=7)
+        ax.axvline(0, color="k", lw=0.5); ax.set_yticks(y, d.label, fontsize=8); ax.tick_params(labelsize=8)
         ax.set_xlabel(f"effect on team return per episode ({self.cfg.ci_level:.0%} {self.cfg.interval} interval, "
-                      f"{len(self.cfg.seeds)} seeds)", fontsize=7); ax.legend(fontsize=6)
+                      f"{len(self.cfg.seeds)} seeds)", fontsize=8); ax.legend(fontsize=8)
         return ax
 
 # %% ../nbs/51_switching.ipynb #fd77db9f

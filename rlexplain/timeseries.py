@@ -115,7 +115,7 @@ class PerformanceSeries(Result):
                 for row in m.to_numpy(): ax.plot(m.columns, _rolling(row, window), color=col, lw=0.4, alpha=0.35)
             ax.plot(m.columns, _rolling(aggregate(m.to_numpy(), agg), window), color=col, lw=1.6, label=f"{a} / {c}")
         ax.set_xlabel("episode t"); ax.set_ylabel(f"return ({agg}{f', rolling {window}' if window and window > 1 else ''})")
-        ax.legend(fontsize=6); return ax
+        ax.legend(fontsize=8); return ax
 
 # %% ../nbs/50_shift_timeseries.ipynb #e1615837
 def damped_trend_forecast(y: Any,              # (N,) observed series, N >= 4, finite
@@ -206,10 +206,10 @@ class Forecast(Result):
             if raw: ax.plot(o.episode, o.value, color=col, lw=0.5, alpha=0.3)
             ax.plot(o.episode, o.smoothed, color=col, lw=1.5, label=lab)
             ax.plot(f.episode, f["mean"], color=col, lw=1.2, ls="--")
-            ax.fill_between(f.episode, f.lower, f.upper, color=col, alpha=0.18, lw=0)
+            ax.fill_between(f.episode, f.lower, f.upper, color=col, alpha=0.18, lw=0, label=f"{lab}: {self.level:.0%} prediction interval")
         if len(self.table): ax.axvline(self.table[self.table.kind == "observed"].episode.max() + 0.5, color="k", lw=0.6, ls=":")
         ax.set_xlabel("episode t"); ax.set_ylabel(f"return (rolling {self.window})")
-        ax.set_title(f"damped-trend forecast, {self.level:.0%} prediction intervals", fontsize=8); ax.legend(fontsize=6)
+        ax.set_title(f"damped-trend forecast, {self.level:.0%} prediction intervals", fontsize=8); ax.legend(fontsize=8)
         return ax
 
 # %% ../nbs/50_shift_timeseries.ipynb #2b63ba1d
@@ -333,16 +333,18 @@ class CausalImpact(Result):
         a0, a1, a2 = axes
         a0.plot(t, _rolling(d.control, window), color="C0", ls="--", lw=1.2, label="control (counterfactual)")
         a0.plot(t, _rolling(d.treatment, window), color="C3", lw=1.4, label="treatment")
-        a0.set_title("original" + (f" (rolling {window})" if window and window > 1 else ""), fontsize=8); a0.legend(fontsize=6)
-        a0.set_ylabel(f"return ({self.agg} of {self.n_seeds} seeds)", fontsize=7)
-        a1.plot(t, d.pointwise, color="C3", lw=1.2); a1.fill_between(t, d.pointwise_lo, d.pointwise_hi, color="C3", alpha=0.2, lw=0)
-        a1.set_title("pointwise", fontsize=8); a1.set_ylabel("treatment - control (return)", fontsize=7)
-        a2.plot(t, d.cumulative, color="C3", lw=1.2); a2.fill_between(t, d.cumulative_lo, d.cumulative_hi, color="C3", alpha=0.2, lw=0)
+        a0.set_title("original" + (f" (rolling {window})" if window and window > 1 else ""), fontsize=8); a0.legend(fontsize=8)
+        a0.set_ylabel(f"return ({self.agg} of {self.n_seeds} seeds)", fontsize=8)
+        band = f"{self.level:.0%} {self.interval} interval"
+        a1.plot(t, d.pointwise, color="C3", lw=1.2); a1.fill_between(t, d.pointwise_lo, d.pointwise_hi, color="C3", alpha=0.2, lw=0, label=band)
+        a1.set_title("pointwise", fontsize=8); a1.set_ylabel("treatment - control (return)", fontsize=8)
+        a2.plot(t, d.cumulative, color="C3", lw=1.2); a2.fill_between(t, d.cumulative_lo, d.cumulative_hi, color="C3", alpha=0.2, lw=0, label=band)
         a2.set_title(f"cumulative; DiD {self.did:+.2f} [{self.ci_low:+.2f}, {self.ci_high:+.2f}]\n"
-                     f"({self.level:.0%} {self.interval} interval, {self.n_seeds} seeds)", fontsize=7)
-        a2.set_ylabel("summed effect since T (return)", fontsize=7)
+                     f"({self.level:.0%} {self.interval} interval, {self.n_seeds} seeds)", fontsize=8)
+        a2.set_ylabel("summed effect since T (return)", fontsize=8)
+        for ax in (a1, a2): ax.legend(fontsize=8, loc="best")
         for ax in axes:
-            ax.axvline(self.T - 0.5, color="k", lw=0.6, ls=":"); ax.tick_params(labelsize=7); ax.set_xlabel("episode t", fontsize=7)
+            ax.axvline(self.T - 0.5, color="k", lw=0.6, ls=":"); ax.tick_params(labelsize=8); ax.set_xlabel("episode t", fontsize=8)
         for ax in (a1, a2): ax.axhline(0, color="gray", lw=0.5)
         if self.label: a0.figure.suptitle(self.label, fontsize=8)
         a0.figure.tight_layout()

@@ -341,9 +341,9 @@ class TimeSeriesStudy(Result):
                         label=f"{agent}: DiD ({c.ci_level:.0%} {c.interval}, {n} seeds)")
             ax.errorbar(xs + 0.07, d.placebo, yerr=[d.placebo - d.placebo_low, d.placebo_high - d.placebo], fmt="x", color=f"C{k}",
                         alpha=0.6, label=f"{agent}: placebo (fake T={int(d.placebo_T.iloc[0])})", capsize=3)
-            ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=7)
+            ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=8)
         ax.axhline(0, color="gray", lw=0.5)
-        ax.set_ylabel("DiD (return per episode)"); ax.set_xlabel("FGSM budget of the treatment"); ax.legend(fontsize=6)
+        ax.set_ylabel("DiD (return per episode)"); ax.set_xlabel("FGSM budget of the treatment"); ax.legend(fontsize=8)
         return ax
 
     def findings(self) -> pd.DataFrame:
@@ -469,8 +469,8 @@ def demo_outputs(study) -> tuple[list, dict, str]:
                     label=f"{agent}: DiD ({c.ci_level:.0%} {c.interval}, {int(d.n_seeds.iloc[0])} seeds)")
         ax.errorbar(xs + 0.07, d.placebo, yerr=[d.placebo - d.placebo_low, d.placebo_high - d.placebo], fmt="x", color=f"C{k}",
                     alpha=0.6, label=f"{agent}: placebo (fake T={int(d.placebo_T.iloc[0])})", capsize=3)
-    ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=7); ax.axhline(0, color="gray", lw=0.5)
-    ax.set_ylabel("DiD (return per episode)"); ax.set_xlabel("FGSM budget of the treatment"); ax.legend(fontsize=6); fig.tight_layout()
+    ax.set_xticks(np.arange(len(d)), d["shift"], fontsize=8); ax.axhline(0, color="gray", lw=0.5)
+    ax.set_ylabel("DiD (return per episode)"); ax.set_xlabel("FGSM budget of the treatment"); ax.legend(fontsize=8); fig.tight_layout()
     figs.append((f"ts_{g}_did", fig, f"{G}: DiD (Eq. 4) with {c.ci_level:.0%} {c.interval} intervals over {len(c.seeds)} seeds per agent "
                  "and FGSM budget, and the in-time placebo"))
     tabs[f"ts_{g}_impacts"] = (imp.round(4), f"{G}: DiD per agent and shift: Eq. 4 (did), Eq. 5-6 (did_post), {c.ci_level:.0%} {c.interval} "

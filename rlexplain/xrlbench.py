@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from .attribution import as_states, gaussian_blur, resolve_actions, sarfa_score, state_columns
+from .attribution import as_states, gaussian_blur, resolve_actions, state_columns
 from .core import Policy
 from .compute import get_scale, ScaledConfig, progress as progress_bar
 from .runs import Result, load_json, save_json, save_table
@@ -141,9 +141,9 @@ def dataset_arrays(df: pd.DataFrame) -> tuple:
 
 # %% ../nbs/40_xrlbench.ipynb #20a3484d
 from .attribution import (
-    AIM, Attribution, AUM, DeepSHAPExplainer, FIDELITY_METRICS, FidelityMetric, FidelityResult, GradientSHAPExplainer, IMAGE_METHODS,
-    IntegratedGradientsExplainer, PerturbationSaliencyExplainer, PGI, PGU, RIS, RIS_VARIANTS, RISResult, SARFAExplainer,
-    TABULAR_METHODS, TabularLIMEExplainer, TabularSHAPExplainer)
+    AIM, Attribution, AUM, DeepSHAP, GradientSHAP, IMAGE_METHODS,
+    IntegratedGradients, PerturbationSaliency, PGI, PGU, RIS, RIS_VARIANTS, SARFA,
+    TABULAR_METHODS, TabularLIME, TabularSHAP)
 from .attribution import EXPLAINERS, explain, METRICS, registry_name, score   # the one road and its registries
 
 # %% ../nbs/40_xrlbench.ipynb #7cda532f
@@ -204,8 +204,8 @@ class XRLBenchResult(Result):
                     alpha=0.85, label=m)
         cls = METRICS.get(metric)
         better = None if cls is None else ("higher" if cls.higher_is_better else "lower")
-        ax.set_xlabel("k", fontsize=8); ax.set_ylabel(metric, fontsize=8); ax.tick_params(labelsize=7)
-        ax.set_title(f"{self.env_id}: {metric}" + (f" ({better} is better)" if better else ""), fontsize=8); ax.legend(fontsize=6)
+        ax.set_xlabel("k", fontsize=8); ax.set_ylabel(metric, fontsize=8); ax.tick_params(labelsize=8)
+        ax.set_title(f"{self.env_id}: {metric}" + (f" ({better} is better)" if better else ""), fontsize=8); ax.legend(fontsize=8)
         if order != "abs": ax.set_xlabel(f"k ({order} ranking)", fontsize=8)
         return ax
 
@@ -234,7 +234,7 @@ def run_benchmark(policy: Policy,               # the agent
     Columns: each metric with the |importance| ranking (the paper's) and `{metric}_raw` with the signed ranking; `RIS` (Eq. 3),
     `RIS_code` (XRL-Bench's current code) and `RIS_original` (its first release) on the first `n_ris` states. On image states
     PGI and PGU are also reported as `PGI_code` / `PGU_code` (|importance| ranking) with the perturbation of XRL-Bench's code,
-    which blurs the chosen pixels instead of adding the Gaussian noise of the paper's Eq. 1-2 (`FidelityMetric`).
+    which blurs the chosen pixels instead of adding the Gaussian noise of the paper's Eq. 1-2 (`PGI`).
     One road: each method is `rlexplain.attribution.explain(name, ..., background=background)` with its "xrlbench" preset, and each
     cell is `score(metric, ..., feature_std=background.std(0))`: the noise scale is the background's, as XRL-Bench's, so `score`
     with the same explanation and `feature_std` gives the same numbers.

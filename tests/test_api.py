@@ -15,17 +15,31 @@ PACKAGES = ("rlexplain.attribution", "rlexplain.attribution.explainers", "rlexpl
 
 # The compatibility layer deleted in issue 39: module -> names that must raise AttributeError.
 _FITTED_OLD = ("TabularSHAP", "TabularLIME", "PerturbationSaliency", "SARFA", "DeepSHAP", "GradientSHAP", "IntegratedGradients")
+_EXPLAINERS_OLD = ("SARFAExplainer", "PerturbationSaliencyExplainer", "TabularSHAPExplainer", "TabularLIMEExplainer", "DeepSHAPExplainer",
+                   "GradientSHAPExplainer", "IntegratedGradientsExplainer", "RISEExplainer", "LIMEImage")   # issue 39: one class per method
+_FUNCS_OLD = ("occlusion", "noise_sensitivity", "sarfa", "sarfa_score", "rise", "rise_masks", "lime")          # now private, or SARFA.score
+_METRICS_OLD = ("FIDELITY_METRICS", "FidelityMetric", "FidelityResult", "AIMMetric", "AUMMetric", "PGIMetric", "PGUMetric")
 DELETED = {
     "rlexplain.attribution": ("SaliencyMap", "Explanation", "FittedExplainer", "make_explainer", "paper_saliency", "deprecated_alias",
-                              "FITTED_EXPLAINERS", "SALIENCY_METHODS", *_FITTED_OLD),
-    "rlexplain.attribution._base": ("SaliencyMap", "deprecated_alias", "_DeprecatedName"),
+                              "FITTED_EXPLAINERS", "SALIENCY_METHODS", *_METRICS_OLD, "RISMetric", "RISResult",
+                              "INSERTION_METRIC_CLASSES", *_EXPLAINERS_OLD, *_FUNCS_OLD, "EXPLAINER_ALIASES"),
+    "rlexplain.attribution._base": ("SaliencyMap", "deprecated_alias", "_DeprecatedName", "EXPLAINER_ALIASES"),
+    "rlexplain.attribution.explainers": (*_EXPLAINERS_OLD, "occlusion", "noise_sensitivity", "sarfa", "sarfa_score", "rise_masks"),  # .rise, .lime: its modules
+    "rlexplain.attribution.explainers.perturbation": ("occlusion", "noise_sensitivity", "sarfa", "sarfa_score"),
+    "rlexplain.attribution.explainers.rise": ("rise", "rise_masks"),
+    "rlexplain.attribution.explainers.lime": ("lime",),
     "rlexplain.attribution.explainers.fitted": ("Explanation", "FittedExplainer"),
     "rlexplain.attribution.explainers.gradient": ("DeepSHAP", "GradientSHAP", "IntegratedGradients"),
     "rlexplain.attribution.explainers.maps": ("paper_saliency", "SALIENCY_METHODS"),
-    "rlexplain.attribution.explainers.xrlbench": ("make_explainer", "FITTED_EXPLAINERS", "FittedExplainer", *_FITTED_OLD),
-    "rlexplain.saliency": ("SaliencyMap", "paper_saliency", "SALIENCY_METHODS"),
-    "rlexplain.saliency_bench": ("explain", "make_explainer"),
-    "rlexplain.xrlbench": ("make_explainer", "Explanation", "FittedExplainer", "FITTED_EXPLAINERS", "ATTRIBUTION_EXPLAINERS", *_FITTED_OLD),
+    "rlexplain.attribution.explainers.xrlbench": ("make_explainer", "FITTED_EXPLAINERS", "FittedExplainer", *_EXPLAINERS_OLD),
+    "rlexplain.saliency": ("SaliencyMap", "paper_saliency", "SALIENCY_METHODS", *_FUNCS_OLD),
+    "rlexplain.saliency_bench": ("explain", "make_explainer", "BENCH_METHODS"),
+    "rlexplain.xrlbench": ("make_explainer", "Explanation", "FittedExplainer", "FITTED_EXPLAINERS", "ATTRIBUTION_EXPLAINERS",
+                           *_METRICS_OLD, *_EXPLAINERS_OLD, "sarfa_score"),
+    # issue 39 item 1: one Metric class per metric, registered in METRICS
+    "rlexplain.attribution.metrics.fidelity": _METRICS_OLD,
+    "rlexplain.attribution.metrics.robustness": ("RISMetric", "RISResult"),
+    "rlexplain.attribution.metrics.insertion": ("INSERTION_METRIC_CLASSES",),
 }
 
 

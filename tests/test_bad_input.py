@@ -324,7 +324,7 @@ def test_tabular_lime_with_no_samples_is_refused():
     from rlexplain.attribution import explain
     pol = _tabular_policy(); X = np.random.default_rng(2).normal(size=(5, 4)).astype(np.float32)
     for n in (0, -3, 1.5):
-        with pytest.raises(ValueError, match=rf"explain\('tabular_lime'\): num_samples \(n_samples\) must be an integer >= 2.*got {n}"):
+        with pytest.raises(ValueError, match=rf"explain\('tabular_lime'\): n_samples must be an integer >= 2.*got {n}"):
             explain("tabular_lime", pol, X, n_samples=n, background=X)
     assert explain("tabular_lime", pol, X[:1], n_samples=2, background=X).values.shape == (1, 4)
 

@@ -71,7 +71,7 @@ def test_compare_end_to_end_on_a_tiny_cnn():
                              (2, 16, 16), device="cpu")
     x = np.random.default_rng(0).random((3, 2, 16, 16)).astype(np.float32)
     c = compare(pol, x, {"occlusion": dict(patch=4), "random": {}, "tabular_shap": {}},
-                {"AIM": dict(pixel_step=64), "insertion_black_q": dict(pixels_per_step=64), "sanity_spearman": {}})
+                {"AIM": dict(pixel_step=64), "insertion_black_q": dict(pixel_step=64), "sanity_spearman": {}})
     assert c.methods == ["occlusion", "random"]                   # the tabular-only method is skipped for images
     assert set(c.metrics) == {"AIM", "insertion_black_q", "sanity_spearman"} and len(c.scores) == 2 * 3 * 3
     r = c.ranks(n_boot=20).set_index(["method", "metric"])

@@ -67,14 +67,14 @@ def old_ig(pol, x, a, refs, n_steps, method, rows=128):
     return out
 
 
-def old_gradient_shap(pol, x, a, refs, nsamples, seed=0):
+def old_gradient_shap(pol, x, a, refs, n_samples, seed=0):
     import shap
     from rlexplain.attribution.explainers.fitted import _pick
     out = np.zeros(x.shape, np.float64)
     for act in np.unique(a):
         e = shap.GradientExplainer(_pick(pol, int(act)), torch.as_tensor(refs), batch_size=200)
         for i in np.flatnonzero(a == act):
-            out[i] = np.asarray(e.shap_values(torch.as_tensor(x[i:i + 1]), nsamples=nsamples, rseed=state_seed(seed, x[i]))).reshape(x.shape[1:])
+            out[i] = np.asarray(e.shap_values(torch.as_tensor(x[i:i + 1]), nsamples=n_samples, rseed=state_seed(seed, x[i]))).reshape(x.shape[1:])
     return out
 
 
@@ -103,7 +103,7 @@ def test_integrated_gradients_equal_captums(data, kind, method):
 @pytest.mark.parametrize("kind", ["img", "tab"])
 def test_gradient_shap_equals_shaps_draws_and_values(data, kind):
     pol, d = data[kind]; x, bg = d["x"], d["bg"]; a = _actions(pol, x)
-    new = explain("gradient_shap", pol, x, a, background=bg, n_background=10, nsamples=37, seed=3).values
+    new = explain("gradient_shap", pol, x, a, background=bg, n_background=10, n_samples=37, seed=3).values
     old = old_gradient_shap(pol, x, a, G._GradientSHAP(pol, bg, n_background=10).references(), 37, seed=3)
     assert close(new, old)
 
@@ -118,7 +118,7 @@ def test_deep_shap_equals_shaps_deep_explainer(data, kind):
 def test_base_values_and_every_action_are_kept(data):
     "all_actions: per-action values equal each action explained alone; base values are the references' mean output."
     pol, d = data["tab"]; x, bg = d["x"], d["bg"]
-    for cls, kw in ((G._DeepSHAP, {}), (G._GradientSHAP, dict(nsamples=11)), (G._IntegratedGradients, dict(n_steps=6))):
+    for cls, kw in ((G._DeepSHAP, {}), (G._GradientSHAP, dict(n_samples=11)), (G._IntegratedGradients, dict(n_steps=6))):
         ex = cls(pol, bg, n_background=10, all_actions=True, **kw)
         att = ex.explain(x)
         refs = ex.references()
@@ -143,7 +143,7 @@ def test_values_do_not_depend_on_workers_or_pass_size(data):
     p1, p2 = copy.deepcopy(pol), copy.deepcopy(pol)
     p1.apply_settings(ComputeSettings(1, 1, "contiguous", 64, "override", grad_batch_size=512))
     p2.apply_settings(ComputeSettings(1, 2, "contiguous", 64, "override", grad_batch_size=3))
-    for m, kw in (("integrated_gradients", dict(n_steps=5)), ("gradient_shap", dict(nsamples=9)), ("deep_shap", {})):
+    for m, kw in (("integrated_gradients", dict(n_steps=5)), ("gradient_shap", dict(n_samples=9)), ("deep_shap", {})):
         v1 = explain(m, p1, x, a, background=bg, n_background=6, **kw).values
         v2 = explain(m, p2, x, a, background=bg, n_background=6, **kw).values
         assert close(v1, v2), m
@@ -167,7 +167,7 @@ def test_a_wrong_implementation_fails_the_comparisons(data, monkeypatch):
     # GradientSHAP with t and 1 - t swapped (the same draws, the wrong end of the path)
     real_draws = G._shap_draws
     monkeypatch.setattr(G, "_shap_draws", lambda s, m, n: (lambda i, t: (i, 1.0 - t))(*real_draws(s, m, n)))
-    bad = explain("gradient_shap", pol, x, a, background=bg, n_background=10, nsamples=15).values
+    bad = explain("gradient_shap", pol, x, a, background=bg, n_background=10, n_samples=15).values
     assert not close(bad, old_gradient_shap(pol, x, a, G._GradientSHAP(pol, bg, n_background=10).references(), 15))
     monkeypatch.undo()
     # IG on captum's right Riemann points under the left rule's name
@@ -224,7 +224,7 @@ def test_deep_shap_raises_on_functional_activations():
 def test_gradient_shap_leaves_numpys_global_stream_alone(data):
     pol, d = data["tab"]
     np.random.seed(123); want = np.random.random(3)
-    np.random.seed(123); explain("gradient_shap", pol, d["x"], background=d["bg"], nsamples=5); got = np.random.random(3)
+    np.random.seed(123); explain("gradient_shap", pol, d["x"], background=d["bg"], n_samples=5); got = np.random.random(3)
     np.testing.assert_array_equal(got, want)
 
 
@@ -242,4 +242,4 @@ def test_integrated_gradients_rejects_bad_settings(data):
     with pytest.raises(ValueError, match="n_steps must be >= 2"): G._IntegratedGradients(pol, d["bg"], n_steps=1)
     with pytest.raises(ValueError, match="rows_per_pass"): G._IntegratedGradients(pol, d["bg"], rows_per_pass=0)
     G._IntegratedGradients(pol, d["bg"], n_steps=1, method="gausslegendre")
-    with pytest.raises(ValueError, match="nsamples"): G._GradientSHAP(pol, d["bg"], nsamples=0)
+    with pytest.raises(ValueError, match="n_samples"): G._GradientSHAP(pol, d["bg"], n_samples=0)

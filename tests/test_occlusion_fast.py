@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from rlexplain.core import Policy
-from rlexplain.attribution import explain, occlusion
+from rlexplain.attribution import Occlusion, explain
 from rlexplain.attribution._utils import forward_batches, patch_masks, perturb
 import rlexplain.attribution.explainers.perturbation as P
 
@@ -24,17 +24,17 @@ def test_hand_checked_sums():
     ones = np.ones((1, 1, 6, 6), np.float32)
     pol = _sum_net(2, 2, 6)                 # reads every pixel: Q = 36 on ones, a black k x k patch removes k^2 (fewer at the border)
     assert P._conv_chain(pol) is not None
-    np.testing.assert_allclose(occlusion(pol, ones, patch=2, upsample="nearest").pixels(), 1 - 32.0)
-    np.testing.assert_allclose(occlusion(pol, ones, patch=1, upsample="nearest").pixels(), 1 - 35.0)
-    m = occlusion(pol, ones, patch=4, upsample="nearest").pixels()[0]
+    np.testing.assert_allclose(Occlusion(patch=2, upsample="nearest").explain(pol, ones).pixels(), 1 - 32.0)
+    np.testing.assert_allclose(Occlusion(patch=1, upsample="nearest").explain(pol, ones).pixels(), 1 - 35.0)
+    m = Occlusion(patch=4, upsample="nearest").explain(pol, ones).pixels()[0]
     assert (m[0, 0], m[0, 5], m[5, 0], m[5, 5]) == (1 - 20.0, 1 - 28.0, 1 - 28.0, 1 - 32.0)
     # kernel 2, stride 3 reads rows and columns {0, 1, 3, 4} only: Q = 16; occluding a pixel in row/column 2 or 5 changes nothing
     pol = _sum_net(2, 3, 6)
-    m = occlusion(pol, ones, patch=1, upsample="nearest").pixels()[0]
+    m = Occlusion(patch=1, upsample="nearest").explain(pol, ones).pixels()[0]
     read = np.isin(np.arange(6), [0, 1, 3, 4])
     np.testing.assert_allclose(m, np.where(read[:, None] & read[None, :], 1 - 15.0, 1 - 16.0))
     # grey 0.5: a read pixel drops by 0.5
-    np.testing.assert_allclose(occlusion(pol, ones, patch=1, color=0.5, upsample="nearest").pixels()[0],
+    np.testing.assert_allclose(Occlusion(patch=1, color=0.5, upsample="nearest").explain(pol, ones).pixels()[0],
                                np.where(read[:, None] & read[None, :], 1 - 15.5, 1 - 16.0))
 
 
@@ -64,8 +64,8 @@ def test_random_net_same_maps(linear, patch, color, softmax):
     assert P._conv_chain(pol) is not None
     obs = np.random.default_rng(patch).random((3, 3, 21, 18), dtype=np.float32)
     for up in ("nearest", "bilinear"):
-        a = occlusion(pol, obs, patch=patch, color=color, softmax=softmax, upsample=up).pixels()
-        b = occlusion(pol, obs, patch=patch, color=color, softmax=softmax, upsample=up, incremental=False).pixels()
+        a = Occlusion(patch=patch, color=color, softmax=softmax, upsample=up).explain(pol, obs).pixels()
+        b = Occlusion(patch=patch, color=color, softmax=softmax, upsample=up, incremental=False).explain(pol, obs).pixels()
         assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
 
 
@@ -92,20 +92,20 @@ def test_not_a_chain_runs_the_plain_forward(monkeypatch):
     obs = np.random.default_rng(0).random((2, *shape), dtype=np.float32)
     h = pol.module[2].register_forward_hook(lambda m, i, o: o * 2)
     assert P._conv_chain(pol) is None
-    hooked = occlusion(pol, obs, patch=3).pixels()
+    hooked = Occlusion(patch=3).explain(pol, obs).pixels()
     h.remove()
-    assert np.abs(hooked - occlusion(pol, obs, patch=3).pixels()).max() > 1e-3      # the hook's effect was kept
+    assert np.abs(hooked - Occlusion(patch=3).explain(pol, obs).pixels()).max() > 1e-3      # the hook's effect was kept
     # a chain taken wrongly (here: one ReLU dropped) gives other outputs on the states: the plain forward, bit for bit
     real = P._chain
     monkeypatch.setattr(P, "_chain", lambda m: [l for i, l in enumerate(real(m)) if i != 1])
-    np.testing.assert_array_equal(occlusion(pol, obs, patch=3).pixels(), occlusion(pol, obs, patch=3, incremental=False).pixels())
+    np.testing.assert_array_equal(Occlusion(patch=3).explain(pol, obs).pixels(), Occlusion(patch=3, incremental=False).explain(pol, obs).pixels())
 
 
 def test_bad_batch_size():
     pol = _small(True)
     obs = np.zeros((1, 3, 21, 18), np.float32)
-    with pytest.raises(ValueError, match="batch_size must be >= 1"): occlusion(pol, obs, batch_size=0)
-    with pytest.raises(ValueError, match="batch_size must be >= 1"): occlusion(pol, obs, batch_size=0, incremental=False)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"): Occlusion(batch_size=0).explain(pol, obs)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"): Occlusion(batch_size=0, incremental=False).explain(pol, obs)
 
 
 def _zoo(pipelines):
@@ -154,8 +154,8 @@ def test_patches_that_change_nothing_tie_exactly_as_in_the_plain_forward():
     assert P._conv_chain(pol) is not None
     x = np.random.default_rng(0).random((2, 4, 84, 84)).astype(np.float32)
     x[:, :, 20:40, :] = 0.0                       # rows 20-39 black: every 2x2 patch there changes nothing
-    m = occlusion(pol, x, patch=2, color=0.0, upsample="nearest").pixels()
-    plain = occlusion(pol, x, patch=2, color=0.0, upsample="nearest", incremental=False).pixels()
+    m = Occlusion(patch=2, color=0.0, upsample="nearest").explain(pol, x).pixels()
+    plain = Occlusion(patch=2, color=0.0, upsample="nearest", incremental=False).explain(pol, x).pixels()
     for b in range(2):
         assert np.unique(plain[b, 20:40]).size == 1
         assert np.unique(m[b, 20:40]).size == 1, np.unique(m[b, 20:40])   # one value, bit for bit

@@ -12,7 +12,8 @@ from torch import nn
 from rlexplain.core import Policy
 from rlexplain.runs import load_result
 from rlexplain import saliency_bench as sb, saliency_study as ss
-from rlexplain.saliency_bench import (BENCH_METHODS, PAPER_CALIBRATION, InsertionResult, SanityCheck, cascading_randomization,
+from rlexplain.attribution import PAPER_PARAMS
+from rlexplain.saliency_bench import (PAPER_CALIBRATION, InsertionResult, SanityCheck, cascading_randomization,
                                       highlights_div, insertion_curves, map_similarity, model_layers, paper_grid,
                                       random_map_calibration, random_saliency, sanity_check, tune)
 from rlexplain.saliency_study import BenchConfig, SaliencyBenchmark, paper_insertion_table, run_benchmark
@@ -194,7 +195,7 @@ def test_configs_and_paper_tables():
     assert len(t) == 16 * 8 + 16 * 2
     row = t[(t.paper_game == "Breakout") & (t.sub_metric == "Q-val black") & (t.method == "lime_felzenszwalb")].iloc[0]
     assert (row["mean"], row["std"]) == (7.48, 9.6)
-    assert all(k in BENCH_METHODS for k in p.methods)
+    assert all(k in PAPER_PARAMS for k in p.methods)
     pt = ss.paper_tuning_table()
     assert pt.final.sum() == 5 and json.loads(pt[pt.final & (pt.method == "occlusion")].params.iloc[0])["patch"] == 2
 

@@ -10,8 +10,9 @@ from torch import nn
 from rlexplain.attribution import Attribution, explain
 from rlexplain.attribution.explainers.xrlbench import _fitted   # the private fitted explainers behind explain (their own explain(states, actions))
 from rlexplain.core import Policy
-from rlexplain.xrlbench import (AIM, AUM, IMAGE_METHODS, PGI, PGU, RIS, TABULAR_METHODS, FidelityResult, XRLBenchResult,
-                                dataset_arrays, generate_dataset, load_dataset, load_xrlbench_policy, run_benchmark, sarfa_score,
+from rlexplain.attribution import MetricResult
+from rlexplain.xrlbench import (AIM, AUM, IMAGE_METHODS, PGI, PGU, RIS, TABULAR_METHODS, XRLBenchResult,
+                                dataset_arrays, generate_dataset, load_dataset, load_xrlbench_policy, run_benchmark, SARFA,
                                 save_dataset)
 
 torch.set_num_threads(1)
@@ -24,6 +25,11 @@ def linear_policy(W, b=None):
         lin.weight[:] = torch.tensor(W)
         if b is not None: lin.bias[:] = torch.tensor(b, dtype=torch.float32)
     return Policy.from_module(lin, (W.shape[1],), device="cpu")
+
+
+def greedy_att(pol, X, values, method="hand"):
+    "An Attribution of plain `values` for the agent's greedy actions on `X` (what the metrics explain by default)."
+    return Attribution(np.asarray(values), pol.outputs(np.asarray(X, np.float32)).numpy().argmax(1), method)
 
 
 @pytest.fixture(scope="module")
@@ -77,18 +83,18 @@ def test_perfect_random_and_worst_explanations(data):
     X, rng = data
     pol = linear_policy([[1, 0, 0, 0], [-1, 0, 0, 0]])
     Xn = X.copy(); Xn[:, 0] = -np.abs(Xn[:, 0]) - 0.1          # greedy action 1 everywhere; masking x0 flips it to 0
-    perfect = np.tile([1.0, 0, 0, 0], (len(X), 1))
-    worst = 1 - perfect
-    rand = rng.random(X.shape)
+    perfect = greedy_att(pol, Xn, np.tile([1.0, 0, 0, 0], (len(X), 1)))
+    worst = greedy_att(pol, Xn, 1 - perfect.values)
+    rand = greedy_att(pol, Xn, rng.random(X.shape))
     for cls, best, bad in [(AIM, 0.0, 1.0), (AUM, 1.0, 0.0)]:
-        assert cls(pol)(Xn, perfect).value == best
-        assert cls(pol)(Xn, worst).value == bad
-        assert min(best, bad) < cls(pol)(Xn, rand).value < max(best, bad)
-    assert PGU(pol)(Xn, perfect).value == 0.0
-    assert PGI(pol)(Xn, perfect).value > PGI(pol)(Xn, rand).value > PGI(pol)(Xn, worst).value == 0.0
-    r = AIM(pol, order="both")(Xn, -perfect)                     # signed: raw ranking puts x0 last
-    assert r.auc == {"abs": 0.0, "raw": 1.0} and r.value == 0.0 and r.order == "abs"   # reported apart, never max'ed
-    assert AIM.higher_is_better is False and AUM.higher_is_better and "Xiong" in PGI.reference
+        assert cls()(pol, Xn, perfect).value == best
+        assert cls()(pol, Xn, worst).value == bad
+        assert min(best, bad) < cls()(pol, Xn, rand).value < max(best, bad)
+    assert PGU()(pol, Xn, perfect).value == 0.0
+    assert PGI()(pol, Xn, perfect).value > PGI()(pol, Xn, rand).value > PGI()(pol, Xn, worst).value == 0.0
+    r = AIM(order="both")(pol, Xn, greedy_att(pol, Xn, -perfect.values))     # signed: raw ranking puts x0 last
+    assert r.value == 0.0 and r.raw["raw_per_state"].mean() == 1.0 and r.params["order"] == "both"   # reported apart, never max'ed
+    assert AIM.higher_is_better is False and AUM.higher_is_better and "Xiong" in PGI.source
 
 
 def test_explainers_on_a_one_feature_agent(data):
@@ -96,7 +102,7 @@ def test_explainers_on_a_one_feature_agent(data):
     pol = linear_policy([[1, 0, 0, 0], [-1, 0, 0, 0]])
     big = np.random.default_rng(1).normal(size=(2000, 4)).astype(np.float32)
     for name in TABULAR_METHODS:
-        kw = {"num_samples": 500} if name == "TabularLIME" else {}
+        kw = {"n_samples": 500} if name == "TabularLIME" else {}
         ex = _fitted(name, pol, background=big, **kw)
         Xc = X[:30].copy()
         e = ex.explain(Xc)
@@ -109,8 +115,8 @@ def test_explainers_on_a_one_feature_agent(data):
 
 def test_sarfa_by_hand():
     p0 = np.e / (np.e + 2)
-    assert sarfa_score([1.0, 0, 0], [0.0, 0, 0], 0) == pytest.approx(2 * (p0 - 1 / 3) / (1 + p0 - 1 / 3))
-    assert sarfa_score([0.0, 0, 0], [1.0, 0, 0], 0) == 0.0
+    assert SARFA.score([1.0, 0, 0], [0.0, 0, 0], 0) == pytest.approx(2 * (p0 - 1 / 3) / (1 + p0 - 1 / 3))
+    assert SARFA.score([0.0, 0, 0], [1.0, 0, 0], 0) == 0.0
 
 
 def test_images_tiny_cnn():
@@ -122,9 +128,9 @@ def test_images_tiny_cnn():
         kw = {"stride": 3} if name in ("PS", "SARFA") else {"n_background": 4}
         e = _fitted(name, pol, background=imgs, **kw).explain(imgs[:3])
         assert e.values.shape == (3, 2, 12, 12)
-    r = AIM(pol)(imgs[:3], e)
-    assert list(r.ks) == list(range(12, 144, 12)) and 0 <= r.value <= 1
-    assert PGI(pol, pixel_step=36)(imgs[:3], e).scores.shape == (1, 3)      # one ranking by default: |importance|
+    r = AIM()(pol, imgs[:3], e)
+    assert list(r.curve_x) == list(range(12, 144, 12)) and 0 <= r.value <= 1
+    p = PGI(pixel_step=36)(pol, imgs[:3], e); assert p.curve.shape == (3,) and not p.raw   # one ranking by default: |importance|
     with pytest.raises(ValueError, match="explains tabular"):
         _fitted("TabularLIME", pol, background=imgs)
 
@@ -139,11 +145,11 @@ def test_bad_input(data):
     with pytest.raises(ValueError, match="NaN"):
         _fitted("IG", pol, background=X).explain(np.full((2, 4), np.nan, np.float32))
     with pytest.raises(ValueError, match=r"k must lie in \[1, 4\]"):
-        AIM(pol).at_k(X[:5], X[:5], k=7)
+        AIM(ks=[7])(pol, X[:5], greedy_att(pol, X[:5], X[:5]))
     with pytest.raises(ValueError, match="k must lie"):
-        PGU(pol, ks=[0])
-    with pytest.raises(ValueError, match="importance must have"):
-        AUM(pol)(X[:5], X[:4])
+        PGU(ks=[0])(pol, X[:5], greedy_att(pol, X[:5], X[:5]))
+    with pytest.raises(ValueError, match="the states have"):
+        AUM()(pol, X[:5], greedy_att(pol, X[:4], X[:4]))
     with pytest.raises(ValueError, match="needs background"):
         _fitted("DeepSHAP", pol)
     with pytest.raises(ValueError, match=r"\[0, 2\)"):
@@ -153,10 +159,10 @@ def test_bad_input(data):
 def test_ris_linear_ig_is_one(data):
     X, _ = data
     pol = linear_policy([[0.5, -1.0, 2.0, 0.3]])
-    ig = _fitted("IG", pol, baseline="zeros")
-    r = RIS(n_neighbors=4)(ig, X[:20] + 4.0)
+    e = explain("IG", pol, X[:20] + 4.0, baseline="zeros")
+    r = RIS(n_neighbors=4)(pol, X[:20] + 4.0, e)                # re-explains with the explainer that made e
     np.testing.assert_allclose(r.per_state, 1.0, rtol=1e-4)
-    assert RIS(variant="original")(ig, X[:20] + 4.0).params["n_neighbors"] == 1
+    assert RIS(variant="original")(pol, X[:20] + 4.0, e).params["n_neighbors"] == 1
 
 
 def test_benchmark_and_results_roundtrip(tmp_path, data):
@@ -176,8 +182,8 @@ def test_benchmark_and_results_roundtrip(tmp_path, data):
     e = _fitted("SARFA", pol, background=X).explain(X[:5])
     e.save(tmp_path / "e"); e2 = Attribution.load(tmp_path / "e")
     np.testing.assert_array_equal(e2.values, e.values); assert e2.method == "SARFA"
-    f = AIM(pol)(X[:5], e); f.save(tmp_path / "f")
-    assert FidelityResult.load(tmp_path / "f").value == f.value
+    f = AIM()(pol, X[:5], e); f.save(tmp_path / "f")
+    assert MetricResult.load(tmp_path / "f").value == f.value
 
 
 def test_real_agents_dataset_and_deepshap(shared_agents, tmp_path):
@@ -248,7 +254,7 @@ def test_benchmark_plot_names_the_better_direction_and_keeps_methods_apart():
 
 
 def test_ris_variants_share_one_set_of_neighbour_explanations(data):
-    """`RIS.variants` gives each formula's value exactly as its own `RIS` call would, from one pass over the neighbours."""
+    """`RIS(also=...)` gives each formula's value exactly as its own `RIS` call would, from one pass over the neighbours."""
     X, _ = data
     pol = linear_policy([[0.5, -1.0, 2.0, 0.3], [0.1, 0.4, -0.2, 1.0]])
     ig = _fitted("IG", pol, baseline="zeros")
@@ -256,17 +262,17 @@ def test_ris_variants_share_one_set_of_neighbour_explanations(data):
     def f(s, a):
         calls.append(len(s)); return ig.explain(s, a).values
     e = ig.explain(X[:12] + 1.0)
-    both = RIS(n_neighbors=3, seed=4).variants(f, e.states, e.values, e.actions)
+    both = RIS(n_neighbors=3, seed=4, explainer=f, also=("code",))(pol, e.states, e)
     assert calls == [36]                                     # 12 states x 3 neighbours, explained once
-    for v in ("paper", "code"):
-        alone = RIS(n_neighbors=3, seed=4, variant=v)(f, e.states, e.values, e.actions)
-        np.testing.assert_array_equal(both[v].per_state, alone.per_state)
-        assert both[v].variant == v and both[v].value == alone.value
-    assert both["paper"].value != both["code"].value
+    alone = {v: RIS(n_neighbors=3, seed=4, variant=v, explainer=f)(pol, e.states, e) for v in ("paper", "code")}
+    np.testing.assert_array_equal(both.per_state, alone["paper"].per_state)
+    assert both.value == alone["paper"].value and both.params["also"]["code"] == alone["code"].value
+    assert both.params["variant"] == "paper" and alone["code"].params["variant"] == "code"
+    assert alone["paper"].value != alone["code"].value
     with pytest.raises(ValueError, match="original"):
-        RIS().variants(f, e.states, e.values, e.actions, variants=("paper", "original"))
+        RIS(explainer=f, also=("original",))(pol, e.states, e)
     with pytest.raises(ValueError, match="subset"):
-        RIS().variants(f, e.states, e.values, e.actions, variants=("mean",))
+        RIS(explainer=f, also=("mean",))(pol, e.states, e)
 
 
 def test_zoo_agent_benchmark_against_the_paper_and_waterfall():
@@ -300,7 +306,7 @@ def test_zoo_agent_benchmark_against_the_paper_and_waterfall():
 def test_fidelity_curve_batched_over_k_is_the_one_k_at_a_time_curve(data, monkeypatch):
     """The k grid goes through the policy in batched forwards (`_rank_curve`); each k's score is the one a forward of that k
     alone gives, here by hand: a linear agent Q = W x, the top-k features (by |e|) set to 0, the greedy action kept or not."""
-    from rlexplain.attribution.metrics.fidelity import FidelityMetric
+    from rlexplain.attribution.metrics.fidelity import _FidelityCurves
     X, rng = data
     W = np.array([[1.0, -2.0, 0.5, 0.0], [-1.0, 1.0, 2.0, -0.5], [0.3, 0.3, -1.0, 2.0]], np.float32)
     pol = linear_policy(W)
@@ -314,18 +320,19 @@ def test_fidelity_curve_batched_over_k_is_the_one_k_at_a_time_curve(data, monkey
     calls = []
     outputs = pol.outputs
     monkeypatch.setattr(pol, "outputs", lambda obs, batch_size=None: (calls.append(len(obs)), outputs(obs, batch_size))[1])
-    r = AIM(pol)(x, e)
-    np.testing.assert_array_equal(r.per_state[0], np.mean(hand, 0))
+    att = greedy_att(pol, x, e); calls.clear()
+    r = AIM()(pol, x, att)
+    np.testing.assert_array_equal(r.per_state, np.mean(hand, 0))
     assert calls == [30, 90]                        # the states' outputs, then k = 1, 2, 3 in one forward
-    calls.clear(); monkeypatch.setattr(FidelityMetric, "_CHUNK", 1)   # one k per forward: the same curve
-    r1 = AIM(pol)(x, e)
+    calls.clear(); monkeypatch.setattr(_FidelityCurves, "_CHUNK", 1)   # one k per forward: the same curve
+    r1 = AIM()(pol, x, att)
     assert calls == [30, 30, 30, 30]
-    np.testing.assert_array_equal(r1.scores, r.scores)
+    np.testing.assert_array_equal(r1.curve, r.curve); np.testing.assert_array_equal(r1.per_state, r.per_state)
     for M in (PGI, PGU):                            # noise: n_draws rows per state and k, the draws averaged per k
-        a, b = M(pol, n_draws=3, feature_std=X.std(0))(x, e), None
-        monkeypatch.setattr(FidelityMetric, "_CHUNK", 1 << 23); b = M(pol, n_draws=3, feature_std=X.std(0))(x, e)
-        monkeypatch.setattr(FidelityMetric, "_CHUNK", 1)
-        np.testing.assert_array_equal(a.scores, b.scores)
+        a, b = M(n_draws=3, feature_std=X.std(0))(pol, x, att), None
+        monkeypatch.setattr(_FidelityCurves, "_CHUNK", 1 << 23); b = M(n_draws=3, feature_std=X.std(0))(pol, x, att)
+        monkeypatch.setattr(_FidelityCurves, "_CHUNK", 1)
+        np.testing.assert_array_equal(a.curve, b.curve); np.testing.assert_array_equal(a.per_state, b.per_state)
 
 
 def test_fidelity_both_orders_in_one_score_call(data, monkeypatch):

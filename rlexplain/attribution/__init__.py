@@ -14,10 +14,11 @@ from .explainers import *
 from .metrics import *
 
 # %% ../../nbs/05_attribution.ipynb #404f2fdd
-EXPLAINERS.update({c.name: c for c in (Occlusion, NoiseSensitivity, SARFAExplainer, RISEExplainer, LIMESlic, LIMEQuickshift,
-                                         LIMEFelzenszwalb, PerturbationSaliencyExplainer, TabularSHAPExplainer, TabularLIMEExplainer, DeepSHAPExplainer, GradientSHAPExplainer,
-                                         IntegratedGradientsExplainer, RandomBaseline)})
-METRICS.update({c.name: c for c in (AIMMetric, AUMMetric, PGIMetric, PGUMetric, RISMetric, *INSERTION_METRIC_CLASSES.values(), SanitySpearman, SanitySSIM, SanityHOG)})
+EXPLAINERS.update({c.name: c for c in (Occlusion, NoiseSensitivity, SARFA, RISE, LIMESlic, LIMEQuickshift,
+                                         LIMEFelzenszwalb, PerturbationSaliency, TabularSHAP, TabularLIME, DeepSHAP, GradientSHAP,
+                                         IntegratedGradients, RandomBaseline)})
+METRICS.update({c.name: c for c in (AIM, AUM, PGI, PGU, RIS, InsertionBlackQ, InsertionBlackAdvantage, InsertionRandomQ, InsertionRandomAdvantage,
+                                     SanitySpearman, SanitySSIM, SanityHOG)})
 
 __all__ = sorted({n for s in ('_utils', '_base', 'explainers', 'metrics')                # every public name of the package
                   for n in importlib.import_module(f'rlexplain.attribution.{s}').__all__})

@@ -21,8 +21,8 @@ from ..runs import Result, json_default
 from ._utils import as_states, resolve_actions
 
 # %% auto #0
-__all__ = ['EXPLAINERS', 'METRICS', 'EXPLAINER_ALIASES', 'Attribution', 'Explainer', 'map_values', 'MetricResult', 'Metric',
-           'registry_name', 'explainer', 'explain', 'score']
+__all__ = ['EXPLAINERS', 'METRICS', 'Attribution', 'Explainer', 'map_values', 'MetricResult', 'Metric', 'registry_name',
+           'explainer', 'explain', 'score']
 
 # %% ../../nbs/attribution/01_base.ipynb #a92c14ed
 @dataclasses.dataclass(frozen=True)
@@ -209,7 +209,7 @@ def _att_plot(self, ax=None,             # matplotlib Axes (a new small figure w
     if not self.is_image:
         v = self.values[index]; names = self.params.get("feature_names") or [f"f{i}" for i in range(len(v))]
         ax.barh(np.arange(len(v)), v, color=np.where(v >= 0, "C3", "C0"))
-        ax.set_yticks(np.arange(len(v)), names, fontsize=7); ax.invert_yaxis()
+        ax.set_yticks(np.arange(len(v)), names, fontsize=8); ax.invert_yaxis()
         ax.set_xlabel("attribution (policy output units)", fontsize=8); ax.set_title(label, fontsize=8)
         return ax
     m = self.pixels()[index]
@@ -224,8 +224,8 @@ def _att_plot(self, ax=None,             # matplotlib Axes (a new small figure w
         im = ax.imshow(m, cmap=cm, alpha=alpha, **lim)
     else: im = ax.imshow(m, cmap=cm, **lim)
     if colorbar:
-        cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03); cb.ax.tick_params(labelsize=6)
-        cb.set_label("attribution (sum over frames)" + (", min-max scaled" if self.params.get("normalized") else ""), fontsize=6)
+        cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03); cb.ax.tick_params(labelsize=8)
+        cb.set_label("attribution (a.u., sum over frames)" + (",\nmin-max scaled" if self.params.get("normalized") else ""), fontsize=8)
     ax.set_title(label, fontsize=8); ax.set_axis_off()
     return ax
 
@@ -257,7 +257,7 @@ class Explainer:
     source: str = ""
     presets: dict = {}
     uses_background: bool = False      # takes a `background` parameter (the agent's dataset states)
-    field_names: dict = {}             # the field's parameter names (captum, shap) -> this method's own (its paper's), e.g. {"n_samples": "num_samples"}
+    field_names: dict = {}             # the field's parameter names (captum, shap) -> this method's own (its paper's), e.g. {"baselines": "hide_color"}
 
     def __init__(self, **params):
         self.params = self.own_names(params)
@@ -265,8 +265,8 @@ class Explainer:
 
     @classmethod
     def own_names(cls, params: dict) -> dict:
-        """`params` with the field's names (`field_names`, e.g. captum's `n_samples` and `baselines`) turned into this method's own
-        (its paper's: LIME's `num_samples` and `hide_color`), so either name can be passed and presets and records keep the paper's.
+        """`params` with the field's names (`field_names`, e.g. captum's `baselines`) turned into this method's own
+        (its paper's: LIME's `hide_color`, occlusion's `color`), so either name can be passed and presets and records keep the paper's.
         Raises `ValueError` when both names of one parameter are given."""
         p = dict(params)
         for std, own in cls.field_names.items():
@@ -389,7 +389,7 @@ class MetricResult(Result):
         if len(self.curve) == 0: raise ValueError(f"{self.metric} has no curve; see per_state.")
         ax = ax or plt.subplots(figsize=(3.2, 2.4))[1]
         ax.plot(self.curve_x, self.curve, marker="o", ms=3)
-        ax.set_xlabel(self.curve_label, fontsize=8); ax.set_ylabel(self.metric, fontsize=8); ax.tick_params(labelsize=7)
+        ax.set_xlabel(self.curve_label, fontsize=8); ax.set_ylabel(self.metric, fontsize=8); ax.tick_params(labelsize=8)
         ax.set_title(f"{self.method}: {self.metric} ({'higher' if self.higher_is_better else 'lower'} is better)", fontsize=8)
         return ax
 
@@ -439,16 +439,17 @@ class Metric:
 EXPLAINERS: dict = {}   # name -> Explainer class, filled by rlexplain.attribution (every explainer of both papers)
 METRICS: dict = {}      # name -> Metric class, filled by rlexplain.attribution
 
-EXPLAINER_ALIASES = {"ps": "perturbation_saliency", "ig": "integrated_gradients", "tabularshap": "tabular_shap",
+_ALIASES = {"ps": "perturbation_saliency", "ig": "integrated_gradients", "tabularshap": "tabular_shap",
                      "tabularlime": "tabular_lime", "deepshap": "deep_shap", "gradientshap": "gradient_shap",
                      "integratedgradients": "integrated_gradients", "perturbationsaliency": "perturbation_saliency",
                      "noisesensitivity": "noise_sensitivity", "lime": "lime_slic", "baseline": "random",
                      "integratedgradient": "integrated_gradients", "gradshap": "gradient_shap"}
 
 def registry_name(method: str) -> str:
-    "The key of `EXPLAINERS` that `method` names: itself, or its alias in `EXPLAINER_ALIASES` (case, '_' and '-' ignored); else `method` lower-cased."
+    """The key of `EXPLAINERS` that `method` names: itself, or the key an alias names (case, '_' and '-' ignored): XRL-Bench's names
+    ("IG", "PS", "TabularSHAP", "DeepSHAP", ...), "lime" (LIME on SLIC superpixels, "lime_slic") and "baseline" ("random"); else `method` lower-cased."""
     m = str(method)
-    return m if m in EXPLAINERS else EXPLAINER_ALIASES.get(m.lower().replace("_", "").replace("-", ""), m.lower())
+    return m if m in EXPLAINERS else _ALIASES.get(m.lower().replace("_", "").replace("-", ""), m.lower())
 
 # %% ../../nbs/attribution/01_base.ipynb #1acbfbf8
 def explainer(method: str | Explainer, /, **params) -> Explainer:
@@ -497,7 +498,7 @@ def _metric_std(policy: Policy, p: dict) -> dict:
 # %% ../../nbs/attribution/01_base.ipynb #7c430297
 _GRID_KEYS = ("mask", "mask_sigma", "blur_mode", "keep_max")
 _REBUILD_KEYS = {"occlusion": ("patch", "color", "softmax", "score", "upsample"), "noise_sensitivity": ("radius", "perturbation", "score", "blur_sigma", "blur_frames") + _GRID_KEYS,
-                 "sarfa": ("radius", "perturbation", "kl", "blur_sigma", "blur_frames") + _GRID_KEYS, "rise": ("n_masks", "s", "p", "seed", "softmax"),
+                 "sarfa": ("radius", "perturbation", "kl", "blur_sigma", "blur_frames") + _GRID_KEYS, "rise": ("n_samples", "s", "p", "seed", "softmax"),
                  "random": ("seed",)}
 
 def _reexplainer(attribution: Attribution, given: Any = None) -> Explainer:

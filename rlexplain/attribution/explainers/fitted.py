@@ -16,7 +16,7 @@ from torch import nn
 from ...core import Policy
 from .._base import Attribution
 from .._utils import _batch_for, as_states, resolve_actions, state_columns
-from .perturbation import noise_sensitivity, sarfa, sarfa_score
+from .perturbation import _noise_sensitivity, _sarfa, _sarfa_score
 
 # %% auto #0
 __all__ = ['IMAGE_METHODS']
@@ -147,7 +147,7 @@ class _PerturbationExplainer(_FittedExplainer):
         return p
 
     def _grid_kw(self) -> dict:
-        "XRL-Bench's image perturbation as parameters of `noise_sensitivity`/`sarfa`: Gaussian blobs of blurred content (edge replicated)."
+        "XRL-Bench's image perturbation as parameters of `_noise_sensitivity`/`_sarfa`: Gaussian blobs of blurred content (edge replicated)."
         return dict(radius=self.stride, perturbation="blur", mask="gaussian", mask_sigma=self.mask_sigma, blur_sigma=self.blur_sigma,
                     blur_mode="nearest", keep_max=False, batch_size=self.batch_size)
 
@@ -183,22 +183,22 @@ class _PerturbationSaliency(_PerturbationExplainer):
     def params(self) -> dict: return {**super().params(), "score": self.score}
 
     def _explain(self, x, a):
-        if self.is_image:     # Greydanus et al.'s blurred perturbation: one implementation, `noise_sensitivity`
+        if self.is_image:     # Greydanus et al.'s blurred perturbation: one implementation, `_noise_sensitivity`
             score = "l2" if self.score == "l2" else "all_actions"
-            return noise_sensitivity(self.policy, x, a, score=score, **self._grid_kw()).values, None, None   # the map spread over the frames
+            return _noise_sensitivity(self.policy, x, a, score=score, **self._grid_kw()).values, None, None   # the map spread over the frames
         q, qp = self._perturbed_outputs(x)
         d2 = ((qp - q[:, None, None, :]) ** 2).sum(-1)
         return (np.sqrt(d2) if self.score == "l2" else 0.5 * d2).mean(1), None, None
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #5f480b46
 class _SARFA(_PerturbationExplainer):
-    "SARFA (Puri et al. 2020) with XRL-Bench's perturbations (`sarfa_score`)."
+    "SARFA (Puri et al. 2020) with XRL-Bench's perturbations (`_sarfa_score`)."
     name = "SARFA"
     reference = "Puri et al. (2020), Eq. 3; Xiong et al. (2024) Sec. 3.2"
 
     def __init__(self, policy: Policy, background: Any = None,
                  all_actions: bool | None = None,  # also score every action (per_action); default: tabular yes, images no
-                 kl: str = "code",                 # KL direction of `sarfa_score`: "code" (XRL-Bench's and SARFA's code) or "paper"
+                 kl: str = "code",                 # KL direction of `_sarfa_score`: "code" (XRL-Bench's and SARFA's code) or "paper"
                  **kw):
         super().__init__(policy, background, **kw); self.all_actions, self.kl = all_actions, kl
         if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")
@@ -207,12 +207,12 @@ class _SARFA(_PerturbationExplainer):
 
     def _explain(self, x, a):
         every = (not self.is_image) if self.all_actions is None else self.all_actions
-        if self.is_image:     # the blurred Gaussian blobs of `noise_sensitivity`, scored by `sarfa`
-            sar = lambda act: sarfa(self.policy, x, act, kl=self.kl, **self._grid_kw()).values   # the map spread over the frames
+        if self.is_image:     # the blurred Gaussian blobs of `_noise_sensitivity`, scored by `_sarfa`
+            sar = lambda act: _sarfa(self.policy, x, act, kl=self.kl, **self._grid_kw()).values   # the map spread over the frames
             per = np.stack([sar(np.full(len(x), b)) for b in range(self.policy.n_actions)], 1) if every else None
             return sar(a), per, None
         q, qp = self._perturbed_outputs(x)
         qb = q[:, None, None, :]
-        imp = sarfa_score(qb, qp, a[:, None, None], kl=self.kl).mean(1)
-        per = np.stack([sarfa_score(qb, qp, b, kl=self.kl).mean(1) for b in range(q.shape[1])], 1) if every else None
+        imp = _sarfa_score(qb, qp, a[:, None, None], kl=self.kl).mean(1)
+        per = np.stack([_sarfa_score(qb, qp, b, kl=self.kl).mean(1) for b in range(q.shape[1])], 1) if every else None
         return imp, per, None

@@ -275,18 +275,18 @@ _DeepSHAP._shap_attribute = _deepshap_shap_attribute
 _DeepSHAP._shap_action = _deepshap_shap_action
 
 # %% ../../../nbs/attribution/16_gradient.ipynb #1b0c7481
-def _shap_draws(seed: int, n_refs: int, nsamples: int) -> tuple:
+def _shap_draws(seed: int, n_refs: int, n_samples: int) -> tuple:
     """shap 0.51's `GradientExplainer.shap_values` draws for one state after `np.random.seed(seed)`: per sample a reference index
-    (`np.random.choice(n_refs)`) then an interpolation weight `t` (`np.random.uniform()`), interleaved. Returns `(idx (nsamples,)
-    int64, t (nsamples,) float64)`, from a `RandomState` of its own (numpy's global stream is left alone)."""
+    (`np.random.choice(n_refs)`) then an interpolation weight `t` (`np.random.uniform()`), interleaved. Returns `(idx (n_samples,)
+    int64, t (n_samples,) float64)`, from a `RandomState` of its own (numpy's global stream is left alone)."""
     rs = np.random.RandomState(seed)
-    idx, t = np.empty(nsamples, np.int64), np.empty(nsamples)
-    for k in range(nsamples): idx[k] = rs.choice(n_refs); t[k] = rs.uniform()
+    idx, t = np.empty(n_samples, np.int64), np.empty(n_samples)
+    for k in range(n_samples): idx[k] = rs.choice(n_refs); t[k] = rs.uniform()
     return idx, t
 
 # %% ../../../nbs/attribution/16_gradient.ipynb #6740c7fe
 class _GradientSHAP(_GradientExplainer):
-    """GradientSHAP / expected gradients (Erion et al. 2019), shap.GradientExplainer's values: per state, the mean over `nsamples`
+    """GradientSHAP / expected gradients (Erion et al. 2019), shap.GradientExplainer's values: per state, the mean over `n_samples`
     draws of `grad f_a(t x + (1 - t) x0) * (x - x0)`, with a reference `x0` and `t ~ U(0, 1)` drawn as shap draws them
     (`_shap_draws`). Each state's draws come from its own seed, from `seed` and the state's values (`state_seed`): a state gets the
     same values alone or with any other states in the call. The draws of all states run as batched gradient passes (chunks of
@@ -295,18 +295,18 @@ class _GradientSHAP(_GradientExplainer):
     reference = "Erion et al. (2019); Lundberg & Lee (2017); Xiong et al. (2024) Sec. 3.2"
 
     def __init__(self, policy: Policy, background: Any = None,
-                 nsamples: int = 200,                # (reference, alpha) samples per state (shap's default)
-                 shap_batch_size: int | None = None, # rows per gradient pass; None: whole states (nsamples rows each, as shap's 200), at least `grad_rows`
+                 n_samples: int = 200,                # (reference, alpha) samples per state (shap's default)
+                 shap_batch_size: int | None = None, # rows per gradient pass; None: whole states (n_samples rows each, as shap's 200), at least `grad_rows`
                  **kw):
         super().__init__(policy, background, **kw)
-        if int(nsamples) < 1: raise ValueError(f"nsamples must be >= 1; got {nsamples}.")
+        if int(n_samples) < 1: raise ValueError(f"n_samples must be >= 1; got {n_samples}.")
         if shap_batch_size is not None and int(shap_batch_size) < 1: raise ValueError(f"shap_batch_size must be >= 1; got {shap_batch_size}.")
-        self.nsamples, self.shap_batch_size = int(nsamples), None if shap_batch_size is None else int(shap_batch_size)
+        self.n_samples, self.shap_batch_size = int(n_samples), None if shap_batch_size is None else int(shap_batch_size)
 
-    def params(self) -> dict: return {**super().params(), "nsamples": self.nsamples}
+    def params(self) -> dict: return {**super().params(), "n_samples": self.n_samples}
 
     def _attribute(self, acts, x, refs):
-        S, M = self.nsamples, len(refs)
+        S, M = self.n_samples, len(refs)
         xs = x.detach().cpu().numpy()
         draws = [_shap_draws(state_seed(self.seed, xs[i]), M, S) for i in range(len(x))]
         ridx = torch.as_tensor(np.stack([d[0] for d in draws]), device=x.device)                        # (n, S)

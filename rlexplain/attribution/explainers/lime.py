@@ -17,7 +17,7 @@ from .._utils import _for_states, _prepare, check_int, forward_batches
 from .._base import Attribution
 
 # %% auto #0
-__all__ = ['LIME_SEGMENTATIONS', 'segment', 'lime']
+__all__ = ['LIME_SEGMENTATIONS', 'segment']
 
 # %% ../../../nbs/attribution/12_lime.ipynb #f2f00370
 LIME_SEGMENTATIONS = {   # name -> (scikit-image parameters, LIME samples): Huber et al. (2023), Tables 7-9 (final)
@@ -60,31 +60,31 @@ def segment(image: Any,                # (C, H, W) one observation, float in [0,
     return np.unique(seg, return_inverse=True)[1].reshape(seg.shape).astype(np.int64)
 
 # %% ../../../nbs/attribution/12_lime.ipynb #7e4aa92f
-def lime(policy: Policy,               # any Policy with image observations; raw q-values or logits are explained
+def _lime(policy: Policy,               # any Policy with image observations; raw q-values or logits are explained
          states: Any,                  # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
          actions: Any = None,          # None: greedy action; an int or (B,) ints
          segmentation: str | Callable = "slic", # "slic", "quickshift", "felzenszwalb" or a callable (see `segment`)
-         num_samples: int | None = None, # on/off samples; None: the benchmark's number for the segmentation (else 1000)
+         n_samples: int | None = None, # on/off samples; None: the benchmark's number for the segmentation (else 1000)
          hide_color: float = 0.0,      # colour of switched-off superpixels, in [0, 1]
          kernel_width: float = 0.25,   # width w of the exponential kernel on cosine distances
          seed: int = 0,                # random state of the samples (and of lime's Ridge)
          batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
          **seg_params,                 # segmentation parameters overriding LIME_SEGMENTATIONS
          ) -> Attribution:             # pixels() (B, H, W): each superpixel filled with its weight; values (B, C, H, W)
-    """LIME (Ribeiro et al. 2016) on raw outputs, as benchmarked by Huber et al. (2023), Appendix A, with the `lime`
+    """LIME (Ribeiro et al. 2016) on raw outputs, as benchmarked by Huber et al. (2023), Appendix A, with the `_lime`
     package's `LimeBase` (Ridge, kernel width 0.25, cosine distance) and scikit-image superpixels.
 
     `params` records the number of superpixels and the surrogate's weighted R^2 per state. Raises `ValueError` for
-    bad observations or actions, an unknown segmentation, `num_samples < 2` or a colour outside [0, 1]."""
+    bad observations or actions, an unknown segmentation, `n_samples < 2` or a colour outside [0, 1]."""
     from lime.lime_base import LimeBase
     from sklearn.metrics import pairwise_distances
     from sklearn.utils import check_random_state
     from threadpoolctl import threadpool_limits
     x, q, acts = _prepare(policy, states, actions)
     B, C, H, W = x.shape
-    if num_samples is None:
-        num_samples = LIME_SEGMENTATIONS[segmentation][1] if isinstance(segmentation, str) and segmentation in LIME_SEGMENTATIONS else 1000
-    num_samples = check_int("num_samples", num_samples, 2)
+    if n_samples is None:
+        n_samples = LIME_SEGMENTATIONS[segmentation][1] if isinstance(segmentation, str) and segmentation in LIME_SEGMENTATIONS else 1000
+    n_samples = check_int("n_samples", n_samples, 2)
     if not 0.0 <= float(hide_color) <= 1.0: raise ValueError(f"hide_color must be in [0, 1]; got {hide_color}.")
     if not kernel_width > 0: raise ValueError(f"kernel_width must be > 0; got {kernel_width}.")
     seed = check_int("seed", seed, 0)
@@ -95,14 +95,14 @@ def lime(policy: Policy,               # any Policy with image observations; raw
         seg = segment(xb, segmentation, **seg_params)
         n_feat = int(seg.max()) + 1
         rs = check_random_state(seed)
-        data = rs.randint(0, 2, num_samples * n_feat).reshape((num_samples, n_feat))   # as lime_image.data_labels
+        data = rs.randint(0, 2, n_samples * n_feat).reshape((n_samples, n_feat))   # as lime_image.data_labels
         data[0, :] = 1
         data_t, seg_t = torch.as_tensor(data, dtype=torch.float32, device=x.device), torch.as_tensor(seg.ravel(), device=x.device)
         def make(i, j):
             keep = data_t[i:j].index_select(1, seg_t).reshape(j - i, 1, H, W)
             if hide_color == 0: return xb[None] * keep   # the same values, one pass less over memory
             return torch.addcmul(torch.full_like(xb, float(hide_color))[None], (xb - float(hide_color))[None], keep)
-        labels = forward_batches(policy, num_samples, make, batch_size).double().cpu().numpy()
+        labels = forward_batches(policy, n_samples, make, batch_size).double().cpu().numpy()
         dist = pairwise_distances(data, data[0].reshape(1, -1), metric="cosine").ravel()
         _, exp, score, _ = LimeBase(kernel, random_state=rs).explain_instance_with_data(
             data, labels, dist, int(acts[b]), n_feat, feature_selection="none")   # all n_feat features: as "auto", one fit less
@@ -115,5 +115,5 @@ def lime(policy: Policy,               # any Policy with image observations; raw
         _for_states(policy, B, "lime", one)
     name = segmentation if isinstance(segmentation, str) else getattr(segmentation, "__name__", "custom")
     return Attribution.from_pixels(maps, acts, "lime", dict(segmentation=name, seg_params={**(LIME_SEGMENTATIONS.get(name, ({}, 0))[0]), **seg_params},
-                                                            num_samples=num_samples, hide_color=float(hide_color), kernel_width=float(kernel_width),
+                                                            num_samples=n_samples, hide_color=float(hide_color), kernel_width=float(kernel_width),
                                                             seed=seed, n_segments=n_segments, surrogate_r2=r2), C, x)

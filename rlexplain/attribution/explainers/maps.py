@@ -8,23 +8,27 @@ from __future__ import annotations
 import numpy as np
 
 from .._base import Attribution, Explainer
-from .perturbation import noise_sensitivity, occlusion, sarfa
-from .rise import rise
-from .lime import lime
+from .perturbation import _noise_sensitivity, _occlusion, _sarfa
+from .rise import _RISE, _rise
+from .lime import _lime
 
 # %% auto #0
-__all__ = ['PAPER_PARAMS', 'Occlusion', 'NoiseSensitivity', 'RISEExplainer', 'LIMEImage', 'LIMESlic', 'LIMEQuickshift',
-           'LIMEFelzenszwalb', 'RandomBaseline']
+__all__ = ['PAPER_PARAMS', 'Occlusion', 'NoiseSensitivity', 'RISE', 'LIMESlic', 'LIMEQuickshift', 'LIMEFelzenszwalb',
+           'RandomBaseline']
 
 # %% ../../../nbs/attribution/13_maps.ipynb #a1571479
-PAPER_PARAMS = {   # key -> (method name, parameters): Huber et al. (2023), Appendix C.2 (final parameters in bold)
+PAPER_PARAMS = {   # Huber et al. (2023): key -> (EXPLAINERS key, parameters); App. C.2's final parameters (bold), then Table 10's and Sec. 5's variants
     "occlusion": ("occlusion", dict(patch=2, color=0.0, softmax=False)),
     "noise_sensitivity": ("noise_sensitivity", dict(radius=3)),
     "sarfa": ("sarfa", dict(radius=2, perturbation="black")),
-    "rise": ("rise", dict(n_masks=1000, s=8, p=0.5, softmax=False)),
-    "lime_slic": ("lime", dict(segmentation="slic")),
-    "lime_quickshift": ("lime", dict(segmentation="quickshift")),
-    "lime_felzenszwalb": ("lime", dict(segmentation="felzenszwalb")),
+    "rise": ("rise", dict(n_samples=1000, s=8, p=0.5, softmax=False)),
+    "lime_slic": ("lime_slic", dict(segmentation="slic")),
+    "lime_quickshift": ("lime_quickshift", dict(segmentation="quickshift")),
+    "lime_felzenszwalb": ("lime_felzenszwalb", dict(segmentation="felzenszwalb")),
+    "occlusion_gray": ("occlusion", dict(patch=2, color=0.5, softmax=False)),                    # Table 10
+    "sarfa_blur": ("sarfa", dict(radius=2, perturbation="blur")),                                # Table 10
+    "noise_sensitivity_black": ("noise_sensitivity", dict(radius=3, perturbation="black")),      # Section 5
+    "noise_sensitivity_chosen_action": ("noise_sensitivity", dict(radius=3, score="chosen_action")),  # Section 5
 }
 
 # %% ../../../nbs/attribution/13_maps.ipynb #307b8bc0
@@ -36,7 +40,7 @@ def _spread(m: Attribution, x: np.ndarray) -> tuple:
 
 # %% ../../../nbs/attribution/13_maps.ipynb #598c5158
 class _PixelMapExplainer(Explainer):
-    "A pixel-map method (its function `fn`, e.g. `occlusion`) behind the explainer contract."
+    "A pixel-map method (its function `fn`, e.g. `_occlusion`) behind the explainer contract."
     modalities = ("image",)
     fn = None                       # the method's function f(policy, obs, action, **params) -> image Attribution
     def _map(self, policy, x, a): return type(self).fn(policy, x, a, **self.params)
@@ -44,56 +48,61 @@ class _PixelMapExplainer(Explainer):
 
 # %% ../../../nbs/attribution/13_maps.ipynb #be67c030
 class Occlusion(_PixelMapExplainer):
-    "Occlusion Sensitivity (Zeiler & Fergus 2014): `1 - pi(I')_a` per patch (Huber et al. 2023, Eq. A1); see `occlusion`."
-    name, fn = "occlusion", staticmethod(occlusion)
+    "Occlusion Sensitivity (Zeiler & Fergus 2014): `1 - pi(I')_a` per patch (Huber et al. 2023, Eq. A1); see `_occlusion`."
+    name, fn = "occlusion", staticmethod(_occlusion)
     source = "Zeiler & Fergus (2014); Huber et al. (2023), App. A, Eq. A1"
-    presets = {"huber2023": dict(patch=2, color=0.0, softmax=False), "huber2023_gray": dict(patch=2, color=0.5, softmax=False)}
+    presets = {"huber2023": PAPER_PARAMS["occlusion"][1], "huber2023_gray": PAPER_PARAMS["occlusion_gray"][1]}   # the one table's
     field_names = {"baselines": "color"}          # captum's Occlusion: `baselines`, the value of an occluded patch
 
 # %% ../../../nbs/attribution/13_maps.ipynb #659a593b
 class NoiseSensitivity(_PixelMapExplainer):
     """Noise Sensitivity (Greydanus et al. 2018): `0.5 ||pi(I) - pi(I')||^2` for a blurred disk (Huber et al. 2023, Eq. A2);
     `perturbation="black"` and `score="chosen_action"` are the paper's Section 5 variants; preset "xrlbench" is XRL-Bench's image
-    Perturbation Saliency (the same values as `perturbation_saliency` on images). See `noise_sensitivity`."""
-    name, fn = "noise_sensitivity", staticmethod(noise_sensitivity)
+    Perturbation Saliency (the same values as `perturbation_saliency` on images). See `_noise_sensitivity`."""
+    name, fn = "noise_sensitivity", staticmethod(_noise_sensitivity)
     source = "Greydanus et al. (2018), Eqs. 2-3; Huber et al. (2023), App. A, Eq. A2 and Sec. 5"
-    presets = {"huber2023": dict(radius=3), "black_disk": dict(radius=3, perturbation="black"),
-               "chosen_action": dict(radius=3, score="chosen_action"),
+    presets = {"huber2023": PAPER_PARAMS["noise_sensitivity"][1], "black_disk": PAPER_PARAMS["noise_sensitivity_black"][1],
+               "chosen_action": PAPER_PARAMS["noise_sensitivity_chosen_action"][1],
                # XRL-Bench's image Perturbation Saliency (Xiong et al. 2024, Sec. 3.2; its code's parameters)
                "xrlbench": dict(radius=5, mask="gaussian", mask_sigma=5.0, blur_sigma=3.0, blur_mode="nearest", score="l2", keep_max=False)}
 
 # %% ../../../nbs/attribution/13_maps.ipynb #8e651c81
-class RISEExplainer(_PixelMapExplainer):
+class RISE(_PixelMapExplainer):
     """RISE (Petsiuk et al. 2018): masks weighted by the output they leave (Huber et al. 2023, Eq. A3). The masks are drawn once per
-    (image size, seed, parameters) and reused across calls; see `RISE`."""
+    (image size, seed, parameters) and reused across calls; `masks(H, W)` returns them."""
     name = "rise"
     source = "Petsiuk et al. (2018); Huber et al. (2023), App. A, Eq. A3"
-    fn = staticmethod(rise)         # `rise`: its masks come from the `rise_masks` cache, shared by every call with the same seed
-    presets = {"huber2023": dict(n_masks=1000, s=8, p=0.5, softmax=False)}
+    fn = staticmethod(_rise)         # `_rise`: its masks come from the `_rise_masks` cache, shared by every call with the same seed
+    def masks(self, H: int, W: int) -> Tensor:
+        """The `(n_samples, H, W)` float32 masks in [0, 1] this explainer's parameters draw for H x W images (Petsiuk et al. 2018,
+        Sec. 3.2): drawn once per (parameters, seed, size), shared by every call. Raises `ValueError` for bad parameters or `s > min(H, W)`."""
+        p = {k: self.params[k] for k in ("n_samples", "s", "p", "seed") if k in self.params}
+        return _RISE(**p).masks(H, W)
+    presets = {"huber2023": PAPER_PARAMS["rise"][1]}
 
 # %% ../../../nbs/attribution/13_maps.ipynb #197c46df
-class LIMEImage(_PixelMapExplainer):
-    "LIME on superpixels (Ribeiro et al. 2016) with raw outputs (Huber et al. 2023, App. A); see `lime`."
-    name, fn = "lime", staticmethod(lime)
+class _LIMEImage(_PixelMapExplainer):
+    "LIME on superpixels (Ribeiro et al. 2016) with raw outputs (Huber et al. 2023, App. A); see `_lime`."
+    name, fn = "lime", staticmethod(_lime)
     source = "Ribeiro et al. (2016); Huber et al. (2023), App. A and Tables 7-9"
     segmentation = "slic"
-    field_names = {"n_samples": "num_samples", "baselines": "hide_color"}   # captum's Lime names; lime_image's are the paper's
+    field_names = {"baselines": "hide_color"}   # captum's Lime name; lime_image's is the paper's (the sample count is n_samples in both)
     def __init__(self, **params): super().__init__(**{"segmentation": self.segmentation, **params})
 
 # %% ../../../nbs/attribution/13_maps.ipynb #38315a88
-class LIMESlic(LIMEImage):
+class LIMESlic(_LIMEImage):
     "LIME with SLIC superpixels (n_segments 200, compactness 10, sigma 0.25; 2000 samples: Huber et al. 2023, Table 9)."
-    name, segmentation, presets = "lime_slic", "slic", {"huber2023": dict(segmentation="slic")}
+    name, segmentation, presets = "lime_slic", "slic", {"huber2023": PAPER_PARAMS["lime_slic"][1]}
 
 # %% ../../../nbs/attribution/13_maps.ipynb #d55b1a72
-class LIMEQuickshift(LIMEImage):
+class LIMEQuickshift(_LIMEImage):
     "LIME with quickshift superpixels (kernel 1, max_dist 2, ratio 0; 1500 samples: Huber et al. 2023, Table 8)."
-    name, segmentation, presets = "lime_quickshift", "quickshift", {"huber2023": dict(segmentation="quickshift")}
+    name, segmentation, presets = "lime_quickshift", "quickshift", {"huber2023": PAPER_PARAMS["lime_quickshift"][1]}
 
 # %% ../../../nbs/attribution/13_maps.ipynb #89e51769
-class LIMEFelzenszwalb(LIMEImage):
+class LIMEFelzenszwalb(_LIMEImage):
     "LIME with Felzenszwalb superpixels (scale 21, sigma 0.5, min_size 4; 1000 samples: Huber et al. 2023, Table 7)."
-    name, segmentation, presets = "lime_felzenszwalb", "felzenszwalb", {"huber2023": dict(segmentation="felzenszwalb")}
+    name, segmentation, presets = "lime_felzenszwalb", "felzenszwalb", {"huber2023": PAPER_PARAMS["lime_felzenszwalb"][1]}
 
 # %% ../../../nbs/attribution/13_maps.ipynb #bd206226
 class RandomBaseline(Explainer):

@@ -19,12 +19,12 @@ from .._utils import _check_disk_args, _for_states, _grid_outputs, _grid_to_map,
 from .._base import Attribution
 
 # %% auto #0
-__all__ = ['SARFA_KL', 'NS_SCORES', 'sarfa_score', 'occlusion', 'noise_sensitivity', 'sarfa']
+__all__ = ['SARFA_KL', 'NS_SCORES']
 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #4fd11546
 SARFA_KL = ("paper", "code")
 
-def sarfa_score(q: Any,             # (..., A) outputs on the original state (tensor or array)
+def _sarfa_score(q: Any,             # (..., A) outputs on the original state (tensor or array)
                 q_perturbed: Any,   # (..., A) outputs on perturbed states; broadcast against q
                 action: Any,        # (...) explained action(s), broadcast against the leading axes
                 kl: str = "paper",  # "paper": KL(P'_rem || P_rem) (Puri et al. Eq. 2); "code": KL(P_rem || P'_rem) (their and XRL-Bench's code)
@@ -273,7 +273,7 @@ def _incremental_outputs(net: _ConvChain,      # the network (`_conv_chain`)
     return res
 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #144b5fa8
-def occlusion(policy: Policy,             # any Policy with image observations; q-values or logits (B, A)
+def _occlusion(policy: Policy,             # any Policy with image observations; q-values or logits (B, A)
               states: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
               actions: Any = None,        # None: greedy action; an int or (B,) ints
               patch: int = 2,             # side of the square patch, pixels (stride = patch)
@@ -328,7 +328,7 @@ def occlusion(policy: Policy,             # any Policy with image observations; 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #8616a832
 NS_SCORES = ("all_actions", "l2", "chosen_action")
 
-def noise_sensitivity(policy: Policy,           # any Policy with image observations; q-values or logits (B, A)
+def _noise_sensitivity(policy: Policy,           # any Policy with image observations; q-values or logits (B, A)
                       states: Any,              # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
                       actions: Any = None,      # None: greedy; an int or (B,) ints (used by score="chosen_action")
                       radius: int = 3,          # r: grid stride (and default mask sigma), pixels
@@ -369,12 +369,12 @@ def noise_sensitivity(policy: Policy,           # any Policy with image observat
 
 
 # %% ../../../nbs/attribution/10_perturbation.ipynb #777923c3
-def sarfa(policy: Policy,             # any Policy with image observations and >= 2 actions
+def _sarfa(policy: Policy,             # any Policy with image observations and >= 2 actions
           states: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
           actions: Any = None,        # None: greedy action; an int or (B,) ints
           radius: int = 2,            # r: disk radius and grid stride, pixels
           perturbation: str = "black", # "black" disk (benchmark's final) or "blur" (Noise Sensitivity's blurred disk)
-          kl: str = "paper",          # KL direction: "paper" KL(P'||P) or "code" KL(P||P') (see rlexplain.attribution.sarfa_score)
+          kl: str = "paper",          # KL direction: "paper" KL(P'||P) or "code" KL(P||P') (see rlexplain.attribution.SARFA.score)
           blur_sigma: float = 3.0,    # sigma of the blurred image for perturbation="blur", pixels
           blur_frames: bool = False,  # also blur across frames (the benchmark code's quirk)
           mask: str = "disk",         # perturbation="blur": "disk" (blurred unit disk) or "gaussian" (XRL-Bench's blob)
@@ -396,7 +396,7 @@ def sarfa(policy: Policy,             # any Policy with image observations and >
     maps = torch.zeros(B, H, W)
     def one(b: int):
         out, gh, gw = _grid_outputs(policy, x[b], radius, perturbation, blur_sigma, blur_frames, batch_size, mask, mask_sigma, blur_mode)
-        maps[b] = _grid_to_map(sarfa_score(q[b], out, int(acts[b]), kl), gh, gw, H, W, keep_max)
+        maps[b] = _grid_to_map(_sarfa_score(q[b], out, int(acts[b]), kl), gh, gw, H, W, keep_max)
     _for_states(policy, B, "sarfa", one)
     params = dict(radius=radius, perturbation=perturbation, kl=kl, blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames))
     if (mask, mask_sigma, blur_mode, keep_max) != ("disk", None, "reflect", True):

@@ -19,52 +19,52 @@ from .._utils import _for_states, _prepare, check_int, forward_batches
 from .._base import Attribution
 
 # %% auto #0
-__all__ = ['rise_masks', 'RISE', 'rise']
+__all__ = []
 
 # %% ../../../nbs/attribution/11_rise.ipynb #60729189
 @functools.lru_cache(maxsize=4)   # 1000 masks of 84x84 take 28 MB
-def rise_masks(n_masks: int, s: int, p: float, seed: int,   # RISE's parameters (see `RISE`)
+def _rise_masks(n_samples: int, s: int, p: float, seed: int,   # RISE's parameters (see `_RISE`)
                H: int, W: int,                            # image size, pixels
                device: str = "cpu",
-               ) -> Tensor:                               # (n_masks, H, W) float32 in [0, 1]
+               ) -> Tensor:                               # (n_samples, H, W) float32 in [0, 1]
     """RISE's random masks (Petsiuk et al. 2018, Sec. 3.2): binary `s x s` grids with P(1) = p, upsampled bilinearly to
     `(s + 1) * ceil(H / s)` and cropped at a random shift. Drawn once per (parameters, seed, size) and reused by every call."""
-    if device != "cpu": return rise_masks(n_masks, s, p, seed, H, W).to(device)
+    if device != "cpu": return _rise_masks(n_samples, s, p, seed, H, W).to(device)
     rng = np.random.default_rng(seed)
-    grid = torch.from_numpy(rng.random((n_masks, s, s)) < p).float()
+    grid = torch.from_numpy(rng.random((n_samples, s, s)) < p).float()
     ch, cw = math.ceil(H / s), math.ceil(W / s)
     up = F.interpolate(grid[:, None], size=((s + 1) * ch, (s + 1) * cw), mode="bilinear", align_corners=False)[:, 0]
-    sy, sx = torch.from_numpy(rng.integers(0, ch, n_masks)), torch.from_numpy(rng.integers(0, cw, n_masks))
+    sy, sx = torch.from_numpy(rng.integers(0, ch, n_samples)), torch.from_numpy(rng.integers(0, cw, n_samples))
     rows, cols = sy[:, None] + torch.arange(H), sx[:, None] + torch.arange(W)
-    return up[torch.arange(n_masks)[:, None, None], rows[:, :, None], cols[:, None, :]].clamp(0, 1).contiguous()
+    return up[torch.arange(n_samples)[:, None, None], rows[:, :, None], cols[:, None, :]].clamp(0, 1).contiguous()
 
 # %% ../../../nbs/attribution/11_rise.ipynb #322dd26f
-class RISE:
+class _RISE:
     """RISE saliency (Petsiuk et al. 2018) as benchmarked by Huber et al. (2023), Appendix A, Eq. A3.
 
-    `RISE(n_masks, s, p, seed)` draws its masks on first use for each image size; every call with the same parameters and seed,
-    from this object or another (`rise`, `explain("rise", ...)`), reuses them (`rise_masks`);
+    `_RISE(n_samples, s, p, seed)` draws its masks on first use for each image size; every call with the same parameters and seed,
+    from this object or another (`_rise`, the explainer `RISE`), reuses them (`_rise_masks`);
     `explainer(policy, states, actions=None) -> Attribution` (its `pixels()` the `(B, H, W)` map). Raises `ValueError` for bad parameters."""
-    def __init__(self, n_masks: int = 1000,   # N, number of random masks
+    def __init__(self, n_samples: int = 1000,   # N, number of random masks
                  s: int = 8,                  # side of the coarse binary grid
                  p: float = 0.5,              # probability that a grid cell keeps the image (is 1)
                  seed: int = 0,               # seed of the masks and their shifts
                  softmax: bool = False,       # weight masks by softmax probabilities instead of raw outputs
                  batch_size: int | None = None): # masked images per forward pass; None: the policy's compute settings
-        self.n_masks = check_int("n_masks", n_masks, 1)
+        self.n_samples = check_int("n_samples", n_samples, 1)
         self.s = check_int("s", s, 1)
         if not 0.0 < float(p) <= 1.0: raise ValueError(f"p must be in (0, 1]; got {p}.")
         self.p, self.seed, self.softmax, self.batch_size = float(p), check_int("seed", seed, 0), bool(softmax), (None if batch_size is None else check_int("batch_size", batch_size, 1))
 
-    def __repr__(self): return f"RISE(n_masks={self.n_masks}, s={self.s}, p={self.p}, seed={self.seed}, softmax={self.softmax})"
+    def __repr__(self): return f"RISE(n_samples={self.n_samples}, s={self.s}, p={self.p}, seed={self.seed}, softmax={self.softmax})"
 
     @property
-    def params(self) -> dict: return dict(n_masks=self.n_masks, s=self.s, p=self.p, seed=self.seed, softmax=self.softmax)
+    def params(self) -> dict: return dict(n_samples=self.n_samples, s=self.s, p=self.p, seed=self.seed, softmax=self.softmax)
 
     def masks(self, H: int, W: int, device: str | torch.device = "cpu") -> Tensor:
-        "The `(n_masks, H, W)` float32 masks in [0, 1] for images of size H x W (drawn once, then cached)."
+        "The `(n_samples, H, W)` float32 masks in [0, 1] for images of size H x W (drawn once, then cached)."
         if self.s > min(H, W): raise ValueError(f"s = {self.s} is larger than the image ({H}x{W}).")
-        return rise_masks(self.n_masks, self.s, self.p, self.seed, int(H), int(W), str(torch.device(device)))
+        return _rise_masks(self.n_samples, self.s, self.p, self.seed, int(H), int(W), str(torch.device(device)))
 
     def __call__(self, policy: Policy,   # any Policy with image observations
                  states: Any,            # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
@@ -73,26 +73,26 @@ class RISE:
         x, q, acts = _prepare(policy, states, actions)
         B, C, H, W = x.shape
         masks = self.masks(H, W, x.device)
-        flat = masks.reshape(self.n_masks, -1)
+        flat = masks.reshape(self.n_samples, -1)
         maps = torch.zeros(B, H, W)
         def one(b: int):
             xb = x[b]
-            out = forward_batches(policy, self.n_masks, lambda i, j: xb[None] * masks[i:j, None], self.batch_size)
+            out = forward_batches(policy, self.n_samples, lambda i, j: xb[None] * masks[i:j, None], self.batch_size)
             if self.softmax: out = out.softmax(-1)
-            maps[b] = (out[:, int(acts[b])] @ flat).reshape(H, W).cpu() / (self.n_masks * self.p)
+            maps[b] = (out[:, int(acts[b])] @ flat).reshape(H, W).cpu() / (self.n_samples * self.p)
         _for_states(policy, B, "rise", one)
         return Attribution.from_pixels(maps.numpy(), acts, "rise", self.params, C, x)
 
 # %% ../../../nbs/attribution/11_rise.ipynb #05a6490a
-def rise(policy: Policy,           # any Policy with image observations
+def _rise(policy: Policy,           # any Policy with image observations
          states: Any,              # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
          actions: Any = None,      # None: greedy action; an int or (B,) ints
-         n_masks: int = 1000,      # N, number of random masks
+         n_samples: int = 1000,      # N, number of random masks
          s: int = 8,               # side of the coarse binary grid
          p: float = 0.5,           # probability that a grid cell keeps the image
          seed: int = 0,            # seed of the masks and their shifts
          softmax: bool = False,    # weight masks by softmax probabilities instead of raw outputs
          batch_size: int | None = None, # masked images per forward pass; None: the policy's compute settings
          ) -> Attribution:         # values (B, C, H, W); pixels() the (B, H, W) map
-    "One-off `RISE(n_masks, s, p, seed, softmax)(policy, states, actions)`; keep a `RISE` object to reuse masks across calls."
-    return RISE(n_masks, s, p, seed, softmax, batch_size)(policy, states, actions)
+    "One-off `_RISE(n_samples, s, p, seed, softmax)(policy, states, actions)`; keep a `_RISE` object to reuse masks across calls."
+    return _RISE(n_samples, s, p, seed, softmax, batch_size)(policy, states, actions)

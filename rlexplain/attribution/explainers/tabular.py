@@ -90,15 +90,15 @@ class _TabularLIME(_FittedExplainer):
     reference = "Ribeiro et al. (2016); Xiong et al. (2024) Sec. 3.2"
 
     def __init__(self, policy: Policy, background: Any = None,
-                 num_samples: int = 5000,            # LIME's perturbation samples per state
+                 n_samples: int = 5000,            # LIME's perturbation samples per state
                  discretize_continuous: bool = True, # LIME's default quartile discretiser
                  kernel_width: float | None = None,  # None: 0.75 * sqrt(D)
                  **kw):
-        if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
-            raise ValueError(f"explain('tabular_lime'): num_samples (n_samples) must be an integer >= 2, LIME's perturbed samples per "
-                             f"state (the first is the state itself); got {num_samples!r}.")
+        if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 2:
+            raise ValueError(f"explain('tabular_lime'): n_samples must be an integer >= 2, LIME's perturbed samples per "
+                             f"state (the first is the state itself); got {n_samples!r}.")
         super().__init__(policy, background, **kw)
-        self.num_samples, self.discretize_continuous, self.kernel_width = int(num_samples), bool(discretize_continuous), kernel_width
+        self.n_samples, self.discretize_continuous, self.kernel_width = int(n_samples), bool(discretize_continuous), kernel_width
         self._make()
 
     def _make(self):
@@ -108,7 +108,7 @@ class _TabularLIME(_FittedExplainer):
                                           feature_selection="none", random_state=self.seed)
 
     def params(self) -> dict:
-        return {**super().params(), "num_samples": self.num_samples, "discretize_continuous": self.discretize_continuous,
+        return {**super().params(), "n_samples": self.n_samples, "discretize_continuous": self.discretize_continuous,
                 "kernel_width": self.kernel_width}
 
     def _explain(self, x, a):
@@ -119,12 +119,12 @@ class _TabularLIME(_FittedExplainer):
         import sklearn
         # LIME fits and scores one small scikit-learn ridge per label and state: skipping their input checks (finiteness,
         # parameters) changes no value (LIME's samples and the policy's outputs are finite) and took 24% off the CPU time of
-        # 40 CartPole states (1.36 -> 1.04 s, num_samples=5000)
+        # 40 CartPole states (1.36 -> 1.04 s, n_samples=5000)
         with warnings.catch_warnings(), sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
             warnings.simplefilter("ignore")                 # "Prediction probabilities do not sum to 1": raw Q-values by design
             for i in progress_bar(range(N), desc="LIME", disable=not self._progress):
                 exp = self._lime.explain_instance(x[i].astype(np.float64), predict, labels=range(A), num_features=D,
-                                                  num_samples=self.num_samples)
+                                                  num_samples=self.n_samples)
                 for j in range(A):
                     for k, v in exp.local_exp[j]: per[i, j, k] = v
         return per[np.arange(N), a], per, None

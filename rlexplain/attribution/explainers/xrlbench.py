@@ -10,20 +10,20 @@ from typing import Any
 
 from ...core import Policy
 from .._base import Explainer, EXPLAINERS, registry_name
-from .perturbation import sarfa
-from .maps import _spread
+from .perturbation import _sarfa, _sarfa_score
+from .maps import _spread, PAPER_PARAMS
 from .fitted import _FittedExplainer, _PerturbationSaliency, _SARFA
 from .tabular import _TabularLIME, _TabularSHAP
 from .gradient import _DeepSHAP, _GradientSHAP, _IntegratedGradients
 
 # %% auto #0
-__all__ = ['TABULAR_METHODS', 'SARFAExplainer', 'PerturbationSaliencyExplainer', 'TabularSHAPExplainer', 'TabularLIMEExplainer',
-           'DeepSHAPExplainer', 'GradientSHAPExplainer', 'IntegratedGradientsExplainer']
+__all__ = ['TABULAR_METHODS', 'SARFA', 'PerturbationSaliency', 'TabularSHAP', 'TabularLIME', 'DeepSHAP', 'GradientSHAP',
+           'IntegratedGradients']
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #b5fcdc98
 _FITTED = {"TabularSHAP": _TabularSHAP, "TabularLIME": _TabularLIME, "PS": _PerturbationSaliency, "SARFA": _SARFA,
            "DeepSHAP": _DeepSHAP, "GradientSHAP": _GradientSHAP, "IG": _IntegratedGradients}
-TABULAR_METHODS = tuple(_FITTED)   # XRL-Bench's seven methods, by its names (aliases in EXPLAINER_ALIASES)
+TABULAR_METHODS = tuple(_FITTED)   # XRL-Bench's seven methods, by its names (aliases in registry_name's)
 
 def _fitted(name: str,            # one of XRL-Bench's names (case-insensitive), or a registry name or alias ("integrated_gradients", "ig")
             policy: Policy,       # the agent to explain
@@ -32,7 +32,7 @@ def _fitted(name: str,            # one of XRL-Bench's names (case-insensitive),
     """The fitted explainer `name` for `policy` (Xiong et al. 2024, Listing 2). Raises `ValueError` for an unknown name (listing the
     known ones), a method that does not support the policy's state type, or a missing background."""
     key = {k.lower(): k for k in _FITTED}.get(str(name).lower())
-    if key is None:   # a registry name or alias ("integrated_gradients", "ig"): the one alias map, EXPLAINER_ALIASES
+    if key is None:   # a registry name or alias ("integrated_gradients", "ig"): the one alias map, registry_name's
         key = getattr(EXPLAINERS.get(registry_name(name)), "key", None)
     if key not in _FITTED: raise ValueError(f"unknown explainer {name!r}; known: {', '.join(_FITTED)}.")
     import inspect
@@ -68,64 +68,63 @@ class _XRLBenchExplainer(Explainer):
         return e.values, {**extra, "feature_names": e.params["feature_names"], "setup_s": setup, "per_action": e.per_action}
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #d4d39f29
-class SARFAExplainer(_XRLBenchExplainer):
-    """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `sarfa`, whose
+class SARFA(_XRLBenchExplainer):
+    """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `_sarfa`, whose
     default `kl="paper"` is Huber et al.'s) or "blob" (XRL-Bench's Gaussian blob of blurred content); tabular states:
     XRL-Bench's one-feature Gaussian noise (`_SARFA`, whose default `kl="code"` is XRL-Bench's). The disk parameters
     (`radius`, `mask`, `blur_*`, `keep_max`) apply to images only: tabular states drop them all, and blobs keep only
     `mask_sigma` and `blur_sigma` (the blob's width and the blur of its content)."""
     name, key = "sarfa", "SARFA"
     source = "Puri et al. (2020), Eqs. 1-3; Huber et al. (2023), Eq. A4; Xiong et al. (2024), Sec. 3.2"
-    presets = {"huber2023": dict(radius=2, perturbation="black", kl="paper"), "huber2023_blur": dict(radius=2, perturbation="blur", kl="paper"),
+    presets = {"huber2023": {**PAPER_PARAMS["sarfa"][1], "kl": "paper"}, "huber2023_blur": {**PAPER_PARAMS["sarfa_blur"][1], "kl": "paper"},
                "xrlbench": dict(perturbation="blob", kl="code")}
+    score = staticmethod(_sarfa_score)   # SARFA.score(q, q_perturbed, action, kl="paper"): the score of one perturbation (Eqs. 1-3)
     _DISK_ONLY = ("perturbation", "radius", "mask", "mask_sigma", "blur_sigma", "blur_frames", "blur_mode", "keep_max")
     def _explain(self, policy, x, a):
         if x.ndim == 4 and self.params.get("perturbation", "black") != "blob":
-            return _spread(sarfa(policy, x, a, **{k: v for k, v in self.params.items() if k != "background"}), x)
+            return _spread(_sarfa(policy, x, a, **{k: v for k, v in self.params.items() if k != "background"}), x)
         if getattr(self, "_fitted", None) is None:   # one XRL-Bench explainer, so its fitted cache persists across calls
             drop = self._DISK_ONLY if x.ndim != 4 else tuple(k for k in self._DISK_ONLY if k not in ("mask_sigma", "blur_sigma"))
             self._fitted = type(self)(**{k: v for k, v in self.params.items() if k not in drop})   # blobs keep their sigmas
         return _XRLBenchExplainer._explain(self._fitted, policy, x, a)
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #28fca458
-class PerturbationSaliencyExplainer(_XRLBenchExplainer):
+class PerturbationSaliency(_XRLBenchExplainer):
     "Perturbation Saliency (Greydanus et al. 2018) as in XRL-Bench: `||Q(x) - Q(x'_i)||_2` per feature or image blob (`_PerturbationSaliency`)."
     name, key = "perturbation_saliency", "PS"
     source = "Greydanus et al. (2018), Eqs. 2-3; Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": {}}
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #f9ebbb02
-class TabularSHAPExplainer(_XRLBenchExplainer):
+class TabularSHAP(_XRLBenchExplainer):
     "TabularSHAP (Xiong et al. 2024, Sec. 3.2): a LightGBM student of the policy's actions explained by TreeSHAP; tabular only."
     name, key, modalities = "tabular_shap", "TabularSHAP", ("tabular",)
     source = "Xiong et al. (2024), Sec. 3.2; Lundberg et al. (2020)"
     presets = {"xrlbench": dict(num_leaves=31, learning_rate=0.05, n_estimators=1000, test_size=0.1, early_stopping_rounds=10)}
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #b1257448
-class TabularLIMEExplainer(_XRLBenchExplainer):
+class TabularLIME(_XRLBenchExplainer):
     "LIME on tabular states with raw outputs (Ribeiro et al. 2016; XRL-Bench's TabularLIME); tabular only."
     name, key, modalities = "tabular_lime", "TabularLIME", ("tabular",)
     source = "Ribeiro et al. (2016); Xiong et al. (2024), Sec. 3.2"
-    presets = {"xrlbench": dict(num_samples=5000)}
-    field_names = {"n_samples": "num_samples"}    # captum's name; lime's (and XRL-Bench's) is num_samples
+    presets = {"xrlbench": dict(n_samples=5000)}
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #d1fccfe8
-class DeepSHAPExplainer(_XRLBenchExplainer):
+class DeepSHAP(_XRLBenchExplainer):
     "DeepSHAP (Lundberg & Lee 2017) with shap.DeepExplainer over 100 background references (seed 42, XRL-Bench's code)."
     name, key = "deep_shap", "DeepSHAP"
     source = "Lundberg & Lee (2017); Shrikumar et al. (2017); Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": dict(n_background=100, background_seed=42)}
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #d524c857
-class GradientSHAPExplainer(_XRLBenchExplainer):
+class GradientSHAP(_XRLBenchExplainer):
     "GradientSHAP / expected gradients (Erion et al. 2019) with shap.GradientExplainer."
     name, key = "gradient_shap", "GradientSHAP"
     source = "Erion et al. (2019); Lundberg & Lee (2017); Xiong et al. (2024), Sec. 3.2"
-    presets = {"xrlbench": dict(n_background=100, background_seed=42, nsamples=200)}
-    field_names = {"n_samples": "nsamples"}       # captum's GradientShap name; shap's (and XRL-Bench's) is nsamples
+    presets = {"xrlbench": dict(n_background=100, background_seed=42, n_samples=200)}
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #afa6a997
-class IntegratedGradientsExplainer(_XRLBenchExplainer):
+class IntegratedGradients(_XRLBenchExplainer):
     "Integrated Gradients (Sundararajan et al. 2017) with captum, averaged over the background references (XRL-Bench; 50 steps)."
     name, key = "integrated_gradients", "IG"
     source = "Sundararajan et al. (2017), Eqs. 1-3; Xiong et al. (2024), Sec. 3.2"

@@ -20,12 +20,11 @@ from .._utils import _batch_for, as_states, check_int, gaussian_blur, noise_scal
 from .._base import _metric_std, Attribution, Metric
 
 # %% auto #0
-__all__ = ['FIDELITY_METRICS', 'AIMMetric', 'AUMMetric', 'PGIMetric', 'PGUMetric', 'FidelityResult', 'FidelityMetric', 'AIM',
-           'AUM', 'PGI', 'PGU']
+__all__ = ['AIM', 'AUM', 'PGI', 'PGU']
 
 # %% ../../../nbs/attribution/20_fidelity.ipynb #5ff5dc59
 @dataclasses.dataclass(frozen=True)
-class FidelityResult(Result):
+class _FidelityResult(Result):
     """A fidelity curve: `scores (n_orders, K)` at each `ks (K,)` for each ranking in `orders` ("abs" / "raw"), and
     `per_state (n_orders, N)` each state's mean over the ks. `auc` is the mean over the ks per ranking; `value` the AUC of
     the |importance| ranking (the paper's protocol) when it was computed, else of the only ranking. Rankings are never max'ed."""
@@ -61,9 +60,9 @@ class FidelityResult(Result):
         "The score against k for each ranking. Returns the Axes."
         ax = ax or plt.subplots(figsize=(3.5, 2.5))[1]
         for o, s in zip(self.orders, self.scores): ax.plot(self.ks, s, marker="o", ms=3, label=f"{o} (AUC {s.mean():.3f})")
-        ax.set_xlabel("k", fontsize=8); ax.set_ylabel(self.metric, fontsize=8); ax.legend(fontsize=7)
+        ax.set_xlabel("k", fontsize=8); ax.set_ylabel(self.metric, fontsize=8); ax.legend(fontsize=8)
         ax.set_title(f"{self.metric} {'higher' if self.higher_is_better else 'lower'} is better - {self.method}", fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
         return ax
 
 # %% ../../../nbs/attribution/20_fidelity.ipynb #8af68449
@@ -73,9 +72,10 @@ def _importance_array(importance) -> tuple:
     return arr, None, ""
 
 # %% ../../../nbs/attribution/20_fidelity.ipynb #21601958
-class FidelityMetric:
-    """Base of AIM, AUM, PGI and PGU: change the top-/bottom-k features by the explanation and score the policy.
-    Call with `(states, importance_or_explanation, actions=None)`; returns a `FidelityResult`.
+class _FidelityCurves:
+    """The engine of AIM, AUM, PGI and PGU (`spec`: one of those classes, giving `name`, `higher_is_better`, `which` and
+    `perturbation`): change the top-/bottom-k features by the explanation and score the policy.
+    Call with `(states, importance, actions=None)`; returns a `_FidelityResult`.
 
     PGI / PGU on images take one of two perturbations: `image_perturbation="noise"` (the default: Gaussian noise,
     N(0, noise_std) x each pixel's std, as the paper's Eq. 1-2 define both metrics) or `"blur"` (XRL-Bench's code,
@@ -84,13 +84,8 @@ class FidelityMetric:
     colour channels of one RGB frame, here every stacked frame). Raises `ValueError` for an unknown order or image
     perturbation, `noise_std < 0`, `n_draws < 1`, `blur_sigma <= 0`, "blur" asked of tabular states or of AIM / AUM, and
     `TypeError` / `ValueError` for a `pixel_step` or `batch_size` that is not an int >= 1."""
-    name: str = ""
-    higher_is_better: bool = True
-    reference: str = "Xiong et al. (2024), XRL-Bench Sec. 3.3"
-    which: str = "top"          # "top" or "bottom" k features
-    perturbation: str = "mask"  # "mask" (reference value) or "noise" (Gaussian)
-
     def __init__(self, policy: Policy,              # the explained agent
+                 spec: type,                        # AIM, AUM, PGI or PGU: name, higher_is_better, which ("top"/"bottom"), perturbation ("mask"/"noise")
                  ks: Sequence[int] | None = None,   # k values; default 1..D-1 (tabular), W, 2W, .. < HW (images)
                  order: str = "abs",                # "abs" (the paper's and its code's ranking), "raw" (signed) or "both" (reported apart)
                  reference_value: float = 0.0,      # masking value (AIM / AUM), raw units
@@ -102,6 +97,7 @@ class FidelityMetric:
                  image_perturbation: str = "noise", # PGI / PGU on images: "noise" (the paper's Eq. 1-2) or "blur" (XRL-Bench's code)
                  blur_sigma: float = 5.0,           # image_perturbation="blur": sigma of the spatial blur, pixels (the code's r = 5)
                  batch_size: int | None = None): # states per forward pass; None: 8192 tabular, the policy's compute settings for images
+        self.name, self.higher_is_better, self.which, self.perturbation = spec.name, spec.higher_is_better, spec.which, spec.perturbation
         if order not in ("abs", "raw", "both"): raise ValueError(f"order must be 'abs', 'raw' or 'both'; got {order!r}.")
         if noise_std < 0 or n_draws < 1: raise ValueError(f"need noise_std >= 0 and n_draws >= 1; got {noise_std}, {n_draws}.")
         self.policy, self.order, self.reference_value, self.noise_std = policy, order, float(reference_value), float(noise_std)
@@ -181,9 +177,9 @@ def _fm_scores(self, x, sel, a, q, z) -> np.ndarray:
     qa = q[np.arange(N), a][None]
     return np.stack([np.abs(qa - g).mean(0) for g in qp])
 
-FidelityMetric._ranking = _fm_ranking
-FidelityMetric._score = _fm_score
-FidelityMetric._scores = _fm_scores
+_FidelityCurves._ranking = _fm_ranking
+_FidelityCurves._score = _fm_score
+_FidelityCurves._scores = _fm_scores
 
 # %% ../../../nbs/attribution/20_fidelity.ipynb #926bf21a
 def _fm_changed_values(self, x, z) -> tuple:
@@ -197,13 +193,9 @@ def _fm_changed_values(self, x, z) -> tuple:
         self._changed_cache = c
     return c[2], c[3]
 
-FidelityMetric._changed_values = _fm_changed_values
+_FidelityCurves._changed_values = _fm_changed_values
 
 # %% ../../../nbs/attribution/20_fidelity.ipynb #2c2713af
-def _fm_curve(self, x, units, a, q, z, order, ks) -> np.ndarray:
-    "Scores `(K, N)` at each k of `ks` with the `order` ranking."
-    return self._rank_curve(x, self._ranking(units, order), a, q, z, ks)
-
 def _fm_rank_curve(self, x, rank, a, q, z, ks) -> np.ndarray:
     """Scores `(K, N)` at each k of `ks`, changing each state's first k units of `rank (N, U)`: the ks in chunks of about
     `_CHUNK` changed values, each chunk one batched forward (`_scores`)."""
@@ -214,23 +206,10 @@ def _fm_rank_curve(self, x, rank, a, q, z, ks) -> np.ndarray:
     return np.concatenate([self._scores(x, pos[None] < np.asarray(ks[s:s + step])[:, None, None], a, q, z)
                            for s in range(0, len(ks), step)])
 
-FidelityMetric._curve = _fm_curve
-FidelityMetric._rank_curve = _fm_rank_curve
+_FidelityCurves._rank_curve = _fm_rank_curve
 
 # %% ../../../nbs/attribution/20_fidelity.ipynb #e551113f
-def _fm_at_k(self, states: Any,         # (N, *obs_shape)
-         importance: Any,           # (N, *obs_shape) or an Attribution
-         k: int,                    # number of features (pixels) to change
-         order: str = "abs",        # "abs" or "raw" ranking
-         actions: Any = None,       # explained actions (PGI/PGU); default: the explanation's, else greedy
-         ) -> float:
-    "The metric at one k (the benchmark's `evaluate(..., k=k)`). Raises `ValueError` for k outside [1, D]."
-    if order not in ("abs", "raw"): raise ValueError(f"order must be 'abs' or 'raw'; got {order!r}.")
-    ks = self._check_ks([k])
-    x, units, a, q, z, _ = self._prepare(states, importance, actions)
-    return float(self._curve(x, units, a, q, z, order, ks)[0].mean())
-
-def _fm_call(self, states: Any, importance: Any, actions: Any = None) -> FidelityResult:
+def _fm_call(self, states: Any, importance: Any, actions: Any = None) -> _FidelityResult:
     """The curve over `ks` for each ranking and its AUC (mean over the ks). Raises `ValueError` for states or
     importances of the wrong shape, NaN, or actions out of range."""
     x, units, a, q, z, method = self._prepare(states, importance, actions)
@@ -246,61 +225,52 @@ def _fm_call(self, states: Any, importance: Any, actions: Any = None) -> Fidelit
     if self.is_image and self.perturbation == "noise":
         params["image_perturbation"] = self.image_perturbation
         if self.image_perturbation == "blur": params.update(blur_sigma=self.blur_sigma, n_draws=1, noise_std=None, seed=None)   # deterministic
-    return FidelityResult(self.name, self.higher_is_better, self.ks, per.mean(-1), orders, method, params, per.mean(1))
+    return _FidelityResult(self.name, self.higher_is_better, self.ks, per.mean(-1), orders, method, params, per.mean(1))
 
-FidelityMetric.at_k = _fm_at_k
-FidelityMetric.__call__ = _fm_call
+_FidelityCurves.__call__ = _fm_call
 
-# %% ../../../nbs/attribution/20_fidelity.ipynb #c9aed4f5
-class AIM(FidelityMetric):
-    """Accuracy on Important features Masked: fraction of states whose greedy action survives setting the top-k
-    features to `reference_value` (0). Lower is better. Xiong et al. (2024) Sec. 3.3; post-hoc accuracy of L2X (Chen et al. 2018)."""
-    name, higher_is_better, which, perturbation = "AIM", False, "top", "mask"
-    reference = "Xiong et al. (2024), XRL-Bench Sec. 3.3 (AIM); Chen et al. (2018) post-hoc accuracy"
-
-# %% ../../../nbs/attribution/20_fidelity.ipynb #c7bd2e18
-class AUM(FidelityMetric):
-    """Accuracy on Unimportant features Masked: as AIM for the bottom-k features. Higher is better. Xiong et al. (2024) Sec. 3.3."""
-    name, higher_is_better, which, perturbation = "AUM", True, "bottom", "mask"
-    reference = "Xiong et al. (2024), XRL-Bench Sec. 3.3 (AUM); Chen et al. (2018) post-hoc accuracy"
-
-# %% ../../../nbs/attribution/20_fidelity.ipynb #ed0b7a8d
-class PGI(FidelityMetric):
-    """Prediction Gap on Important features: mean |f_a(x) - f_a(x')| when N(0, 0.5) * std noise is added to the top-k
-    features; f_a the explained action's raw output. Higher is better. Xiong et al. (2024) Eq. 1; Dai et al. (2022). On images
-    `image_perturbation="blur"` is XRL-Bench's code instead: the top-k pixel locations take a blurred image's values (see `FidelityMetric`)."""
-    name, higher_is_better, which, perturbation = "PGI", True, "top", "noise"
-    reference = "Xiong et al. (2024), XRL-Bench Eq. 1; Dai et al. (2022); Agarwal et al. (2022) OpenXAI"
-
-# %% ../../../nbs/attribution/20_fidelity.ipynb #d134076a
-class PGU(FidelityMetric):
-    """Prediction Gap on Unimportant features: as PGI for the bottom-k features. Lower is better. Xiong et al. (2024) Eq. 2."""
-    name, higher_is_better, which, perturbation = "PGU", False, "bottom", "noise"
-    reference = "Xiong et al. (2024), XRL-Bench Eq. 2; Dai et al. (2022); Agarwal et al. (2022) OpenXAI"
-
-FIDELITY_METRICS = {"AIM": AIM, "AUM": AUM, "PGI": PGI, "PGU": PGU}
-
-# %% ../../../nbs/attribution/20_fidelity.ipynb #67923834
+# %% ../../../nbs/attribution/20_fidelity.ipynb #65161e72
 class _Fidelity(Metric):
-    key: str = ""
+    """Base of AIM, AUM, PGI and PGU: `metric(policy, states, attribution) -> MetricResult`. `per_state (N,)` each state's mean over
+    the ks (the area under its curve), `curve_x` the ks, `curve (K,)` the mean over states at each k; with `order="both"` the value and
+    curve are the |importance| ranking's (the paper's) and `raw` holds the signed ranking's `raw_curve (K,)` and `raw_per_state (N,)`.
+    Parameters (all optional): `ks`, `order`, `reference_value`, `noise_std`, `feature_std` (or `background`: its std), `n_draws`,
+    `seed`, `pixel_step`, `image_perturbation`, `blur_sigma`, `batch_size`, as `_FidelityCurves` documents; it raises their errors."""
+    which: str = "top"          # "top" or "bottom" k features
+    perturbation: str = "mask"  # "mask" (reference value) or "noise" (Gaussian)
     def _score(self, policy, x, attribution):
         p = _metric_std(policy, {"order": "abs", **self.params})
-        r = FIDELITY_METRICS[self.key](policy, **p)(x, attribution.values, attribution.actions)
-        # order="both": the value and curve are the |importance| ranking's (the paper's); the signed ranking's are in `raw`
+        r = _FidelityCurves(policy, type(self), **p)(x, attribution.values, attribution.actions)
         raw = {"raw_curve": r.scores[1], "raw_per_state": r.per_state[1]} if len(r.orders) > 1 else {}
         return r.per_state[0], r.ks, r.scores[0], "k (features or pixels changed)", {"order": self.params.get("order", "abs")}, raw
 
-# %% ../../../nbs/attribution/20_fidelity.ipynb #07efecf1
-def _fidelity(key: str, higher_is_better: bool, doc: str, source: str) -> type:
-    "A `_Fidelity` metric class for `FIDELITY_METRICS[key]`."
-    return type(f"{key}Metric", (_Fidelity,), {"name": key, "key": key, "higher_is_better": higher_is_better, "source": source, "__doc__": doc,
-                                    "__module__": __name__})
+# %% ../../../nbs/attribution/20_fidelity.ipynb #c9aed4f5
+class AIM(_Fidelity):
+    """Accuracy on Important features Masked: fraction of states whose greedy action survives setting the top-k
+    features to `reference_value` (0). Lower is better. Parameters, result and errors as `_Fidelity`.
+    Xiong et al. (2024) Sec. 3.3; post-hoc accuracy of L2X (Chen et al. 2018)."""
+    name, higher_is_better, which, perturbation = "AIM", False, "top", "mask"
+    source = "Xiong et al. (2024), XRL-Bench Sec. 3.3 (AIM); Chen et al. (2018) post-hoc accuracy"
 
-AIMMetric = _fidelity("AIM", False, "Accuracy on Important features Masked (Xiong et al. 2024, Sec. 3.3): share of actions kept after zeroing the top-k units. Lower is better.",
-                "Xiong et al. (2024), Sec. 3.3; Chen et al. (2018)")
-AUMMetric = _fidelity("AUM", True, "Accuracy on Unimportant features Masked (Xiong et al. 2024, Sec. 3.3): as AIM for the bottom-k units. Higher is better.",
-                "Xiong et al. (2024), Sec. 3.3; Chen et al. (2018)")
-PGIMetric = _fidelity("PGI", True, "Prediction Gap on Important features (Xiong et al. 2024, Eq. 1): mean |f_a(x) - f_a(x')| with noise on the top-k units. Higher is better.",
-                "Xiong et al. (2024), Eq. 1; Dai et al. (2022)")
-PGUMetric = _fidelity("PGU", False, "Prediction Gap on Unimportant features (Xiong et al. 2024, Eq. 2): as PGI for the bottom-k units. Lower is better.",
-                "Xiong et al. (2024), Eq. 2; Dai et al. (2022)")
+# %% ../../../nbs/attribution/20_fidelity.ipynb #c7bd2e18
+class AUM(_Fidelity):
+    """Accuracy on Unimportant features Masked: as AIM for the bottom-k features. Higher is better. Parameters, result and errors
+    as `_Fidelity`. Xiong et al. (2024) Sec. 3.3."""
+    name, higher_is_better, which, perturbation = "AUM", True, "bottom", "mask"
+    source = "Xiong et al. (2024), XRL-Bench Sec. 3.3 (AUM); Chen et al. (2018) post-hoc accuracy"
+
+# %% ../../../nbs/attribution/20_fidelity.ipynb #ed0b7a8d
+class PGI(_Fidelity):
+    """Prediction Gap on Important features: mean |f_a(x) - f_a(x')| when N(0, 0.5) * std noise is added to the top-k
+    features; f_a the explained action's raw output. Higher is better. Parameters, result and errors as `_Fidelity`. On images
+    `image_perturbation="blur"` is XRL-Bench's code instead: the top-k pixel locations take a blurred image's values (see `_FidelityCurves`).
+    Xiong et al. (2024) Eq. 1; Dai et al. (2022)."""
+    name, higher_is_better, which, perturbation = "PGI", True, "top", "noise"
+    source = "Xiong et al. (2024), XRL-Bench Eq. 1; Dai et al. (2022); Agarwal et al. (2022) OpenXAI"
+
+# %% ../../../nbs/attribution/20_fidelity.ipynb #d134076a
+class PGU(_Fidelity):
+    """Prediction Gap on Unimportant features: as PGI for the bottom-k features. Lower is better. Parameters, result and errors
+    as `_Fidelity`. Xiong et al. (2024) Eq. 2."""
+    name, higher_is_better, which, perturbation = "PGU", False, "bottom", "noise"
+    source = "Xiong et al. (2024), XRL-Bench Eq. 2; Dai et al. (2022); Agarwal et al. (2022) OpenXAI"

@@ -21,8 +21,9 @@ from .._utils import forward_batches, image_obs, resolve_actions
 from .._base import Attribution, map_values, Metric
 
 # %% auto #0
-__all__ = ['INSERTION_STARTS', 'INSERTION_METRICS', 'SUB_METRIC_LABELS', 'INSERTION_METRIC_CLASSES', 'insertion_ranks',
-           'insertion_auc', 'InsertionResult', 'insertion_curves', 'Insertion']
+__all__ = ['INSERTION_STARTS', 'INSERTION_METRICS', 'SUB_METRIC_LABELS', 'insertion_ranks', 'insertion_auc', 'InsertionResult',
+           'insertion_curves', 'Insertion', 'InsertionBlackQ', 'InsertionBlackAdvantage', 'InsertionRandomQ',
+           'InsertionRandomAdvantage']
 
 # %% ../../../nbs/attribution/23_insertion.ipynb #aa944675
 INSERTION_STARTS = ("black", "random")
@@ -83,7 +84,7 @@ class InsertionResult(Result):
         if missing: raise ValueError(f"{result.metric} holds no insertion curves (raw lacks {missing}); score an insertion_* metric.")
         p = result.params
         return cls(r["q"], r["advantage"], r["q_orig"], r["actions"], r["fractions"], tuple(str(s) for s in r["starts"]), result.method,
-                   game, dict(pixels_per_step=int(p.get("pixels_per_step", 84)), seed=int(p.get("seed", 0))))
+                   game, dict(pixel_step=int(p.get("pixel_step", 84)), seed=int(p.get("seed", 0))))
 
     def curves(self, metric: str = "q") -> np.ndarray:
         "`(B, S, K)` curves: `'q'` normalised by the original state's q-value (NaN where it is 0), or `'advantage'`."
@@ -119,10 +120,10 @@ def _ins_plot(self, ax=None, metric: str = "q"):
     c = self.curves(metric)
     for i, start in enumerate(self.starts):
         mu, sd = np.nanmean(c[:, i], 0), np.nanstd(c[:, i], 0)
-        ax.plot(self.fractions, mu, label=start); ax.fill_between(self.fractions, mu - sd, mu + sd, alpha=0.2)
+        ax.plot(self.fractions, mu, label=start); ax.fill_between(self.fractions, mu - sd, mu + sd, alpha=0.2, label=f"{start}: ± 1 std over states")
     ax.set_xlabel("fraction of pixels inserted", fontsize=8)
     ax.set_ylabel("Q(s',a) / Q(s,a)" if metric == "q" else "advantage", fontsize=8)
-    ax.set_title(f"{self.game + ': ' if self.game else ''}{self.method} insertion ({metric})", fontsize=9); ax.legend(fontsize=7); ax.tick_params(labelsize=7)
+    ax.set_title(f"{self.game + ': ' if self.game else ''}{self.method} insertion ({metric})", fontsize=9); ax.legend(fontsize=8); ax.tick_params(labelsize=8)
     return ax
 
 InsertionResult.to_frame = _ins_to_frame
@@ -142,32 +143,32 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
                      saliency: Any,           # an image Attribution (its pixels()) or (B, H, W) array: larger = more relevant
                      actions: Any = None,     # None: the greedy action on the original state; an int or (B,) ints
                      starts: Sequence[str] = INSERTION_STARTS, # start images: "black" (zeros), "random" (uniform)
-                     pixels_per_step: int = 84, # pixel locations inserted per step (paper: 84)
+                     pixel_step: int = 84, # pixel locations inserted per step (paper: 84)
                      seed: int = 0,           # seeds the random start images and the order of tied pixels
                      batch_size: int | None = None, # images per forward pass; None: the policy's compute settings
                      method: str | None = None, # label; default: the Attribution's method
                      game: str = "",          # label
-                     ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixels_per_step) + 1
+                     ) -> InsertionResult:    # curves (B, S, K), K = ceil(H*W / pixel_step) + 1
     """Insertion metric (Huber et al. 2023, Section 3; after Petsiuk et al. 2018): insert pixel locations (all frames)
     in order of decreasing saliency into a black or uniform-random start image and record the chosen action's
     q-value and advantage after every step; the steps of several states (about 1024 images, more when `batch_size` is
     larger) are built at once and forwarded at `batch_size` (default: the policy's calibrated batch size).
 
     Raises `ValueError` for bad observations or actions, maps of another shape or with NaN, unknown starts,
-    `pixels_per_step < 1` or `batch_size < 1`."""
+    `pixel_step < 1` or `batch_size < 1`."""
     x = image_obs(policy, states)
     vals = map_values(saliency, x)
     starts = tuple(starts)
     if not starts or any(s not in INSERTION_STARTS for s in starts):
         raise ValueError(f"starts must be a non-empty subset of {INSERTION_STARTS}; got {starts}.")
-    if not isinstance(pixels_per_step, (int, np.integer)) or pixels_per_step < 1:
-        raise ValueError(f"pixels_per_step must be an int >= 1; got {pixels_per_step!r}.")
+    if not isinstance(pixel_step, (int, np.integer)) or pixel_step < 1:
+        raise ValueError(f"pixel_step must be an int >= 1; got {pixel_step!r}.")
     if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1): raise ValueError(f"batch_size must be >= 1; got {batch_size}.")
     B, C, H, W = x.shape
     out0 = policy.outputs(x).to(x.device)
     acts = resolve_actions(actions, out0)
-    HW = H * W; K = math.ceil(HW / pixels_per_step) + 1; S = len(starts)
-    thr = torch.clamp(torch.arange(K, device=x.device) * int(pixels_per_step), max=HW)
+    HW = H * W; K = math.ceil(HW / pixel_step) + 1; S = len(starts)
+    thr = torch.clamp(torch.arange(K, device=x.device) * int(pixel_step), max=HW)
     ranks = torch.as_tensor(insertion_ranks(vals, seed), device=x.device)
     a_t = torch.as_tensor(acts, device=x.device)
     q = torch.empty(B, S, K); adv = torch.empty(B, S, K)
@@ -184,12 +185,12 @@ def insertion_curves(policy: Policy,          # any Policy with image observatio
     name = method if method is not None else (saliency.method if isinstance(saliency, Attribution) else "")
     return InsertionResult(q.numpy(), adv.numpy(), out0.gather(1, a_t[:, None]).squeeze(1).cpu().numpy(), acts,
                            (thr.float() / HW).cpu().numpy(), starts, name, game,
-                           dict(pixels_per_step=int(pixels_per_step), seed=int(seed)))
+                           dict(pixel_step=int(pixel_step), seed=int(seed)))
 
 # %% ../../../nbs/attribution/23_insertion.ipynb #e297b030
 class Insertion(Metric):
     """Insertion AUC (Huber et al. 2023, Sec. 3, Table 1): start image `start` ('black'|'random'), `target` 'q' (normalised) or
-    'advantage'; higher is better. Parameters: `insertion_curves`' `pixels_per_step`, `seed` and `batch_size`, `auc` ('trapezoid' or
+    'advantage'; higher is better. Parameters: `insertion_curves`' `pixel_step`, `seed` and `batch_size`, `auc` ('trapezoid' or
     'mean'), and `starts`: the start images to run (default this metric's own; both give every Table 1 column from one pass).
     `raw`: `q`, `advantage (N, S, K)` float32 (the explained action's output and advantage after each of the K steps, one row per
     start in `starts`), `q_orig (N,)`, `actions (N,)`, `fractions (K,)`, `starts (S,)`; `InsertionResult.from_metric` rebuilds the
@@ -207,13 +208,18 @@ class Insertion(Metric):
         return ins.auc(self.target, self.start, auc), ins.fractions, np.nanmean(c, 0), "fraction of pixels inserted", {"auc": auc}, raw
 
 # %% ../../../nbs/attribution/23_insertion.ipynb #2e615447
-_TABLE1 = {("black", "q"): "Q-val black", ("black", "advantage"): "Adv black", ("random", "q"): "Q-val rand", ("random", "advantage"): "Adv rand"}
+class InsertionBlackQ(Insertion):
+    "Insertion from a black image, normalised q-value (Huber et al. 2023, Table 1 'Q-val black'). Higher is better. Parameters, result and errors as `Insertion`."
+    name, start, target = "insertion_black_q", "black", "q"
 
-def _insertion(start: str, target: str) -> type:
-    "The insertion metric from start image `start` scoring `target` (one column of Huber et al.'s Table 1)."
-    what = "a black" if start == "black" else "a uniform-random"
-    return type(f"Insertion_{start}_{target}", (Insertion,), {
-        "name": f"insertion_{start}_{target}", "start": start, "target": target, "__module__": __name__,
-        "__doc__": f"Insertion from {what} image, {'normalised q-value' if target == 'q' else 'advantage'} (Table 1 '{_TABLE1[(start, target)]}'). Higher is better."})
+class InsertionBlackAdvantage(Insertion):
+    "Insertion from a black image, advantage (Huber et al. 2023, Table 1 'Adv black'). Higher is better. Parameters, result and errors as `Insertion`."
+    name, start, target = "insertion_black_advantage", "black", "advantage"
 
-INSERTION_METRIC_CLASSES = {f"insertion_{s}_{t}": _insertion(s, t) for s, t in _TABLE1}
+class InsertionRandomQ(Insertion):
+    "Insertion from a uniform-random image, normalised q-value (Huber et al. 2023, Table 1 'Q-val rand'). Higher is better. Parameters, result and errors as `Insertion`."
+    name, start, target = "insertion_random_q", "random", "q"
+
+class InsertionRandomAdvantage(Insertion):
+    "Insertion from a uniform-random image, advantage (Huber et al. 2023, Table 1 'Adv rand'). Higher is better. Parameters, result and errors as `Insertion`."
+    name, start, target = "insertion_random_advantage", "random", "advantage"
