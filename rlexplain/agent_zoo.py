@@ -313,7 +313,7 @@ DEMO_ZOO = dict(env_id="toybox/Breakout", env_kwargs={"fire_on_life_loss": True}
 # random policy's return (a collapsed policy), so A2C does not meet the zoo's bar of beating random play at every seed.
 EXTRA_ZOO = dict(env_id="toybox/Breakout", env_kwargs={"fire_on_life_loss": True}, pipelines=["a2c"],
                  seeds=list(range(6)), checkpoints={"a2c": [50_000, 960_000, 2_400_000]})
-# The paper's design (Mott et al. 2023): 11 agents per pipeline, checkpoints at 5e4, 3e6, 5e6, 8e6, 1e7 frames, 3 games.
+# The paper's design (Avery et al. 2022): 11 agents per pipeline, checkpoints at 5e4, 3e6, 5e6, 8e6, 1e7 frames, 3 games.
 # ALL counts these "frames" in agent steps (4 emulator frames each); the labels here are read in emulator frames, as at demo
 # scale, so the paper scale's runs are a quarter of the paper's length in frames (named in lesson 10).
 PAPER_ZOO = dict(env_ids=["toybox/Breakout", "toybox/Amidar", "toybox/SpaceInvaders"], env_kwargs={"fire_on_life_loss": True},
@@ -406,7 +406,7 @@ def train_demo_zoo(root: str | Path | None = None, executor=None, max_workers: i
 _TB = dict(env_id="toybox/Breakout", env_kwargs={"fire_on_life_loss": True})
 _ALE_DQN = dict(eval_epsilon=0.05, eval_episodes=30)
 CAMPAIGN = {
-    # The IR study's on-policy pipelines (Mott et al. 2023, Table 6: A2C 0.474 at 5e4 -> 0.762 at 3e6). A2C runs at about
+    # The IR study's on-policy pipelines (Avery et al. 2022, Table 6: A2C 0.474 at 5e4 -> 0.762 at 3e6). A2C runs at about
     # 4,800 frames/s on one core, PPO at about 1,700 (bench/train_throughput.py), so A2C reaches 3e6 frames first.
     # Three of A2C's first six seeds collapse to one action by 2.4e6 frames (and a fourth does not beat random play there),
     # so six more A2C seeds follow: the IR study measures the seeds that pass the quality gate.

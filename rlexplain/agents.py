@@ -361,7 +361,7 @@ def get_pipeline(name: str, env_id: str = "") -> Pipeline:
 # %% ../nbs/02_agents.ipynb #a11c0706
 def zero_output_heads(pol: nn.Module,   # an SB3 policy: DQN/QR-DQN (`q_net` / `quantile_net`) or PPO/A2C (`action_net`)
                       ) -> None:
-    """ALL 0.7.1's `Linear0` on an SB3 policy, in place (Mott et al. 2023's presets, see the table above): the weight and
+    """ALL 0.7.1's `Linear0` on an SB3 policy, in place (Avery et al. 2022's presets, see the table above): the weight and
     bias of its output head set to 0, the last `nn.Linear` of its Q / quantile network or PPO's and A2C's `action_net`
     (the value head keeps its initialisation); target networks are synced to the zeroed online network. An untrained
     DQN then gives Q(s, a) = 0 for every action, a PPO a uniform policy. Used when building a pipeline's model

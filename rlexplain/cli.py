@@ -170,7 +170,7 @@ def _add_zoo(sub):
 # %% ../nbs/90_cli.ipynb #bab0dab0
 def _add_methods(sub):
     "The `ir` subcommand, one subcommand per other demo section, `explain-episode` and `scoreboard`."
-    i = sub.add_parser("ir", help="interventional robustness study on zoo agents (Mott et al. 2023)",
+    i = sub.add_parser("ir", help="interventional robustness study on zoo agents (Avery et al. 2022)",
                        epilog=_examples("ir --out runs/ir --games toybox/Breakout --pipelines dqn,ppo --states 5"), **_PAR)
     cfg_default = "(default: IRConfig's value at --scale)"
     i.add_argument("--out", default="runs/ir", type=_folder, help="run directory (a rerun with the same options resumes; other options are refused, see --force)")

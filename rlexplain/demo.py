@@ -67,7 +67,7 @@ class DemoEntry(NamedTuple):
     units: str | None = None   # "module:function": (section, scale) -> [(unit name, picklable function, argument)]
 
 DEMOS: dict[str, DemoEntry] = {
-    "ir": DemoEntry("Interventional robustness (Mott et al. 2023)",
+    "ir": DemoEntry("Interventional robustness (Avery et al. 2022)",
                     "R = 1 - JSD/log2(n) of the measured agents' actions on intervened Toybox states, per pipeline and checkpoint.",
                     "rlexplain.ir:demo_section"),
     "ranld": DemoEntry("RA-NLD: principal non-Lipschitz directions (Korkmaz 2024)",

@@ -37,7 +37,7 @@ def canonical_game(game: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Intervention:
-    """A named edit of a Toybox JSON state (Mott et al. 2023, Appendix A).
+    """A named edit of a Toybox JSON state (Avery et al. 2022, Appendix A).
 
     `apply(state) -> new_state` returns an edited copy and never mutates `state`; it raises
     `InterventionNotApplicable` when the edit does not fit the state. `index` is the intervention's number in the

@@ -56,7 +56,7 @@ def js_divergence(probs: Any,       # (..., n, A): n action distributions (rows 
                  ) -> np.ndarray | float: # (...,) generalized JSD in bits, in [0, log2 n]
     """Generalized Jensen-Shannon divergence with equal weights, in bits: `H(mean_k P_k) - mean_k H(P_k)`.
 
-    Mott et al. (2023), Algorithm 1; Lin (1991). Raises `ValueError` for n < 2 agents, NaN, negative entries
+    Avery et al. (2022), Algorithm 1; Lin (1991). Raises `ValueError` for n < 2 agents, NaN, negative entries
     or rows that do not sum to 1."""
     p = _check_probs(probs)
     d = entropy_bits(p.mean(-2), eps) - entropy_bits(p, eps).mean(-1)
@@ -65,7 +65,7 @@ def js_divergence(probs: Any,       # (..., n, A): n action distributions (rows 
 
 def interventional_robustness(probs: Any,  # (..., n, A): the n agents' action distributions in one state
                               ) -> np.ndarray | float: # (...,) R in [0, 1]; 1 = identical agents
-    "IR measure `R = 1 - JSD / log2(n)` (Mott et al. 2023, Definition 3.3 and Algorithm 1). Errors as `js_divergence`."
+    "IR measure `R = 1 - JSD / log2(n)` (Avery et al. 2022, Definition 3.3 and Algorithm 1). Errors as `js_divergence`."
     p = _check_probs(probs)
     r = 1.0 - js_divergence(p) / math.log2(p.shape[-2])
     return np.clip(r, 0.0, 1.0) if isinstance(r, np.ndarray) else min(max(r, 0.0), 1.0)
@@ -77,7 +77,7 @@ def ir_from_agents(probs: Any,                   # (S, n, A) each agent's action
                    mode: str = "sample",          # "sample" (Algorithm 1) or "exact" (JSD of the distributions)
                    seed: int = 0,
                   ) -> np.ndarray:               # (S,) R in [0, 1]
-    """R for each of S states from n agents' action distributions (Mott et al. 2023, Algorithm 1).
+    """R for each of S states from n agents' action distributions (Avery et al. 2022, Algorithm 1).
 
     Greedy agents use the one-hot of their argmax in both modes. Raises `ValueError` for bad shapes, n < 2,
     t < 1, an unknown mode, probabilities that do not sum to 1, or a `stochastic` that is neither one bool nor one
@@ -118,7 +118,7 @@ def sample_states(agent: Policy | None,   # G_0, the extra agent that plays (Non
                   include_start: bool = True,
                   max_steps: int = 5_000, # cap on the episode's steps
                   ) -> list[IRState]:
-    "Mott et al. (2023), Algorithm 3: `p` states sampled uniformly from one episode of `agent`. Raises `ValueError` if p < 1."
+    "Avery et al. (2022), Algorithm 3: `p` states sampled uniformly from one episode of `agent`. Raises `ValueError` if p < 1."
     if p < 1: raise ValueError(f"p must be >= 1; got {p}.")
     ro = collect_rollout(env, agent, n_episodes=1, seed=seed, record_obs=False, record_states=True, max_steps=max_steps)
     k = p - 1 if include_start else p
@@ -266,7 +266,7 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
               t: int = 30, mode: str = "sample", seed: int = 0,
               interventions: Sequence[str] = (), state_steps: Sequence[int] = (),
               pipeline: str = "", frames: int = 0) -> IRMatrix:
-    """Mott et al. (2023), Algorithm 2: R for every (intervention, state) cell. Each agent evaluates all cells in one
+    """Avery et al. (2022), Algorithm 2: R for every (intervention, state) cell. Each agent evaluates all cells in one
     batched forward pass. Raises `ValueError` for fewer than 2 agents, agents with different action counts, `obs`
     without its two leading (intervention, state) axes, or `valid`, `interventions` or `state_steps` whose length
     disagrees with `obs`."""
@@ -309,7 +309,7 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
 # %% ../nbs/10_ir.ipynb #8e051844
 @dataclasses.dataclass(frozen=True)
 class IRConfig(ScaledConfig):
-    "An IR study (Mott et al. 2023, Section 4). Frames are emulator frames (4 per agent step)."
+    "An IR study (Avery et al. 2022, Section 4). Frames are emulator frames (4 per agent step)."
     games: tuple = ("toybox/Breakout",)
     pipelines: tuple = ("a2c", "ppo", "dqn", "qrdqn")
     checkpoints: tuple | None = None     # frames; None: every checkpoint in the zoo

@@ -125,7 +125,7 @@ def level_pct(level: float) -> str:
 def random_policy_R(n: int,          # agents, n >= 2
                     n_actions: int,  # actions |A| >= 1
                     ) -> float:      # expected R in [0, 1]
-    """Expected interventional robustness R = 1 - JSD / log2(n) (Mott et al. 2023, Eq. 2 with Algorithm 1's one-hot
+    """Expected interventional robustness R = 1 - JSD / log2(n) (Avery et al. 2022, Eq. 2 with Algorithm 1's one-hot
     samples) of `n` agents that each pick one of `n_actions` actions uniformly at random: the exact mean over the
     multinomial action counts. Raises `ValueError` for n < 2 or n_actions < 1."""
     n, A = int(n), int(n_actions)
@@ -155,7 +155,7 @@ def measure(name: str):
 # %% ../nbs/96_measures.ipynb #d0ac0e3f
 _BREAKOUT_ACTIONS = 4
 
-_IR_TABLES = {"breakout": "Table 6", "amidar": "Table 5", "spaceinvaders": "Table 7"}   # Mott et al. 2023, App. E.2
+_IR_TABLES = {"breakout": "Table 6", "amidar": "Table 5", "spaceinvaders": "Table 7"}   # Avery et al. 2022, App. E.2
 
 def _ir_breakout(run: RunTables, game: str = "breakout") -> pd.DataFrame:
     "The IR table's rows of `game` ('breakout', 'amidar', 'spaceinvaders'); `NotComparable` naming the run's games when it has none."
@@ -231,7 +231,7 @@ def _ir_original(run: RunTables, pipeline: str, frames, game: str = "breakout") 
 # %% ../nbs/96_measures.ipynb #6ed3e665
 @measure("ir.R")
 def _m_ir_R(run, pipeline: str, frames) -> list[Estimate]:
-    "Mott et al. Table 6 'Original': mean R of the unintervened Breakout states of `pipeline` at `frames` (ir/ir_table.csv)."
+    "Avery et al. Table 6 'Original': mean R of the unintervened Breakout states of `pipeline` at `frames` (ir/ir_table.csv)."
     return [_ir_original(run, pipeline, frames)]
 
 def _ir_n_agents(run: RunTables, b: pd.DataFrame, pipeline: str) -> tuple[int | None, str]:
@@ -599,7 +599,7 @@ def _m_sw_rel(run, label: str, missing: str = "") -> list[Estimate]:
 @measure("ir.R_path")
 def _m_ir_path(run, pipeline: str, game: str = "breakout", min_checkpoints: int = 3) -> list[Estimate]:
     """Original R of `pipeline` on `game` at every checkpoint after 5e4 frames, in increasing frames, one block: the path
-    of R with training (Mott et al. Tables 5-7). `NotComparable` when the run has fewer than `min_checkpoints` of them."""
+    of R with training (Avery et al. Tables 5-7). `NotComparable` when the run has fewer than `min_checkpoints` of them."""
     b = _ir_breakout(run, game); r = b[b.pipeline == pipeline]
     if r.empty: raise NotRun(f"no {pipeline} pipeline in ir/ir_table.csv (it has {sorted(set(b.pipeline))})")
     fs = sorted(int(f) for f in r.frames if int(f) > 50_000)

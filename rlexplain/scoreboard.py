@@ -264,7 +264,7 @@ vqn 5e4 0.540 0.537 -0.003|vqn 3e6 0.729 0.840 0.111|vqn 5e6 0.717 0.793 0.076|v
 ppo 5e4 0.480 0.507 0.027|ppo 3e6 0.511 0.510 -0.001|ppo 5e6 0.529 0.513 -0.016|ppo 8e6 0.485 0.508 0.023|ppo 1e7 0.497 0.509 0.012"""
 
 def ir_paper_table() -> pd.DataFrame:
-    """Mott et al. (2023), Appendix E.2, Table 6 (Breakout): columns `algorithm`, `frames` (emulator frames), `original`,
+    """Avery et al. (2022), Appendix E.2, Table 6 (Breakout): columns `algorithm`, `frames` (emulator frames), `original`,
     `intervened`, `normalized` (mean R; the agents of the Autonomous Learning Library, 10 measured agents per pipeline)."""
     rows = [c.split() for line in _T6.splitlines() for c in line.split("|")]
     return pd.DataFrame([dict(algorithm=a, frames=int(float(f)), original=float(o), intervened=float(i), normalized=float(n))
@@ -362,7 +362,7 @@ def _paper_runtimes(methods=("occlusion", "noise_sensitivity", "sarfa", "rise", 
     return pd.Series(PAPER_RUNTIMES)[list(methods)]
 
 PAPER_TABLES: dict[str, Callable] = {   # where the papers' numbers live (one place each); a claim's `paper_ref` names one
-    "ir_table6": _paper_ir,                     # Mott et al. 2023, Table 6 (this module: ir_paper_table)
+    "ir_table6": _paper_ir,                     # Avery et al. 2022, Table 6 (this module: ir_paper_table)
     "ranld": _paper_ranld,                      # Korkmaz 2024, Tables 1-2 (rlexplain.ranld_study.paper_tables)
     "saliency_insertion": _paper_insertion,     # Huber et al. 2023, Table 1 (rlexplain.saliency_study.paper_insertion_table)
     "saliency_calibration": _paper_calibration, # Huber et al. 2023, App. B.1 (rlexplain.saliency_bench.PAPER_CALIBRATION)

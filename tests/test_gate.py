@@ -107,3 +107,30 @@ def test_no_lesson_or_module_picks_an_agent_by_a_hard_coded_id_or_around_the_gat
         if py.name in ("agent_zoo.py", "ir.py", "_modidx.py"): continue
         if "plays=False" in py.read_text(): bad.append(str(py.relative_to(root)))
     assert not bad, bad
+
+
+def test_explain_warns_once_when_the_policy_takes_one_action_in_every_state():
+    "Issue 36.1: `explain` names the agent when its greedy action is the same in every state of its input, once per agent."
+    import warnings
+    import numpy as np
+    import torch
+    from torch import nn
+    from rlexplain.attribution import explain
+    from rlexplain.core import Policy
+    net = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    with torch.no_grad(): net[1].weight.zero_(); net[1].bias.copy_(torch.tensor([0., 1., 0.]))
+    const = Policy(net, n_actions=3, obs_shape=(4,), name="constant-explain-test")
+    x = np.random.default_rng(0).random((6, 4)).astype(np.float32)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        explain("random", const, x); explain("random", const, x)
+    msgs = [str(m.message) for m in w if "takes action" in str(m.message)]
+    assert len(msgs) == 1 and "constant-explain-test" in msgs[0] and "action 1 in all 6 states" in msgs[0]
+    net2 = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    with torch.no_grad(): net2[1].weight.copy_(torch.eye(3, 4)); net2[1].bias.zero_()
+    varied = Policy(net2, n_actions=3, obs_shape=(4,), name="varied-explain-test")
+    xs = np.eye(4, dtype=np.float32)[:3]            # state i's greedy action is i
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        explain("random", varied, xs)
+    assert not [m for m in w if "takes action" in str(m.message)]

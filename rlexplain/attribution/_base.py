@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from torch import Tensor
 
-from ..core import Policy
+from ..core import Policy, warn_constant_policy
 from ..runs import Result, json_default
 from ._utils import as_states, resolve_actions
 
@@ -310,7 +310,10 @@ def _ex_explain(self, policy: Policy,   # the agent: q-values or logits (B, A)
     x = as_states(states, policy)
     if len(x) == 0: raise ValueError("states is empty (N = 0); pass at least one state.")
     # the greedy actions need a forward pass; given actions need only N and A (a pass here cost IG ~19 ms a call)
-    a = resolve_actions(actions, policy.outputs(x) if actions is None else np.zeros((len(x), policy.n_actions), np.float32))
+    if actions is None:
+        q = policy.outputs(x)
+        warn_constant_policy(policy, q, "explain")   # issue 36: one warning per agent when it takes one action in every state
+    a = resolve_actions(actions, q if actions is None else np.zeros((len(x), policy.n_actions), np.float32))
     t0 = time.perf_counter()
     values, extra = self._explain(policy, x, a)
     dt = time.perf_counter() - t0
