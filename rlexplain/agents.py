@@ -544,6 +544,7 @@ def _continue_entry(job: TrainJob, model, root: Path) -> int | None:
         model.learning_starts = max(model.learning_starts, model.num_timesteps + _refill_steps(get_pipeline(job.pipeline, job.env_id)))
     return done[-1]
 
+# %% ../nbs/02_agents.ipynb #2df60112
 def _refill_steps(pipe: Pipeline) -> int:
     """Env steps an off-policy run collects before its first update: `learning_starts`, counted from the step its own
     training began (`sa_start` for a warm-started pipeline). A resumed run (whose replay buffer was not saved) waits as
@@ -551,17 +552,20 @@ def _refill_steps(pipe: Pipeline) -> int:
     hp = pipe.hyperparams
     return max(0, int(hp.get("learning_starts", 0)) - int(hp.get("sa_start", 0)))
 
+# %% ../nbs/02_agents.ipynb #e2d2da33
 def _card_value(v):
     "A hyperparameter as a card stores it: numbers, strings and bools as they are, anything else (and inf) as its repr (strict JSON)."
     if isinstance(v, float) and not math.isfinite(v): return repr(v)
     return v if isinstance(v, (int, float, str, bool)) else str(v)
 
+# %% ../nbs/02_agents.ipynb #79b4c519
 def _train_command(job: TrainJob) -> str:
     "The `rlexplain zoo train` command that trains `job` (its env kwargs as flags: the card must reproduce the run)."
     flags = " --fire-on-life-loss" if dict(job.env_kwargs).get("fire_on_life_loss") else ""
     return (f"rlexplain zoo train --env {job.env_id} --pipelines {job.pipeline} --seeds {job.seed} "
             f"--checkpoints {','.join(str(c) for c in job.checkpoints)}{flags}")
 
+# %% ../nbs/02_agents.ipynb #b39ab23f
 def train_agent(job: TrainJob) -> list[str]:
     """Train one agent (resuming if a snapshot exists) and write its zoo entries; returns their folders.
     An off-policy run resumed from its snapshot refills its replay buffer (`_refill_steps`) before it updates again.
@@ -633,6 +637,7 @@ def train_agent(job: TrainJob) -> list[str]:
     env.close()
     return sorted(set(written))
 
+# %% ../nbs/02_agents.ipynb #614a5c4d
 def _preprocessing(env_id: str, env_kwargs: dict) -> dict:
     if env_id.lower().startswith("toybox/"):
         d = dict(noop_max=30, frameskip=4, max_pool_last=2, fire_reset=True, fire_on_life_loss=False, lives=3,

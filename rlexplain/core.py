@@ -141,9 +141,11 @@ class _ChannelsLast(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g): return g.contiguous()
 
+# %% ../nbs/00_core.ipynb #9cfb1e87
 def _first_conv(module: nn.Module) -> nn.Conv2d | None:
     return next((m for m in module.modules() if isinstance(m, nn.Conv2d)), None)
 
+# %% ../nbs/00_core.ipynb #d0ad650f
 class Policy:
     """An agent as rlexplain sees it: `module` maps `(B, *obs_shape)` float32 observations (images in `[0, 1]`)
     to `(B, n_actions)` q-values (`kind="q"`) or logits (`kind="logits"`).
@@ -326,6 +328,7 @@ def sb3_class(algo: str) -> type:
     mod, name = _SB3_ALGOS[algo]
     return getattr(importlib.import_module(mod), name)
 
+# %% ../nbs/00_core.ipynb #4d547b53
 def _zip_data(path: str | Path) -> dict:
     "The JSON `data` entry of a saved SB3 model zip. Raises `FileNotFoundError` / `ValueError` naming the file."
     path = Path(path)
@@ -344,6 +347,7 @@ def _zip_data(path: str | Path) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: its 'data' entry is not SB3's JSON ({e}); the zip may be corrupt.") from None
 
+# %% ../nbs/00_core.ipynb #21c26f74
 def sb3_algo_of_zip(path: str | Path) -> str:
     """Read the algorithm (`dqn`, `qrdqn`, `ppo`, `a2c`) from a saved SB3 zip's `data`. Raises `FileNotFoundError`,
     or `ValueError` naming the file for a corrupt zip, a zip without `data`, or an unknown algorithm."""
@@ -355,6 +359,7 @@ def sb3_algo_of_zip(path: str | Path) -> str:
         return "ppo" if "clip_range" in data else "a2c"
     raise ValueError(f"cannot tell the algorithm of {path} (policy module {module!r}); pass algo='dqn'|'qrdqn'|'ppo'|'a2c'.")
 
+# %% ../nbs/00_core.ipynb #767431bb
 def _spaces_from_zip(path: Path) -> dict:
     "Rebuild Box/Discrete spaces from the readable fields of an SB3 zip's `data` as gymnasium spaces."
     import gymnasium as gym
@@ -373,6 +378,7 @@ def _spaces_from_zip(path: Path) -> dict:
             out[key] = gym.spaces.Box(low.astype(dtype), high.astype(dtype), shape=shape, dtype=dtype)
     return out
 
+# %% ../nbs/00_core.ipynb #9ce88e4e
 def load_sb3(path: str | Path, algo: str | None = None, device: str | torch.device = "auto"):
     """Load a saved SB3 model zip for inference (optimizer and schedules skipped). Raises `FileNotFoundError` for a
     missing file and `ValueError` naming it for a corrupt zip, a zip without SB3's `data`, or an `algo` other than the zip's."""
@@ -395,6 +401,7 @@ def load_sb3(path: str | Path, algo: str | None = None, device: str | torch.devi
     custom.update(_spaces_from_zip(path))  # zips saved with the old `gym` package pickle its spaces
     return sb3_class(algo).load(path, device=str(get_device(device)), custom_objects=custom)
 
+# %% ../nbs/00_core.ipynb #55d55b87
 class SB3Head(nn.Module):
     """Maps `(B, *obs_shape)` float32 observations (images in [0, 1], tabular raw) through an SB3 policy to `(B, n_actions)`
     q-values (`mode` "dqn"; "qrdqn": the mean over quantiles) or logits (`mode` "ac"); `scale` is 255 for image policies
@@ -422,6 +429,7 @@ class SB3Head(nn.Module):
         if self.mode == "qrdqn": return self.policy.quantile_net(x).mean(dim=1)
         return self.policy.get_distribution(x).distribution.logits
 
+# %% ../nbs/00_core.ipynb #b77c2bda
 def sb3_policy(model: Any, device: str | torch.device = "auto", name: str | None = None) -> Policy:
     "Wrap a loaded SB3 model (see `Policy.from_sb3`). Raises `TypeError` for non-discrete action spaces."
     import gymnasium as gym
@@ -440,5 +448,3 @@ def sb3_policy(model: Any, device: str | torch.device = "auto", name: str | None
     kind = "logits" if mode == "ac" else "q"
     return Policy(SB3Head(model.policy, mode, scale), int(model.action_space.n), tuple(space.shape),
                   kind=kind, device=device, name=name or cls)
-
-

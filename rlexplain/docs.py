@@ -246,6 +246,7 @@ suppress_warnings = ["myst.header", "myst.xref_missing", "mystnb.unknown_mime_ty
                      "toc.not_included", "ref.python", "docutils", "autodoc", "myst.directive_unknown"]
 '''
 
+# %% ../nbs/93_docs.ipynb #0079fd3f
 def _module(path: Path) -> str | None:
     "The module a notebook exports to (`#| default_exp core` -> `rlexplain.core`; `attribution.__init__` -> `rlexplain.attribution`)."
     for c in json.loads(path.read_text())["cells"]:
@@ -253,11 +254,13 @@ def _module(path: Path) -> str | None:
             return "rlexplain." + m.removesuffix(".__init__") if m != "__init__" else None
     return None
 
+# %% ../nbs/93_docs.ipynb #2d6ab4a2
 def _page(path: Path, dest: Path):
     "Write notebook `path` to `dest` as the site shows it (`for_readers` without the setup block, `docs_outputs`)."
     nb = docs_outputs(for_readers(nbformat.read(path, as_version=4), drop_setup=True))
     dest.parent.mkdir(parents=True, exist_ok=True); nbformat.write(nb, dest)
 
+# %% ../nbs/93_docs.ipynb #66747d9c
 ATTRIBUTION_CORE = "Attribution core: the package behind lessons 05, 30, 40 and 41"   # nbs/attribution/, in the sidebar
 START_HERE = ("course", "instructor", "glossary")   # the pages the sidebar opens with, after the home page
 IMAGE = re.compile(r"!\[[^\]]*\]\((?!https?:|data:)([^)\s]+)\)")   # a Markdown image with a path in the repository
@@ -296,6 +299,7 @@ def _stage(nbs: Path, src: Path) -> dict[str, list[str]]:
     nbformat.write(index, src / "index.ipynb")
     return toc
 
+# %% ../nbs/93_docs.ipynb #835b02ae
 def _mathjax() -> Path:
     "MathJax 3 as shipped inside the `sphinx-mathjax-offline` package (its folder name has hyphens, so it is found, not imported)."
     import importlib.util
@@ -306,6 +310,7 @@ def _mathjax() -> Path:
                                   "(or pip install sphinx myst-nb sphinx-book-theme sphinx-mathjax-offline)")
     return folder
 
+# %% ../nbs/93_docs.ipynb #c3c65e9e
 def build_docs(out: str | Path = "runs/demo/docs",  # the site's folder: out/index.html; nothing is written outside it
                nbs: str | Path = "nbs",             # the notebooks (and the .md pages) the site is built from
                execute: bool = False,               # run every notebook again (in a scratch copy) instead of showing its committed outputs

@@ -40,6 +40,7 @@ def toybox_game(game: str,   # e.g. "breakout", "Space Invaders", "space_invader
         raise ValueError(f"unknown Toybox game {game!r}; expected one of {sorted(TOYBOX_GAMES)}.")
     return TOYBOX_GAMES[key]
 
+# %% ../nbs/01_envs.ipynb #caf02a2a
 class ToyboxEnv(gym.Env):
     """Gymnasium environment around a `ctoybox.Toybox` game with the IR paper's Atari preprocessing.
 

@@ -245,12 +245,12 @@ class IRMatrix(Result):
         if colorbar: ax.figure.colorbar(im, ax=ax, shrink=0.8, label=("R - R(no intervention) (unitless)" if normalized else "R = 1 - JSD / log2(n) (unitless, 1 = agents agree)") + "\n(grey: does not fit)")
         return ax
 
+# %% ../nbs/10_ir.ipynb #ed806425
 def _family(name: str) -> str:
     "The intervention family of a name: `paddle_width_6` -> `paddle_width`, `drop_row_3` -> `drop_row`."
     parts = name.split("_")
     while len(parts) > 1 and (parts[-1].lstrip("+-").isdigit() or parts[-1][:1] in "r" and parts[-1][1:].isdigit()): parts.pop()
     return "_".join(parts)
-
 
 # %% ../nbs/10_ir.ipynb #d478f314
 def agent_probs(agent: Policy, obs: np.ndarray,
@@ -381,6 +381,7 @@ def _zoo_entries(cfg: IRConfig, game: str, pipeline: str) -> pd.DataFrame:
     if cfg.checkpoints is not None: z = z[z.frames.isin(cfg.checkpoints)]
     return z
 
+# %% ../nbs/10_ir.ipynb #8b98f2a0
 @dataclasses.dataclass(frozen=True)
 class _IRJob:
     cfg: IRConfig
@@ -390,6 +391,7 @@ class _IRJob:
     sampler: str          # zoo path of G_0 (last checkpoint)
     agents: tuple         # zoo paths of G_1..G_n
 
+# %% ../nbs/10_ir.ipynb #a83032e7
 _IR_CELLS: dict = {}   # the last (game, sampler, p, seed, base, interventions) -> (states, interventions, obs, valid) of this process
 
 def _ir_cells(job: _IRJob) -> tuple:
@@ -413,6 +415,7 @@ def _ir_cells(job: _IRJob) -> tuple:
         _IR_CELLS.clear(); _IR_CELLS[key] = hit
     return hit   # this call's own entry, even if another thread has replaced the cache's since
 
+# %% ../nbs/10_ir.ipynb #4d956cd3
 def _run_ir_job(job: _IRJob) -> IRMatrix:
     from rlexplain.agent_zoo import load_agent
     torch.set_num_threads(1)
@@ -422,6 +425,7 @@ def _run_ir_job(job: _IRJob) -> IRMatrix:
                      interventions=["none"] + [iv.name for iv in ivs], state_steps=[s.step for s in states],
                      pipeline=job.pipeline, frames=job.frames)
 
+# %% ../nbs/10_ir.ipynb #fe0130f1
 def _playing_seeds(cfg: IRConfig, z: pd.DataFrame, game: str, pipe: str) -> tuple[int, list[int]] | str:
     """`(frames, seeds)`: the pipeline's last checkpoint at which at least 3 seeds (a sampler and 2 measured agents) pass the
     quality gate (`rlexplain.agent_zoo.quality_gate`, measured here where a card lacks it), and those seeds (at most
@@ -442,6 +446,7 @@ def _playing_seeds(cfg: IRConfig, z: pd.DataFrame, game: str, pipe: str) -> tupl
     return (f"IR {game}/{pipe}: no checkpoint has 3 agents that pass the quality gate (at {int(z.frames.max())} frames: {figs}). "
             f"Train the pipeline further (rlexplain zoo train), or set IRConfig(plays=False) to measure the agents as they are.")
 
+# %% ../nbs/10_ir.ipynb #08c0f2bc
 def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
     """The (game, pipeline, checkpoint) jobs of a study. With `cfg.plays` (the default), a pipeline's agents are the seeds
     that pass the quality gate at its last checkpoint with 3 or more playing seeds (`_playing_seeds`): the lowest samples

@@ -27,6 +27,7 @@ __all__ = ['LEVEL', 'MEASURES', 'NOOP_L2', 'BENCH_UNITS', 'Estimate', 'level_pct
 # %% ../nbs/96_measures.ipynb #81284477
 LEVEL = 0.95   # every claim's intervals: 95% simultaneous over the claim's comparisons (Bonferroni)
 
+# %% ../nbs/96_measures.ipynb #a6ecbaa2
 @dataclasses.dataclass(frozen=True)
 class Estimate:
     """One measured quantity of a run with what its interval rests on.
@@ -117,6 +118,7 @@ class Estimate:
         lv = self.fixed[2] if self.fixed is not None else level
         return f"{self.label} {self.mean:{fmt}} [{iv[0]:{fmt}}, {iv[1]:{fmt}}] ({level_pct(lv)} {self.method})"
 
+# %% ../nbs/96_measures.ipynb #cd9afc3a
 def level_pct(level: float) -> str:
     "A coverage level as the intervals' text prints it: 0.95 -> '95%', 0.9875 -> '98.75%'."
     return f"{100 * level:.4g}%"

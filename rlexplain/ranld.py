@@ -230,6 +230,7 @@ def frames_image(v: np.ndarray,                      # (C, H, W) stacked frames 
         parts.append(v[i])
     return np.concatenate(parts, axis=1)
 
+# %% ../nbs/20_ranld.ipynb #e82eab4a
 def frame_of(direction: np.ndarray, frame: int = -1) -> np.ndarray:
     """Frame `frame` `(H, W)` of an image direction `(..., H, W)` (stacked frames and channels flattened into one axis;
     negative counts from the newest). Raises `ValueError` for a direction with fewer than 2 dimensions."""
@@ -237,10 +238,12 @@ def frame_of(direction: np.ndarray, frame: int = -1) -> np.ndarray:
     v = direction.reshape(-1, *direction.shape[-2:])
     return v[int(frame) % v.shape[0]]
 
+# %% ../nbs/20_ranld.ipynb #b985ab60
 def log_spectrum(v: np.ndarray) -> np.ndarray:
     "`(H, W)` float64: log10 |FFT2(v)| (+1e-12) of an `(H, W)` image, zero frequency centred (fftshift; Korkmaz 2024, Figure 2)."
     return np.log10(np.abs(np.fft.fftshift(np.fft.fft2(np.asarray(v, np.float64)))) + 1e-12)
 
+# %% ../nbs/20_ranld.ipynb #74459eed
 @dataclasses.dataclass(frozen=True)
 class PrincipalDirection(Result):
     """RA-NLD of one state set (Korkmaz 2024, Algorithm 1). `direction` G_S in the observation's shape (float32, unit

@@ -131,6 +131,7 @@ class QuotientTable(Result):
 def _states_of(ro: ShiftedRollout, at: str) -> np.ndarray:
     return ro.observed if at == "observed" else ro.obs
 
+# %% ../nbs/21_ranld_study.ipynb #ef8499f3
 def _shift_size(ro: ShiftedRollout) -> tuple[float, float]:
     "(fraction of steps whose observation the shift changed, mean L2 norm of the change in [0, 1] units)."
     if not len(ro.observed) or ro.observed.shape != ro.obs.shape: return float("nan"), float("nan")
@@ -138,6 +139,7 @@ def _shift_size(ro: ShiftedRollout) -> tuple[float, float]:
     delta = (ro.observed - clean).reshape(len(clean), -1)
     return float((np.abs(delta).max(1) > 1e-6).mean()), float(np.linalg.norm(delta, axis=1).mean())
 
+# %% ../nbs/21_ranld_study.ipynb #bc008603
 def _flipped(policy: Policy, ro: ShiftedRollout, batch_size: int = 256) -> float:
     """Fraction of steps whose greedy action on the shifted observation (`ro.observed`) differs from the greedy action on
     the clean one (`ro.obs`): 0 for a shift that moves the frames but changes no decision; NaN without both recordings."""
@@ -147,6 +149,7 @@ def _flipped(policy: Policy, ro: ShiftedRollout, batch_size: int = 256) -> float
             return torch.cat([policy.forward(policy.obs(x[i:i + batch_size])).argmax(-1).cpu() for i in range(0, len(x), batch_size)])
     return float((greedy(ro.obs) != greedy(ro.observed)).double().mean())
 
+# %% ../nbs/21_ranld_study.ipynb #a0846eed
 def _shift_items(shifts: dict | Sequence) -> list:
     "[(label, Shift)] of a protocol's shifts ({label: Shift or name} or a list); raises `ValueError` for none."
     if isinstance(shifts, dict): items = [(str(k), make_shift(v)) for k, v in shifts.items()]
@@ -154,6 +157,7 @@ def _shift_items(shifts: dict | Sequence) -> list:
     if not items: raise ValueError("give at least one shift (e.g. ['fgsm', 'blur']).")
     return items
 
+# %% ../nbs/21_ranld_study.ipynb #402d09c1
 def _protocol_params(cfg: RANLDConfig, items: list, fresh_envs: bool = True) -> dict:
     """What determines a protocol run besides the agent: the configuration, every shift's name and parameters, and
     whether each state set was played on a fresh environment (`envs`: "fresh per set") or on one given object ("given")."""
@@ -161,6 +165,7 @@ def _protocol_params(cfg: RANLDConfig, items: list, fresh_envs: bool = True) -> 
          "envs": "fresh per set" if fresh_envs else "given"}
     return json.loads(json.dumps(p, default=json_default))
 
+# %% ../nbs/21_ranld_study.ipynb #34001af3
 def ranld_protocol(policy: Policy,                 # the agent
                    env: gym.Env | str,             # an environment or an id for make_env
                    shifts: dict | Sequence,        # {label: Shift or name} or a list of Shifts / names
@@ -325,6 +330,7 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
             "n_states", "mean_return", "changed", "l2", "flipped"]
     return df.reindex(columns=cols)   # a table saved before `flipped` existed gives NaN there
 
+# %% ../nbs/21_ranld_study.ipynb #6e724a48
 def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
                 at: str = "observed", ax=None):
     """Bar chart of `ranld_tables`' output: ours (bars, ± std over runs) beside Korkmaz (2024) Tables 1-2 (black ticks)
@@ -350,6 +356,7 @@ def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)   # right of the bars
     return ax
 
+# %% ../nbs/21_ranld_study.ipynb #dfe7e2b1
 def tables_config(scale: str | None = None) -> RANLDConfig:
     """Protocol sizes for `ranld_tables`: at `demo` scale 2 runs of 1 episode capped at 40 steps per state set (every
     step of the 9 shifted rollouts is attacked, and C&W, EAD and DeepFool dominate the time); at `reference` scale 6 runs

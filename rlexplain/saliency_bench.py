@@ -131,12 +131,14 @@ def _ci99(x: pd.Series) -> float:
     x = x.dropna()
     return float(Z99 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else 0.0
 
+# %% ../nbs/31_saliency_bench.ipynb #7a113a86
 def _sanity_summary(df: pd.DataFrame) -> pd.DataFrame:
     g = df.groupby(["method", "metric", "n_randomized"], sort=False)["value"]
     return pd.DataFrame({"layer": df.groupby(["method", "metric", "n_randomized"], sort=False)["layer"].first(),
                          "mean": g.mean(), "std": g.std(), "ci99": g.apply(_ci99), "n": g.count(),
                          "n_nan": g.apply(lambda v: int(v.isna().sum()))}).reset_index()
 
+# %% ../nbs/31_saliency_bench.ipynb #576f7ff3
 def _plot_sanity(df: pd.DataFrame, axes=None, metrics: Sequence[str] | None = None):
     metrics = list(metrics or [m for m in SIMILARITY_METRICS if m in set(df.metric)])
     if axes is None: axes = plt.subplots(1, len(metrics), figsize=(min(8, 2.7 * len(metrics)), 2.6), sharey=True, squeeze=False)[1][0]
@@ -154,6 +156,7 @@ def _plot_sanity(df: pd.DataFrame, axes=None, metrics: Sequence[str] | None = No
     axes[0].figure.tight_layout()
     return axes[0].figure
 
+# %% ../nbs/31_saliency_bench.ipynb #ee6360b5
 @dataclasses.dataclass(frozen=True)
 class SanityCheck(Result):
     """Similarities of original and cascadingly randomised saliency maps (Huber et al. 2023, Fig. 3).
@@ -179,6 +182,7 @@ class SanityCheck(Result):
         if not results: raise ValueError("concat needs at least one SanityCheck.")
         return cls(pd.concat([r.table for r in results], ignore_index=True), results[0].layers, dict(results[0].params))
 
+# %% ../nbs/31_saliency_bench.ipynb #a137af0d
 def sanity_check(policy: Policy,           # the trained agent
                  obs: Any,                 # (B, C, H, W) float32 in [0, 1] or uint8: the states to explain
                  method: str | Callable = "occlusion", # a key of PAPER_PARAMS or f(policy, obs, action) -> image Attribution
@@ -211,6 +215,7 @@ def sanity_check(policy: Policy,           # the trained agent
     table, steps = sanity_scores(policy, x, ref, name, metrics, seed, layers, ssim_flat, game, ex, progress)
     return SanityCheck(table, steps, dict(seed=int(seed), ssim_flat=bool(ssim_flat), n_states=len(x), overrides=overrides))
 
+# %% ../nbs/31_saliency_bench.ipynb #2c9bf688
 SANITY_COLUMNS = ["game", "method", "n_randomized", "layer", "state", "metric", "value"]
 
 def sanity_scores(policy: Policy,             # the original agent
@@ -288,6 +293,7 @@ def penultimate_features(policy: Policy,         # any Policy
     try: return torch.cat(map_batches(chunk, x, int(bs), s.workers)).numpy()
     finally: h.remove()
 
+# %% ../nbs/31_saliency_bench.ipynb #8edb4df0
 def highlights_importance(outputs: Any,   # (B, A) q-values (or logits), A >= 2
                           ) -> np.ndarray:  # (B,) max minus second-largest output, >= 0
     "HIGHLIGHTS importance `max_a Q - second max_a Q` (Amir & Amir 2018; Huber et al. 2023, App. C.1). Raises `ValueError` if A < 2."
@@ -296,6 +302,7 @@ def highlights_importance(outputs: Any,   # (B, A) q-values (or logits), A >= 2
     top2 = np.sort(q, axis=1)[:, -2:]
     return top2[:, 1] - top2[:, 0]
 
+# %% ../nbs/31_saliency_bench.ipynb #d9f38cd1
 @dataclasses.dataclass(frozen=True)
 class Highlights(Result):
     """States chosen by HIGHLIGHTS-DIV: `indices (k,)` into the stream (most important first), `importance (N,)` of
@@ -317,6 +324,7 @@ class Highlights(Result):
         ax.tick_params(labelsize=8)
         return ax
 
+# %% ../nbs/31_saliency_bench.ipynb #91f0ae06
 def highlights_div(policy: Policy,          # the agent (q-values or logits, >= 2 actions)
                    obs: Any,                # (N, *obs_shape) the recorded stream, in time order
                    budget: int = 5,         # number of states to choose (paper: 5 for Fig. 2, 10 for tuning)
@@ -382,6 +390,7 @@ def paper_grid(key: str) -> list[dict]:
                                          for k in range(1, 7) for i in range(1, 5) for n in samples]
     raise KeyError(f"no paper grid for {key!r}; expected one of {list(DEMO_GRIDS)[:4]} or lime_felzenszwalb/slic/quickshift.")
 
+# %% ../nbs/31_saliency_bench.ipynb #2feff5b9
 @dataclasses.dataclass(frozen=True)
 class Tuning(Result):
     """A parameter search (Huber et al. 2023, Section 4, App. C.2): `table` has one row per parameter set with
@@ -405,10 +414,12 @@ class Tuning(Result):
         ax.set_title(f"tuning {self.method}", fontsize=9); ax.tick_params(labelsize=8)
         return ax
 
+# %% ../nbs/31_saliency_bench.ipynb #75f3ef85
 def _zscore(v: np.ndarray) -> np.ndarray:
     sd = np.nanstd(v)
     return (v - np.nanmean(v)) / sd if sd > 0 else np.zeros_like(v)
 
+# %% ../nbs/31_saliency_bench.ipynb #26d039f1
 def bench_insertion(policy: Policy,         # the agent
                     obs: Any,               # (B, C, H, W) float32 in [0, 1] or uint8: the states of `maps`
                     maps: Attribution,      # (B, H, W) maps of `obs`, e.g. `bench_maps`
@@ -423,6 +434,7 @@ def bench_insertion(policy: Policy,         # the agent
     if first is None: raise ValueError(f"starts must be a non-empty subset of {INSERTION_STARTS}; got {starts}.")
     return InsertionResult.from_metric(score(f"insertion_{first}_q", policy, obs, maps, starts=starts, **params), game)
 
+# %% ../nbs/31_saliency_bench.ipynb #fcb52711
 def tune(policy: Policy,                 # the agent
          obs: Any,                       # (B, C, H, W) tuning states (paper: 10 HIGHLIGHTS-DIV states)
          method: str = "occlusion",      # a key of PAPER_PARAMS (grid entries override its parameters)

@@ -203,6 +203,7 @@ def paper_insertion_table() -> pd.DataFrame:
                 rows.append({"paper_game": game, "sub_metric": sub, "method": meth, "mean": mu, "std": sd})
     return pd.DataFrame(rows)
 
+# %% ../nbs/33_saliency_study.ipynb #6b6a3867
 PAPER_RUNTIMES = {   # seconds per map of the final parameters, Huber et al. (2023) Tables 3-9 (GTX Titan X)
     "occlusion": 2.80, "noise_sensitivity": 2.62, "sarfa": 3.00, "rise": 1.54,
     "lime_felzenszwalb": 1.71, "lime_slic": 2.08, "lime_quickshift": 2.75}
@@ -234,6 +235,7 @@ def paper_tuning_table(method: str | None = None) -> pd.DataFrame:
                       for m, sc, p, sec, f in _TUNING])
     return t[t.method == method].reset_index(drop=True) if method else t
 
+# %% ../nbs/33_saliency_study.ipynb #cda4b158
 def paper_game(game: str) -> str | None:
     "The paper's game matching an env id (e.g. 'toybox/Breakout' -> 'Breakout'), or None."
     g = game.lower().replace("_", "").replace("-", "").replace(" ", "")
@@ -344,6 +346,7 @@ class _Agent:
         if self._policy is None: self._policy = load_bench_agent(self.spec, self.device)[0]
         return self._policy
 
+# %% ../nbs/33_saliency_study.ipynb #25134cd3
 def _stream(get_policy: Callable[[], Policy], env_kwargs: dict, game: str, cfg: BenchConfig, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
     "`game_stream` with the agent behind `get_policy()`, called only when the stream is not saved in `rd` yet."
     def _record():
@@ -352,11 +355,13 @@ def _stream(get_policy: Callable[[], Policy], env_kwargs: dict, game: str, cfg: 
     st = rd.unit(f"stream/{env_slug(game)}", _record) if rd else _record()
     return st["obs"][cfg.skip:], st["episode"][cfg.skip:]
 
+# %% ../nbs/33_saliency_study.ipynb #0e5ca756
 def game_stream(policy: Policy, game: str, cfg: BenchConfig, env_kwargs: dict, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
     """A game's recorded stream `(obs (T, C, H, W) uint8, episode (T,))` without its first `cfg.skip` states (Huber et al. 2023, App. C.1:
     the agent's epsilon-greedy play); saved in (and reloaded from) `rd` when given."""
     return _stream(lambda: policy, env_kwargs, game, cfg, rd)
 
+# %% ../nbs/33_saliency_study.ipynb #7d814c9e
 def _game_highlights(get_policy: Callable[[], Policy], game: str, obs: np.ndarray, episode: np.ndarray, cfg: BenchConfig,
                      rd: RunDir | None, budget: int | None = None) -> Highlights:
     """`highlights_div` of a game's stream with the benchmark's parameters (`cfg.highlights_*`, `cfg.seed`) and `budget` (default
@@ -373,6 +378,7 @@ def _game_highlights(get_policy: Callable[[], Policy], game: str, obs: np.ndarra
                         episode=episode, seed=p["seed"])
     return rd.save_unit(name, hl) if rd is not None else hl
 
+# %% ../nbs/33_saliency_study.ipynb #c78ab670
 def _bench_plan(cfg: BenchConfig, agents: dict | None, rd: RunDir | None) -> tuple:
     "`(fn, jobs, names, agent names, example states)`: the benchmark's jobs and what `run_benchmark` needs beside their results."
     jobs, names, agent_names, ex_obs = [], [], {}, []
@@ -389,6 +395,7 @@ def _bench_plan(cfg: BenchConfig, agents: dict | None, rd: RunDir | None) -> tup
             names.append(f"bench/{env_slug(game)}/{meth}")
     return _run_bench_job, jobs, names, agent_names, ex_obs
 
+# %% ../nbs/33_saliency_study.ipynb #0369296d
 def benchmark_jobs(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scale()
                    run_dir: str | Path | None = None, # where the streams and HIGHLIGHTS-DIV states are saved (and the jobs' results go)
                    agents: dict | None = None,        # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
@@ -403,6 +410,7 @@ def benchmark_jobs(cfg: BenchConfig | None = None,    # None: BenchConfig.from_s
     cfg = cfg or BenchConfig.from_scale()
     return _bench_plan(cfg, agents, RunDir(run_dir) if run_dir is not None else None)[:3]
 
+# %% ../nbs/33_saliency_study.ipynb #35ae1290
 def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scale()
                   agents: dict | None = None,        # game -> Policy / zoo folder / SB3 zip, overriding cfg.agents
                   run_dir: str | Path | None = None, # save streams and jobs as they finish; a rerun resumes

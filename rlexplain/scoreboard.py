@@ -72,10 +72,12 @@ class Check:
     test: str = "none"
     level: float = LEVEL
 
+# %% ../nbs/95_scoreboard.ipynb #09bbfee0
 def _welch(a: Estimate, b: Estimate) -> tuple[float, float]:
     "Standard error and Welch-Satterthwaite degrees of freedom of a.mean - b.mean (independent estimates; `stats.welch_df`)."
     return welch_df(a.se, a.df, b.se, b.df)
 
+# %% ../nbs/95_scoreboard.ipynb #ecda4f26
 def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float = 0.0) -> Check:
     """Does `a` exceed `b` by more than `margin`? The t interval of `a - b` at `level` decides: 'holds' when it lies
     above `margin`, 'fails' when it lies below, 'open' when it contains `margin` (with the n per estimate that would decide,
@@ -116,6 +118,7 @@ def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float 
         nn = n_to_decide(math.sqrt(sum(s ** 2 for s in sds)), abs(d), level, groups=len(sds))
     return Check("open", txt, nn, unit, **iv)
 
+# %% ../nbs/95_scoreboard.ipynb #3386dd85
 def check_within(a: Estimate, target: float, tol: float, level: float = LEVEL) -> Check:
     """Is `a` within `target ± tol`? 'holds' when a's `level` interval lies inside the band, 'fails' when it lies wholly
     outside, 'open' otherwise (with the n that would put the interval on one side of the nearer edge). Raises
@@ -132,6 +135,7 @@ def check_within(a: Estimate, target: float, tol: float, level: float = LEVEL) -
     nn = n_to_decide(a.sd, margin, level) if (a.sd is not None and a.fixed is None) else None
     return Check("open", txt + ": straddles an edge", nn, a.unit, **t)
 
+# %% ../nbs/95_scoreboard.ipynb #79651a1a
 def check_overlap(a: Estimate, b: Estimate, level: float = LEVEL) -> Check:
     "Do the intervals of `a` and `b` overlap? ('holds' / 'fails'; 'open' without both intervals). Deterministic given the intervals."
     ia, ib = a.interval(level), b.interval(level)
@@ -154,13 +158,16 @@ def _pairs(items: list[Estimate], spec: list[str], sep: str = ">") -> list[tuple
     if not out: raise NotRun(f"the pairs {spec} share no block (game, agent) in the run")
     return out
 
+# %% ../nbs/95_scoreboard.ipynb #9b29dc74
 def _level(m: int) -> float:
     "Each of a claim's m comparisons at 1 - (1 - LEVEL) / m: the claim's intervals hold jointly at LEVEL (Bonferroni, `stats.bonferroni_level`)."
     return bonferroni_level(LEVEL, max(int(m), 1))
 
+# %% ../nbs/95_scoreboard.ipynb #5166837a
 def _score_within(c: dict, items: list[Estimate]) -> list[Check]:
     lv = _level(len(items)); return [check_within(e, c["target"], c["tolerance"], lv) for e in items]
 
+# %% ../nbs/95_scoreboard.ipynb #7dc57d34
 def _side(c: dict, items: list[Estimate], below: bool) -> list[Check]:
     lv = _level(len(items)); t = Estimate.exact(c["target"], f"{c['target']:g}"); out = []
     for e in items:
@@ -170,13 +177,18 @@ def _side(c: dict, items: list[Estimate], below: bool) -> list[Check]:
         out.append(dataclasses.replace(ch, text=txt))
     return out
 
+# %% ../nbs/95_scoreboard.ipynb #38b9f76b
 def _score_below(c: dict, items: list[Estimate]) -> list[Check]: return _side(c, items, True)
+
+# %% ../nbs/95_scoreboard.ipynb #3ea544d0
 def _score_above(c: dict, items: list[Estimate]) -> list[Check]: return _side(c, items, False)
 
+# %% ../nbs/95_scoreboard.ipynb #86747120
 def _score_order(c: dict, items: list[Estimate]) -> list[Check]:
     pairs = _pairs(items, c["pairs"]); lv = _level(len(pairs))
     return [check_greater(a, b, lv) for a, b in pairs]
 
+# %% ../nbs/95_scoreboard.ipynb #239d73ec
 def _score_decreasing(c: dict, items: list[Estimate]) -> list[Check]:
     by = {}
     for e in items: by.setdefault(e.block, []).append(e)
@@ -184,6 +196,7 @@ def _score_decreasing(c: dict, items: list[Estimate]) -> list[Check]:
     if not pairs: raise NotRun("fewer than two measured levels per block")
     lv = _level(len(pairs)); return [check_greater(a, b, lv) for a, b in pairs]
 
+# %% ../nbs/95_scoreboard.ipynb #84fcea76
 def _score_best(c: dict, items: list[Estimate]) -> list[Check]:
     """The subject against every other item of its block: 'holds' when it beats all but `top - 1` of them, 'fails' when
     `top` of them beat it, else 'open'."""
@@ -208,6 +221,7 @@ def _score_best(c: dict, items: list[Estimate]) -> list[Check]:
             out.append(Check("open", where + "; ".join(x.text for x in op), None if None in ns else max(ns), op[0].unit, **t))
     return out
 
+# %% ../nbs/95_scoreboard.ipynb #fd75b56d
 def _score_ratio(c: dict, items: list[Estimate]) -> list[Check]:
     """Run-times on the same machine: items are log-seconds per map; 'A>B' claims A slower than B, i.e. time A / time B
     > 1, decided by the interval of the ratio (exp of the difference of the log means)."""
@@ -220,6 +234,7 @@ def _score_ratio(c: dict, items: list[Estimate]) -> list[Check]:
         out.append(Check(ch.status, r, ch.n_needed, ch.unit, test=ch.test, level=ch.level))
     return out
 
+# %% ../nbs/95_scoreboard.ipynb #a27e583e
 def _score_overlap(c: dict, items: list[Estimate]) -> list[Check]:
     by = {}
     for e in items: by.setdefault(e.block, []).append(e)
@@ -227,6 +242,7 @@ def _score_overlap(c: dict, items: list[Estimate]) -> list[Check]:
     if not pairs: raise NotRun("fewer than two intervals to compare")
     return [check_overlap(a, b) for a, b in pairs]
 
+# %% ../nbs/95_scoreboard.ipynb #3cb7f50a
 SCORERS: dict[str, Callable] = {"within": _score_within, "below": _score_below, "above": _score_above, "order": _score_order,
                                 "decreasing": _score_decreasing, "best": _score_best, "ratio": _score_ratio, "overlap": _score_overlap}
 

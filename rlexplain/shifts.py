@@ -99,6 +99,7 @@ class _Tempered(nn.Module):
         super().__init__(); self.module, self.temperature = module, float(temperature)
     def forward(self, x): return self.module(x) / self.temperature
 
+# %% ../nbs/04_shifts.ipynb #e7b0514a
 _ART_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _classifier(policy: Policy, temperature: float, clip: bool, cls: type, **kw):
@@ -115,6 +116,7 @@ def _classifier(policy: Policy, temperature: float, clip: bool, cls: type, **kw)
                          clip_values=(0.0, 1.0) if clip else None, device_type="gpu" if policy.device.type == "cuda" else "cpu", **kw)
     return cache[key]
 
+# %% ../nbs/04_shifts.ipynb #64e2f5d0
 def art_classifier(policy: Policy,           # q-values or logits (B, A)
                    temperature: float = 1.0, # softmax temperature of the cross-entropy loss
                    clip: bool = True,        # clip values (0, 1) (images); False for tabular states
@@ -124,6 +126,7 @@ def art_classifier(policy: Policy,           # q-values or logits (B, A)
     from art.estimators.classification import PyTorchClassifier
     return _classifier(policy, temperature, clip, PyTorchClassifier)
 
+# %% ../nbs/04_shifts.ipynb #7a7e471b
 @dataclasses.dataclass(frozen=True, repr=False)
 class _ARTShift(Shift):
     "An adversarial shift computed by an ART evasion attack on the greedy action (untargeted)."
@@ -147,6 +150,7 @@ class _ARTShift(Shift):
         adv = self.attack(clf).generate(x.detach().cpu().numpy().astype(np.float32))
         return torch.from_numpy(np.asarray(adv, np.float32))
 
+# %% ../nbs/04_shifts.ipynb #15800d4e
 @functools.cache
 def _one_forward_class() -> type:
     "The class `_OneForwardClassifier` (built on first use: ART is imported lazily)."
@@ -206,11 +210,13 @@ def _one_forward_class() -> type:
 
     return _OneForwardClassifier
 
+# %% ../nbs/04_shifts.ipynb #1b522327
 def _one_forward_classifier(policy: Policy, temperature: float = 1.0, clip: bool = True):
     """`art_classifier` as a `_OneForwardClassifier` (ART's default identity preprocessing left out). Raises `ValueError` if
     temperature <= 0, `TypeError` for a policy that is not an rlexplain `Policy`."""
     return _classifier(policy, temperature, clip, _one_forward_class(), preprocessing=None)
 
+# %% ../nbs/04_shifts.ipynb #5e48d647
 @dataclasses.dataclass(frozen=True, repr=False)
 class _OneForwardShift(_ARTShift):
     """An ART attack run on `_OneForwardClassifier` (C&W, DeepFool, EAD: many `predict`/`class_gradient` calls per state):
@@ -222,6 +228,7 @@ class _OneForwardShift(_ARTShift):
         finally: clf.clear()   # frees the kept graph
         return torch.from_numpy(np.asarray(adv, np.float32))
 
+# %% ../nbs/04_shifts.ipynb #f89d65cf
 @dataclasses.dataclass(frozen=True, repr=False)
 class FGSM(_ARTShift):
     """Fast gradient sign method (Goodfellow et al. 2015): `x + eps * sign(grad J)`, `||delta||_inf <= eps`. ART
@@ -263,6 +270,7 @@ class FGSM(_ARTShift):
             torch.add(xb, d, out=out[i:i + len(xb)])
         return out
 
+# %% ../nbs/04_shifts.ipynb #9b8e6ffb
 @dataclasses.dataclass(frozen=True, repr=False)
 class PGD(_ARTShift):
     "Projected gradient descent (Madry et al. 2017; I-FGSM of Kurakin et al., Eq. 1): L_inf ball of radius `eps`. ART `ProjectedGradientDescent`."
@@ -279,6 +287,7 @@ class PGD(_ARTShift):
         return ProjectedGradientDescent(clf, norm=np.inf, eps=self.eps, eps_step=self.eps_step, max_iter=self.max_iter,
                                         num_random_init=self.num_random_init, batch_size=self.batch_size, verbose=False)
 
+# %% ../nbs/04_shifts.ipynb #4221a09f
 @dataclasses.dataclass(frozen=True, repr=False)
 class CarliniWagnerL2(_OneForwardShift):
     "Carlini & Wagner (2017) L2 attack, Korkmaz (2024) Eq. 4; the paper's kappa 10, lr 0.01, initial constant 10. ART `CarliniL2Method`."
@@ -300,6 +309,7 @@ class CarliniWagnerL2(_OneForwardShift):
                                max_iter=self.max_iter, max_halving=self.max_halving, max_doubling=self.max_doubling,
                                batch_size=self.batch_size, verbose=False)
 
+# %% ../nbs/04_shifts.ipynb #03a3f726
 @dataclasses.dataclass(frozen=True, repr=False)
 class DeepFool(_OneForwardShift):
     """DeepFool (Moosavi-Dezfooli et al. 2016): steps to the nearest linearised decision boundary. ART `DeepFool`, with
@@ -327,6 +337,7 @@ class DeepFool(_OneForwardShift):
         return _DF(clf, max_iter=self.max_iter, epsilon=self.epsilon, nb_grads=nb,
                    batch_size=self.batch_size, verbose=False)
 
+# %% ../nbs/04_shifts.ipynb #d1b9a214
 @dataclasses.dataclass(frozen=True, repr=False)
 class ElasticNet(_OneForwardShift):
     """Elastic-net attack EAD (Chen et al. 2018): `c J + beta ||d||_1 + ||d||_2^2`; the paper's beta 1e-4, lr 0.1,
@@ -427,6 +438,7 @@ class _Natural(Shift):
         if self.strength == 0: return check_obs(obs).clone()
         return super().__call__(obs, policy)
 
+# %% ../nbs/04_shifts.ipynb #cec233ad
 @dataclasses.dataclass(frozen=True, repr=False)
 class BrightnessContrast(_Natural):
     "Linear brightness/contrast change `x' = (1 + strength) x + b` (b = strength / 2 unless `brightness` is set), clipped."
@@ -441,6 +453,7 @@ class BrightnessContrast(_Natural):
         b = self.strength / 2 if self.brightness is None else float(self.brightness)
         return (1 + self.strength) * x + b
 
+# %% ../nbs/04_shifts.ipynb #14a6c0fe
 @dataclasses.dataclass(frozen=True, repr=False)
 class JPEG(_Natural):
     "JPEG compression artifacts: each channel encoded and decoded as a grey JPEG (OpenCV) at quality round(100 (1 - strength)), >= 1."
@@ -460,6 +473,7 @@ class JPEG(_Natural):
             out[idx] = cv2.imdecode(buf, cv2.IMREAD_GRAYSCALE)
         return torch.from_numpy(out.astype(np.float32) / 255.0)
 
+# %% ../nbs/04_shifts.ipynb #5495aa64
 @dataclasses.dataclass(frozen=True, repr=False)
 class Rotation(_Natural):
     "Rotation by `strength` degrees counter-clockwise about the image centre (kornia, bilinear, black outside)."
@@ -472,6 +486,7 @@ class Rotation(_Natural):
         return rotate(x, torch.full((len(x),), float(self.strength), device=x.device), mode="bilinear",
                       padding_mode="zeros", align_corners=True)
 
+# %% ../nbs/04_shifts.ipynb #693ea347
 @dataclasses.dataclass(frozen=True, repr=False)
 class Perspective(_Natural):
     "Perspective warp: the top corners move inwards by `strength * W / 2` pixels (kornia `warp_perspective`)."
@@ -488,6 +503,7 @@ class Perspective(_Natural):
         M = get_perspective_transform(src, dst).expand(len(x), 3, 3)
         return warp_perspective(x, M, (H, W), mode="bilinear", padding_mode="zeros", align_corners=True)
 
+# %% ../nbs/04_shifts.ipynb #e96dd825
 @dataclasses.dataclass(frozen=True, repr=False)
 class Blur(_Natural):
     "Gaussian blur with standard deviation `strength` pixels in both axes, per channel (kornia `gaussian_blur2d`)."
@@ -541,6 +557,7 @@ class ShiftedRollout(Rollout):
         "One row per step: episode, step, action, reward, attacked."
         df = super().to_frame(); df["attacked"] = self.attacked.astype(bool); return df
 
+# %% ../nbs/04_shifts.ipynb #51ffe2fd
 def collect_shifted_rollout(env: gym.Env | str,      # an environment or an id for make_env
                             policy: Policy,           # the agent; adversarial shifts attack it
                             shift: Shift | str | None = None, # a Shift, a name for make_shift, or None (identity)
@@ -589,6 +606,7 @@ def collect_shifted_rollout(env: gym.Env | str,      # an environment or an id f
                           attacked=np.asarray(hit_l, bool), shift=shift.name, shift_params=shift.params,
                           attack_prob=float(attack_prob))
 
+# %% ../nbs/04_shifts.ipynb #3776b2fe
 class ShiftedObservation(gym.ObservationWrapper):
     """Gymnasium wrapper: observations become `shift(obs)` (float32 in [0, 1], same shape) with probability `attack_prob`
     per step, else `obs / 255`; `last_attacked` tells which. Adversarial shifts need `policy`."""
@@ -607,6 +625,7 @@ class ShiftedObservation(gym.ObservationWrapper):
         if self.last_attacked: x = self.shift(x, self.policy)
         return x[0].cpu().numpy()
 
+# %% ../nbs/04_shifts.ipynb #6aece3c1
 def action_change_rate(policy: Policy,       # the agent
                        obs: Any,              # (B, *obs_shape) observations (uint8 or float in [0, 1])
                        shift: Shift | str,    # a Shift or a name

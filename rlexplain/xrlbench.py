@@ -209,14 +209,17 @@ class XRLBenchResult(Result):
         if order != "abs": ax.set_xlabel(f"k ({order} ranking)", fontsize=8)
         return ax
 
+# %% ../nbs/40_xrlbench.ipynb #8782a237
 def _state_std(r) -> float:
     "Standard deviation (ddof 1) of a MetricResult's per-state values; NaN for fewer than 2 states."
     v = np.asarray(r.per_state, np.float64)
     return float(v.std(ddof=1)) if v.size > 1 else float("nan")
 
+# %% ../nbs/40_xrlbench.ipynb #889ab699
 _XRL_METRICS = ("AIM", "AUM", "PGI", "PGU")   # XRL-Bench's fidelity metrics (Xiong et al. 2024, Sec. 3.3), keys of METRICS
 _NOISE_METRICS = ("PGI", "PGU")                 # the ones that perturb with noise (Eq. 1-2); the others mask
 
+# %% ../nbs/40_xrlbench.ipynb #9d00f0d2
 def run_benchmark(policy: Policy,               # the agent
                   background: Any,              # its dataset states (M, D) or DataFrame: students, LIME statistics, references, stds
                   states: Any,                  # (N, *obs_shape) states to explain and score
@@ -283,6 +286,7 @@ def run_benchmark(policy: Policy,               # the agent
                                 for k, v in method_params.items()}}
     return XRLBenchResult(env_id, pd.DataFrame(rows), pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(), params)
 
+# %% ../nbs/40_xrlbench.ipynb #84537aaf
 @dataclasses.dataclass(frozen=True)
 class XRLBenchConfig(ScaledConfig):
     "Sizes of an XRL-Bench study (Xiong et al. 2024, Sec. 4). `demo()` for a 2-core CPU, `paper()` for the paper's scale."
@@ -323,7 +327,7 @@ class XRLBenchConfig(ScaledConfig):
                  n_image_explain=500, n_image_ris=100, image_ris_neighbors=10, image_pixel_step=10)
         d.update(kw); return cls(**d)
 
-
+# %% ../nbs/40_xrlbench.ipynb #030ed99e
 def paper_results() -> pd.DataFrame:
     """Xiong et al. (2024), Tables 2-4: AIM, AUM, PGI, PGU and RIS of the seven methods on LunarLander, CartPole and FlappyBird,
     and of the five image methods on Breakout and Pong."""
@@ -348,6 +352,7 @@ def paper_results() -> pd.DataFrame:
     return pd.DataFrame([{"env": env, "method": m, **dict(zip(("AIM", "AUM", "PGI", "PGU", "RIS"), v))}
                          for t in (t2, t3) for env, d in t.items() for m, v in d.items()])
 
+# %% ../nbs/40_xrlbench.ipynb #33e5de0a
 def image_states(policy: Policy,      # an image agent (C, H, W)
                  env_id: str,         # its game, e.g. "ALE/Breakout-v5"
                  n_states: int,       # states to return, n >= 1
@@ -366,6 +371,7 @@ def image_states(policy: Policy,      # an image agent (C, H, W)
     obs = obs[min(20, len(obs) - 1):]
     return obs[np.linspace(0, len(obs) - 1, min(int(n_states), len(obs))).round().astype(int)]
 
+# %% ../nbs/40_xrlbench.ipynb #b2ccd89e
 def run_image_benchmark(policy: Policy, env_id: str, cfg: XRLBenchConfig | None = None,
                         env_kwargs: dict | None = None) -> XRLBenchResult:
     """XRL-Bench on image states (Table 3 and Table 4's image columns): background and explained states from the
@@ -379,12 +385,14 @@ def run_image_benchmark(policy: Policy, env_id: str, cfg: XRLBenchConfig | None 
     return run_benchmark(policy, bg, xs, methods=cfg.image_methods, n_ris=cfg.n_image_ris, ris_neighbors=cfg.image_ris_neighbors,
                          env_id=env_id, seed=cfg.seed, pixel_step=cfg.image_pixel_step)
 
+# %% ../nbs/40_xrlbench.ipynb #12d0ccf4
 def _beats_random(ev: dict | None) -> bool:
     "A card's evaluation beats random play: mean >= 2x random's when that is positive, else >= random + 0.5 random std."
     if not ev: return False
     rm, rs = ev["random_mean"], ev.get("random_std", 0.0)
     return ev["mean"] >= (2 * rm if rm > 0 else rm + 0.5 * rs) and ev["mean"] > rm
 
+# %% ../nbs/40_xrlbench.ipynb #9345b3a1
 def image_agent(env_id: str,                       # e.g. "ALE/Pong-v5"
                 device: str | torch.device = "auto",
                 root: str | Path | None = None,    # zoo folder; default the shipped zoo

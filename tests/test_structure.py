@@ -42,8 +42,12 @@ def _has_code(path: Path) -> bool:
 @pytest.mark.parametrize("path", [p for p in lesson_paths(NBS) if _has_code(p)], ids=lambda p: p.relative_to(NBS).as_posix())
 def test_every_notebook_was_executed_by_the_current_code(path):
     "Issue 39: every notebook under nbs/ (nbs/attribution too) is executed: it has a record of the current code and outputs."
+    from rlexplain.lessons import RECORD, code_hash
     why = stale_outputs(path)
     assert why is None, why
+    rec = json.loads((path.parent / RECORD).read_text()) if (path.parent / RECORD).exists() else {}
+    assert path.name in rec, f"{path.name} has no execution record: rlexplain lessons --execute --only {path.stem}"
+    assert rec[path.name]["code"] == code_hash(path), f"{path.name} was executed by other code: rlexplain lessons --execute --only {path.stem}"
     cells = json.loads(path.read_text())["cells"]
     assert any(c["cell_type"] == "code" and c.get("outputs") for c in cells), f"{path.name} has no output at all"
 
@@ -71,3 +75,29 @@ def test_nothing_writes_the_environment_as_global_settings():
             if re.search(r"environ(\.get)?[\[(]\s*[\"']RLEXPLAIN_", line) and p.name != "compute.py": reads.append(where)
     assert not writes, "\n".join(writes)
     assert not reads, "\n".join(reads)
+
+
+def _top_level_definitions(src: str) -> list:
+    "Names of a cell's top-level definitions: functions, classes and assignments (imports and `Class.attr = ...` left out)."
+    import ast
+    names = []
+    for n in ast.parse(src).body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): names.append(n.name)
+        elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if not all(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):
+                names.append(ast.unparse(targets[0]))
+    return names
+
+
+def test_exported_cells_hold_one_definition_or_are_short():
+    "Issue 39: an exported cell over 80 lines holds exactly one top-level definition (one class, function or literal)."
+    assert _top_level_definitions("import os\nX = 1\ndef f(): pass\nclass A: pass\nA.g = f\n") == ["X", "f", "A"]
+    offenders = []
+    for nb in sorted(NBS.rglob("*.ipynb")):
+        for c in json.loads(nb.read_text())["cells"]:
+            src = "".join(c["source"])
+            if c["cell_type"] != "code" or not re.match(r"\s*#\|\s*export", src) or len(src.splitlines()) <= 80: continue
+            names = _top_level_definitions(src)
+            if len(names) != 1: offenders.append(f"{nb.relative_to(ROOT)} cell {c.get('id')}: {len(src.splitlines())} lines, {names}")
+    assert not offenders, "split these cells, one definition each:\n" + "\n".join(offenders)
