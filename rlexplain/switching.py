@@ -139,7 +139,7 @@ class SwitchingConfig(ScaledConfig):
         return cls(**{**dict(seeds=tuple(range(10)), n_episodes=100, T=50, window=25, horizon=50), **kw})
 
 def team_entry(env_id: str, pipeline: str, seed: int, root: str | Path | None = None) -> str:
-    "The zoo folder of team `seed`'s last checkpoint (`agents.best_zoo_entry`). Raises `LookupError` when the zoo has none."
+    "The zoo folder of team `seed`'s last checkpoint (`agent_zoo.best_zoo_entry`). Raises `LookupError` when the zoo has none."
     return best_zoo_entry(env_id, root=root, pipeline=pipeline, seed=seed)
 
 # %% ../nbs/51_switching.ipynb #154943bc
