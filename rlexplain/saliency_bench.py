@@ -27,12 +27,13 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from .attribution import (   # the attribution layer's tools, shown and re-exported by this lesson; its code calls explain/score
+from .attribution import (   # the attribution layer's tools this lesson uses (imported, not re-exported)
     cascading_randomization, check_int, hog_features, hog_similarity, image_obs, insertion_auc, insertion_curves,
     INSERTION_METRICS, insertion_ranks, INSERTION_STARTS, InsertionResult, map_similarity, map_values, minmax,
     model_layers, resolve_actions, SIMILARITY_METRICS, spearman_similarity, ssim_similarity, SUB_METRIC_LABELS)
 from .attribution import Attribution, Explainer, explainer
-from .attribution import explain as attribute, score   # the one road to an explanation, and the one road to a score
+from . import attribution   # its `explain`, the one road to an explanation (called by module, so no second name for it here)
+from .attribution import score   # the one road to a score
 from .core import Policy
 from .compute import get_scale, map_batches, progress as progress_bar
 from .runs import Result, RunDir, load_json
@@ -52,7 +53,7 @@ def random_saliency(policy: Policy,   # any Policy with image observations
                     ) -> Attribution: # pixels() (B, H, W) uniform in [0, 1)
     """The benchmark's baseline: uniformly random saliency maps (Huber et al. 2023, Table 1, 'Baseline'): `explain("random", ...)`.
     Raises `ValueError` for a policy without image observations, and as `explain`."""
-    return attribute("random", policy, image_obs(policy, states), actions, seed=int(seed))
+    return attribution.explain("random", policy, image_obs(policy, states), actions, seed=int(seed))
 
 class _FunctionExplainer(Explainer):
     """A custom saliency function `f(policy, obs, actions, **params) -> image Attribution` behind the explainer contract, so that
@@ -87,7 +88,7 @@ def bench_maps(method: str | Callable,  # a key of PAPER_PARAMS, "random", or f(
     """The maps of `method` with the benchmark's parameters, through `rlexplain.attribution.explain` (the one road; `pixels()` is bit for
     bit the method's own map; the explainer stays on the result for the sanity metrics). Raises `KeyError` for an unknown key,
     `TypeError` for a callable that returns no image Attribution."""
-    att = attribute(_bench_explainer(method, **overrides), policy, obs, action)    # rlexplain.attribution.explain: the one road
+    att = attribution.explain(_bench_explainer(method, **overrides), policy, obs, action)    # the one road to an explanation
     label = method if isinstance(method, str) else att.method
     return Attribution.from_pixels(att.pixels(), att.actions, label, att.params, att.values.shape[1], att.states, att.timing, att.source,
                                    explainer=att.explainer)
