@@ -1,7 +1,7 @@
 """One episode explained by occlusion at the paper's parameters (issue 40.4): the zoo's Breakout agent (`episode_agent`) plays a
 seeded episode of up to --steps agent steps (4 frames each; when the episode ends first, the next seed's episode continues it, so that --steps agent
 steps are explained: the zoo agents' Breakout episodes last 480-920 steps), every --every-th step is explained by occlusion with
-`PAPER_PARAMS["occlusion"]` (Huber et al. 2023, C.2: 2x2 black patch, raw outputs; the episode's `score="diff"` costs the
+`PAPER_PARAMS["occlusion"]` (Huber et al. 2022, C.2: 2x2 black patch, raw outputs; the episode's `score="diff"` costs the
 same), then the movie (MP4 + GIF + HTML player) is rendered. Prints the machine line (CPU, cores, torch threads, 1-minute
 load), the settings, the load before and after, and the seconds of each phase. Printed, never asserted.
 

@@ -1,5 +1,5 @@
 """Seconds per saliency map for the zoo's ALE Breakout DQN on real observations, at the final parameters of
-Huber et al. (2023, Appendix C.2), printed (never asserted) with the machine, its load and the compute settings.
+Huber et al. (2022, Appendix C.2), printed (never asserted) with the machine, its load and the compute settings.
 
 Conditions, interleaved over `--repeats` rounds in an order rotated each round (medians reported):
 - `default`:  rlexplain's compute settings (`rlexplain.compute.compute_settings`: threads, workers, layout, batch size);
@@ -31,7 +31,7 @@ from rlexplain.compute import compute_settings, map_batches
 from rlexplain.envs import collect_rollout, make_env
 from rlexplain.attribution import explain
 from rlexplain.saliency import PAPER_PARAMS
-from rlexplain.saliency_study import PAPER_RUNTIMES as PAPER_SECONDS   # Huber et al. (2023), GTX Titan X
+from rlexplain.saliency_study import PAPER_RUNTIMES as PAPER_SECONDS   # Huber et al. (2022), GTX Titan X
 
 INPUTS = {"occlusion": 42 * 42, "noise_sensitivity": 28 * 28, "sarfa": 42 * 42, "rise": 1000,
           "lime_slic": 2000, "lime_quickshift": 1500, "lime_felzenszwalb": 1000}   # perturbed images per map (84 x 84 states)

@@ -144,9 +144,17 @@ def evaluate_policy_returns(policy: Policy | None, env_id: str, n_episodes: int 
     return collect_rollout(env, policy, n_episodes=n_episodes, seed=seed, record_obs=False, record_states=False,
                            max_steps=max_steps, epsilon=epsilon).returns()
 
-# %% ../nbs/02a_agent_zoo.ipynb #7f292ca8
+# %% ../nbs/02a_agent_zoo.ipynb #c6144e8a
 _RANDOM_CACHE: dict = {}
 
+def _random_returns(env_id: str, env_kwargs: dict, n_episodes: int, seed: int, max_steps: int | None) -> np.ndarray:
+    "`evaluate_policy_returns` of a uniformly random policy `(n_episodes,)`, computed once per protocol and process (`evaluate_entry`, `quality_gate`)."
+    key = (env_id, json.dumps(env_kwargs, sort_keys=True), int(n_episodes), int(seed), max_steps)
+    if key not in _RANDOM_CACHE: _RANDOM_CACHE[key] = evaluate_policy_returns(None, env_id, n_episodes, seed, env_kwargs, max_steps)
+    return _RANDOM_CACHE[key]
+
+
+# %% ../nbs/02a_agent_zoo.ipynb #7f292ca8
 def evaluate_entry(path: str | Path, n_episodes: int = 10, seed: int = 10_000, force: bool = False,
                    max_steps: int | None = 5_000,
                    epsilon: float = 0.0,   # epsilon-greedy evaluation (ALE DQN agents: 0.05, Mnih et al. 2015)
@@ -160,9 +168,7 @@ def evaluate_entry(path: str | Path, n_episodes: int = 10, seed: int = 10_000, f
     torch.set_num_threads(1)
     kw = card.get("env_kwargs", {})
     ret = evaluate_policy_returns(load_agent(path, device="cpu"), card["env_id"], n_episodes, seed, kw, max_steps, epsilon)
-    key = (card["env_id"], json.dumps(kw, sort_keys=True), n_episodes, seed, max_steps)
-    if key not in _RANDOM_CACHE: _RANDOM_CACHE[key] = evaluate_policy_returns(None, card["env_id"], n_episodes, seed, kw, max_steps)
-    rnd = _RANDOM_CACHE[key]
+    rnd = _random_returns(card["env_id"], kw, n_episodes, seed, max_steps)
     ev = {"n_episodes": n_episodes, "seed": seed, "max_steps": max_steps, "epsilon": float(epsilon), "mean": float(ret.mean()), "std": float(ret.std()),
           "random_mean": float(rnd.mean()), "random_std": float(rnd.std()), "returns": ret.tolist(), "random_returns": rnd.tolist()}
     card["evaluation"] = ev; save_json(path / "card.json", card)
@@ -253,18 +259,17 @@ def quality_gate(path: str | Path,              # a zoo entry folder
     if not force and old.get("protocol") == proto: return old
     torch.set_num_threads(1)
     kw = card.get("env_kwargs", {}); pol = load_agent(path, device="cpu")
-    key = (card["env_id"], json.dumps(kw, sort_keys=True), int(n_episodes), int(seed), max_steps)
-    if key not in _RANDOM_CACHE: _RANDOM_CACHE[key] = evaluate_policy_returns(None, card["env_id"], n_episodes, seed, kw, max_steps)
+    rnd = _random_returns(card["env_id"], kw, n_episodes, seed, max_steps)
     if is_multiagent(card["env_id"]):
         ret, div, spread = evaluate_policy_returns(pol, card["env_id"], n_episodes, seed, kw), {"modal_share": None}, {}
     else:
         ro = play_episodes(card["env_id"], pol, n_episodes=n_episodes, seed=seed, max_steps=max_steps, epsilon=eps, env_kwargs=kw)
         ret, div = ro.returns(), action_diversity(ro.outputs.argmax(1), pol.n_actions)
         spread = q_spread(ro.outputs) if pol.kind == "q" else {}
-    gap = return_gap(ret, _RANDOM_CACHE[key], GATE["confidence"])
-    gate = {"protocol": proto, **gap, "mean": float(np.mean(ret)), "random_mean": float(np.mean(_RANDOM_CACHE[key])),
+    gap = return_gap(ret, rnd, GATE["confidence"])
+    gate = {"protocol": proto, **gap, "mean": float(np.mean(ret)), "random_mean": float(np.mean(rnd)),
             **div, **spread, "plays": gate_verdict(gap["low"], div["modal_share"]) if not is_multiagent(card["env_id"]) else bool(gap["low"] > 0),
-            "returns": [float(r) for r in ret], "random_returns": [float(r) for r in _RANDOM_CACHE[key]]}
+            "returns": [float(r) for r in ret], "random_returns": [float(r) for r in rnd]}
     card["gate"] = gate; save_json(path / "card.json", card)
     return gate
 
@@ -416,7 +421,7 @@ CAMPAIGN = {
                     dict(**_TB, pipelines=["a2c"], seeds=list(range(6)), checkpoints=[50_000, 960_000, 2_400_000, 3_000_000, 6_000_000, 12_000_000]),
                     dict(**_TB, pipelines=["ppo"], seeds=list(range(6)), checkpoints=[50_000, 640_000, 1_600_000, 3_000_000])],
     # The value-based agents (about 625 frames/s): one seed each of the IR study's DQN and QR-DQN past their constant
-    # phase (the curve of distinct actions against frames), the saliency benchmark's two missing games (Huber et al. 2021:
+    # phase (the curve of distinct actions against frames), the saliency benchmark's two missing games (Huber et al. 2022:
     # Breakout, Ms. Pac-Man, Space Invaders, Frostbite), then the other IR seeds.
     # (DQN seed 0 still took NOOP in every visited state at 6e5 frames, so the saliency games come before more IR seeds.)
     "value": [dict(**_TB, pipelines=["dqn"], seeds=[0], checkpoints=[50_000, 200_000, 600_000]),

@@ -255,8 +255,8 @@ def action_names(env: gym.Env) -> list[str]:
 class Rollout(Result):
     """Steps of one or more episodes. `obs (T, *obs_shape)` uint8/float32 as the env emits them, `actions (T,)`,
     `rewards (T,)`, `episode (T,)` episode index, `states` the Toybox JSON state before each step (or empty),
-    `outputs (T, n_actions)` float32: the policy's q-values or logits on each visited state (`record_outputs=True`;
-    else `(0, 0)`)."""
+    `outputs (T, n_actions)` float32: the policy's q-values or logits on each visited state (`play_episodes` records
+    them; `collect_rollout` leaves `(0, 0)`)."""
     obs: np.ndarray
     actions: np.ndarray
     rewards: np.ndarray
@@ -284,7 +284,6 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
                     max_steps: int | None = None,    # stop an episode after this many steps
                     progress: bool = False,
                     epsilon: float = 0.0,    # epsilon-greedy: each step a uniformly random action with this probability
-                    record_outputs: bool = False, # the policy's outputs on every visited state, random steps included
                     ) -> Rollout:
     """Run `n_episodes` episodes and record them. `epsilon` > 0 plays epsilon-greedy, the standard way to evaluate
     DQN agents (Mnih et al. 2015: 0.05): in a deterministic emulator a purely greedy agent can loop forever (e.g. never
@@ -298,25 +297,17 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
     if record_states and not isinstance(base, ToyboxEnv):
         raise ValueError(f"record_states=True needs a Toybox environment (JSON game states); got {type(base).__name__}.")
     if not 0.0 <= float(epsilon) <= 1.0: raise ValueError(f"epsilon must be in [0, 1]; got {epsilon}.")
-    if record_outputs and policy is None: raise ValueError("record_outputs=True needs a policy; got policy=None (random play has no outputs).")
-    det = None if policy is None else ((not policy.stochastic) if deterministic is None else bool(deterministic))
     gen = torch.Generator().manual_seed(int(seed))
     coin = np.random.default_rng([int(seed), 7]) if epsilon > 0 else None
     env.action_space.seed(int(seed))
-    obs_l, act_l, rew_l, ep_l, st_l, out_l = [], [], [], [], [], []
+    obs_l, act_l, rew_l, ep_l, st_l = [], [], [], [], []
     for ep in progress_bar(range(n_episodes), desc="episodes", disable=not progress):
         obs, _ = env.reset(seed=int(seed) + ep)
         done, t = False, 0
         while not done:
             if record_states: st_l.append(base.state_json())
             explore = policy is None or (coin is not None and coin.random() < epsilon)
-            if record_outputs:   # one forward serves the record and the action (the same draw as `Policy.act`)
-                with torch.no_grad(): out = policy.forward(obs[None]).float().cpu()
-                out_l.append(out[0].numpy())
-            if explore: a = int(env.action_space.sample())
-            elif not record_outputs: a = int(policy.act(obs[None], deterministic=deterministic, generator=gen)[0])
-            elif det: a = int(out[0].argmax())
-            else: a = int(torch.multinomial(torch.softmax(out, -1), 1, generator=gen)[0, 0])
+            a = int(env.action_space.sample()) if explore else int(policy.act(obs[None], deterministic=deterministic, generator=gen)[0])
             if record_obs: obs_l.append(np.asarray(obs))
             nxt, r, term, trunc, _ = env.step(a)
             act_l.append(a); rew_l.append(float(r)); ep_l.append(ep)
@@ -325,8 +316,7 @@ def collect_rollout(env: gym.Env | str,     # an environment or an id for `make_
     space = env.observation_space
     return Rollout(np.stack(obs_l) if obs_l else np.zeros((0, *space.shape), space.dtype),
                    np.asarray(act_l, np.int64), np.asarray(rew_l, np.float64), np.asarray(ep_l, np.int64), st_l,
-                   env.spec.id if env.spec is not None else f"toybox/{getattr(base, 'game', '?')}",
-                   np.stack(out_l).astype(np.float32) if out_l else np.zeros((0, 0), np.float32))
+                   env.spec.id if env.spec is not None else f"toybox/{getattr(base, 'game', '?')}")
 
 # %% ../nbs/01_envs.ipynb #d5fe7a74
 def play_episodes(env_id: str,            # an id for `make_env`

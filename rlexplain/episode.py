@@ -31,7 +31,7 @@ __all__ = ['EPISODE_PARAMS', 'SCALE_MODES', 'OVERLAP_METHODS', 'play_episode', '
 
 # %% ../nbs/32_episode.ipynb #1be6dc81
 EPISODE_PARAMS = {   # explainer -> options an episode uses unless given (each method's own defaults otherwise)
-    "occlusion": {**PAPER_PARAMS["occlusion"][1], "score": "diff"},      # Huber et al. (2023) C.2: 2x2 black patch, raw outputs; diff: 0 = no effect
+    "occlusion": {**PAPER_PARAMS["occlusion"][1], "score": "diff"},      # Huber et al. (2022) C.2: 2x2 black patch, raw outputs; diff: 0 = no effect
     "noise_sensitivity": dict(PAPER_PARAMS["noise_sensitivity"][1]),     # Greydanus et al.'s blurred disk, radius 3 (Huber et al. C.2)
 }
 SCALE_MODES = ("episode", "frame")   # one colour scale for the episode (default), or each frame its own
@@ -216,7 +216,7 @@ def explain_episode(policy: Policy,                     # the agent (image obser
     """Explain one episode: play it (`play_episode`) or take episode `episode` of a `Rollout`, explain the taken action at
     steps 0, every, 2 every, ... in batches, and return an `EpisodeAttribution` (values `(T, C, H, W)`, the observations,
     screens, actions, rewards, returns so far, outputs, and the colour scale of `color_scale(maps, scale, percentile)`).
-    Greydanus et al. (2018) for the saliency movie; Huber et al. (2023) for the explainers' parameters. Raises `LookupError`
+    Greydanus et al. (2018) for the saliency movie; Huber et al. (2022) for the explainers' parameters. Raises `LookupError`
     for an unknown method, `TypeError` for a non-Policy, `ValueError` for a tabular policy or method, `every`/`batch_size`/
     `max_steps` < 1, an unknown scale, a percentile outside (0, 100], and as `play_episode` and `Explainer.explain`."""
     ex = _episode_explainer(method, params)

@@ -291,6 +291,22 @@ def _m_ir_norm(run) -> list[Estimate]:
     if not out: raise NotRun("ir_table.csv has no normalized values")
     return out
 
+# %% ../nbs/96_measures.ipynb #e3e3f5b5
+def _ranld_constant(run: RunTables, game: str) -> tuple:
+    """`('uninformative', reason)` when the agent of RA-NLD game `game` plays one constant action: the run's saved quotient
+    table names it (`ranld/quotient_tables/<game>/result.json`, `params.policy`, a zoo id) and its zoo card (`agents.ZOO_DIR`)
+    records a quality gate with one greedy action in every visited state (`distinct` 1 or `modal_share` 1): S-hat and S then
+    differ only by the environment's randomness. `()` where the run names no agent or the card has no such gate."""
+    try:
+        pid = str(json.loads((Path(run.path) / "ranld" / "quotient_tables" / str(game) / "result.json").read_text())["fields"]["params"]["policy"])
+        env, pipe, seed, frames = pid.split("/")
+        from rlexplain.agents import ZOO_DIR   # lazily: the zoo's loader pulls in stable-baselines3
+        c = json.loads((Path(ZOO_DIR) / env / pipe / seed / f"{int(frames):010d}" / "card.json").read_text()); g = c.get("gate") or {}
+    except (OSError, ValueError, KeyError, TypeError): return ()
+    if c.get("id") != pid or not (g.get("distinct") == 1 or float(g.get("modal_share") or 0) >= 1): return ()
+    return ("uninformative", f"the agent {pid} plays one constant action (action {g.get('modal_action')}) in every one of the {g.get('n_states')} "
+                             f"states of its quality gate (zoo card): S-hat and S differ only by the environment's randomness, so Λ(S-hat, S) holds by construction")
+
 # %% ../nbs/96_measures.ipynb #5073c8c2
 _RANLD_PAPER_GAMES = ("RoadRunner", "Freeway", "BankHeist", "Pong")
 
@@ -331,8 +347,9 @@ def _m_ranld(run, games="all", groups=("baseline", "adversarial", "natural"), co
         for _, r in d.iterrows():
             grp = condition_group(r.condition)
             if grp not in groups or (conditions and r.condition not in conditions): continue
+            x = _noop(r, grp) or (_ranld_constant(run, g) if grp == "baseline" else ())
             out.append(Estimate.from_summary(r.quotient_mean, r.get("quotient_std"), r.get("n_runs"), f"{g} {r.condition}", "runs", group=grp, block=g,
-                                             excluded=_noop(r, grp)))
+                                             excluded=x))
         for need in groups:
             if not any(e.group == need and e.block == g for e in out): raise NotRun(f"ranld_tables.csv lacks the {need} conditions of {g}")
     return out
@@ -411,74 +428,104 @@ def _m_insertion(run, games, sub_metrics, exclude=("random",)) -> list[Estimate]
 
 # %% ../nbs/96_measures.ipynb #94e63cfd
 def _sanity(run: RunTables) -> pd.DataFrame:
-    return read_table(run, "saliency_bench_sanity_summary")
+    "The sanity summary; a run made before the variants (issue 37) lacks `variant` and used the shared draws only: its rows are the default."
+    from .attribution import SANITY_MASKS   # SANITY_MASKS[0] = "shared": the default variant (the authors' code)
+    s = read_table(run, "saliency_bench_sanity_summary")
+    return s.assign(variant=s["variant"].fillna(SANITY_MASKS[0]) if "variant" in s else SANITY_MASKS[0])
 
 def _sanity_states(run: RunTables) -> pd.DataFrame | None:
     """Per-state similarities of the sanity checks (`sanity.parquet` beside each saved job under `BENCH_UNITS`): game,
-    method, n_randomized, state, metric, value; None when the run saved none (the summary table is used instead)."""
+    method, variant (a job saved before the variants: "shared"), n_randomized, state, metric, value; None when the run saved none."""
+    from .attribution import SANITY_MASKS
     key = ("sanity_states",)
     if key not in run._cache:
         frames = []
         for p in sorted((run.path / BENCH_UNITS).glob("*/*/sanity.parquet")):
-            try: frames.append(pd.read_parquet(p, columns=["game", "method", "n_randomized", "state", "metric", "value"]))
+            try: f = pd.read_parquet(p); f = f.assign(variant=f["variant"].fillna(SANITY_MASKS[0]) if "variant" in f else SANITY_MASKS[0])
             except Exception: continue
+            if {"game", "method", "n_randomized", "state", "metric", "value"} <= set(f.columns):
+                frames.append(f[["game", "method", "variant", "n_randomized", "state", "metric", "value"]])
         run._cache[key] = pd.concat(frames, ignore_index=True) if frames else None
     return run._cache[key]
 
+# %% ../nbs/96_measures.ipynb #958b192e
+def _sanity_estimate(s: pd.DataFrame, per: pd.DataFrame | None, m: str, metric: str, layers, variant: str, label: str) -> Estimate:
+    """One method's and variant's similarity at `layers` (1 or 'all'): t over the saved per-state values (paired by game and state),
+    else the summary's mean, std and n. Raises `NotRun` when the summary has no such rows."""
+    d = s[(s.method == m) & (s.variant == variant)].sort_values("n_randomized")
+    if d.empty: raise NotRun(f"the sanity checks have no {m} / {metric} / {variant} rows (methods: {sorted(set(s.method))})")
+    r = d.iloc[-1] if layers == "all" else (d[d.n_randomized == int(layers)].iloc[0] if (d.n_randomized == int(layers)).any() else None)
+    if r is None: raise NotRun(f"no {m} / {metric} row with {layers} randomised layer(s)")
+    v = None if per is None else per[(per.method == m) & (per.variant == variant) & (per.metric == metric) & (per.n_randomized == r.n_randomized)].sort_values(["game", "state"])
+    if v is not None and np.isfinite(v.value.to_numpy(float)).sum() >= 2:
+        return Estimate.from_values(v.value.to_numpy(float), label, "states", group=m, paired=tuple(zip(zip(v.game, v.state.astype(int)), v.value.astype(float))))
+    return Estimate.from_summary(float(r["mean"]), r.get("std"), r.get("n"), label, "states", group=m)
+
 @measure("sal.sanity")
-def _m_sanity(run, metric: str, layers, methods=None, exclude=("random",)) -> list[Estimate]:
-    """Similarity of the randomised model's maps to the original's (Huber et al. Fig. 3) per method: `layers` 1 (the output
-    layer) or 'all' (every layer randomised); t over the states: the per-state values the run saved (`_sanity_states`,
-    keyed by game and state, so that two methods are compared through their paired differences), else the summary's
-    `mean`, `std` and `n`."""
-    s = _sanity(run); s = s[(s.metric == metric) & ~s.method.isin(exclude)]; per = _sanity_states(run)
-    ms = list(dict.fromkeys(s.method)) if methods is None else list(methods)
-    out = []
-    for m in ms:
-        d = s[s.method == m].sort_values("n_randomized")
-        if d.empty: raise NotRun(f"the sanity checks have no {m} / {metric} rows (methods: {sorted(set(s.method))})")
-        r = d.iloc[-1] if layers == "all" else (d[d.n_randomized == int(layers)].iloc[0] if (d.n_randomized == int(layers)).any() else None)
-        if r is None: raise NotRun(f"no {m} / {metric} row with {layers} randomised layer(s)")
-        v = None if per is None else per[(per.method == m) & (per.metric == metric) & (per.n_randomized == r.n_randomized)].sort_values(["game", "state"])
-        if v is not None and np.isfinite(v.value.to_numpy(float)).sum() >= 2:
-            out.append(Estimate.from_values(v.value.to_numpy(float), m, "states", group=m, paired=tuple(zip(zip(v.game, v.state.astype(int)), v.value.astype(float)))))
-        else: out.append(Estimate.from_summary(float(r["mean"]), r.get("std"), r.get("n"), m, "states", group=m))
+def _m_sanity(run, metric: str, layers, methods=None, exclude=("random",), variants: bool = False) -> list[Estimate]:
+    """Similarity of the randomised model's maps to the original's (Huber et al. Fig. 3) per method, of the default variant
+    ("shared" draws, the authors' code): `layers` 1 (the output layer) or 'all'; t over the per-state values the run saved, paired
+    by game and state (`_sanity_estimate`). `variants=True`: the other variants of a method (RISE's fresh masks and mean-mask
+    correction, `saliency_bench.SANITY_VARIANTS`) ride in its label with their intervals, so the reason names them; never scored."""
+    from .attribution import SANITY_MASKS
+    s = _sanity(run); s = s[(s.metric == metric) & ~s.method.isin(exclude)]; per = _sanity_states(run); out = []
+    def txt(m, v):
+        try: return _sanity_estimate(s, per, m, metric, layers, v, v).text(LEVEL, ".3g")
+        except NotRun as err: return f"{v}: {err}"
+    for m in (list(dict.fromkeys(s.method)) if methods is None else list(methods)):
+        e = _sanity_estimate(s, per, m, metric, layers, SANITY_MASKS[0], m)
+        others = [v for v in dict.fromkeys(s[s.method == m].variant) if v != SANITY_MASKS[0]] if variants else []
+        if others: e = dataclasses.replace(e, label=f"{m} ({SANITY_MASKS[0]} masks; other variants, not scored: {'; '.join(txt(m, v) for v in others)})")
+        out.append(e)
     if not out: raise NotRun(f"the sanity checks have no {metric} rows")
     return out
 
 # %% ../nbs/96_measures.ipynb #4e68fc85
 @measure("sal.calibration")
-def _m_calibration(run) -> list[Estimate]:
+def _m_calibration(run, paper_pairs: int | None = 100) -> list[Estimate]:
     """Our minus the paper's (Huber et al. App. B.1, `saliency_bench.PAPER_CALIBRATION`) mean similarity of random map pairs,
-    per distribution and metric; t over the pairs when the table gives `<metric>_std` and `n_pairs`, else a point estimate."""
-    t = read_table(run, "saliency_bench_calibration").set_index("distribution")
-    out = []
+    one item per distribution and metric, its `group` the metric (a claim may give each metric its own band). The paper's
+    six values are means over `paper_pairs` random pairs (App. B.1: 100) whose spread it does not print: its standard
+    error is taken as ours (`<metric>_std` / sqrt(paper_pairs)), and the difference gets a Welch t interval over both sets
+    of pairs; `paper_pairs=None` treats the paper's values as exact (t over our pairs alone). A point estimate where the
+    table has no `<metric>_std` or `n_pairs`. Raises `ValueError` for `paper_pairs` < 2, `NotRun` for neither distribution."""
+    if paper_pairs is not None and int(paper_pairs) < 2: raise ValueError(f"paper_pairs must be >= 2 or None; got {paper_pairs}.")
+    t = read_table(run, "saliency_bench_calibration").set_index("distribution"); out = []
     for dist in t.index:
         if dist not in PAPER_CALIBRATION.index: continue
         for m in ("spearman", "ssim", "hog"):
-            sd, n = t.loc[dist].get(f"{m}_std"), t.loc[dist].get("n_pairs")
-            e = Estimate.from_summary(float(t.loc[dist, m]) - float(PAPER_CALIBRATION.loc[dist, m]), sd, n, f"{dist} {m} - paper", "pairs")
+            e = Estimate.from_summary(float(t.loc[dist, m]) - float(PAPER_CALIBRATION.loc[dist, m]), t.loc[dist].get(f"{m}_std"),
+                                      t.loc[dist].get("n_pairs"), f"{dist} {m} - paper", "pairs", group=m)
+            if paper_pairs is not None and e.se is not None:   # the paper's mean is a sample too (Welch-Satterthwaite df)
+                k = int(paper_pairs); se, df = welch_df(e.se, e.df, e.sd / math.sqrt(k), k - 1)
+                e = dataclasses.replace(e, se=se, df=df, sd=se * math.sqrt(e.n), test="welch",
+                                        method=f"Welch t over our {e.n} pairs and the paper's {k}, its spread taken as ours")
             out.append(e)
     if not out: raise NotRun("the calibration table has neither a uniform nor a gaussian row")
     return out
 
 @measure("sal.runtime")
 def _m_runtime(run, methods) -> list[Estimate]:
-    """log seconds per map of each method with its final parameters, all timed on the run's machine: t over the games
-    (saliency_bench_runtime.csv; each game's maps timed as one job; two methods are compared through their per-game
-    ratios), else one timing (saliency/saliency_runtime.csv)."""
-    try: t = read_table(run, "saliency_bench_runtime")
+    """log seconds per map of each method (final parameters) from the timing pass (saliency_bench_timing.csv: each state explained
+    alone by every method, round robin, on the run's machine): t over the (game, state) units all methods were timed on, keyed
+    (`paired`) so that two methods compare through their per-state log ratios. `NotComparable` for a run with only batched times
+    (one per game and method: over 2 games a ratio's t has 1 df); `NotRun` without timings, for an untimed method, a time that is
+    not a positive number of seconds, a (game, state, method) timed twice, or fewer than 2 common units."""
+    try: t = read_table(run, "saliency_bench_timing")
     except NotRun as e:
-        try: t = read_table(run, "saliency_runtime")
-        except NotRun as e2: raise NotRun(f"{e}; {e2}")
-    out = []
-    for m in methods:
-        d = t[t.method == m]; v = d.s_per_map.astype(float)
-        if v.empty or (v <= 0).any(): raise NotRun(f"no positive run-time of {m} (methods: {sorted(set(t.method))})")
-        keys = d.game.astype(str).tolist() if "game" in d else []
-        paired = tuple(zip(keys, np.log(v))) if len(set(keys)) == len(keys) else ()
-        out.append(Estimate.from_values(np.log(v), m, "games", group=m, paired=paired))
-    return out
+        old = [run.file(n).relative_to(run.path).as_posix() for n in ("saliency_bench_runtime", "saliency_runtime") if run.has(n)]
+        if old: raise NotComparable(f"timing: the time claims pair per-state times over states and games ({e}: a run made before the "
+                                    f"timing pass); the run has only batched times ({', '.join(old)}), none per state") from None
+        raise
+    miss = [m for m in methods if m not in set(t.method)]
+    if miss: raise NotRun(f"the timing pass timed no {miss} (it timed {sorted(set(t.method))})")
+    t = t[t.method.isin(methods)]; keys, v = list(zip(t.game.astype(str), t.state.astype(int))), t.seconds.to_numpy(float)
+    if not (np.isfinite(v) & (v > 0)).all() or len(set(zip(keys, t.method))) < len(t):
+        raise NotRun("the timing table holds a time that is not a positive number of seconds, or a (game, state, method) twice")
+    common = set.intersection(*({k for k, mm in zip(keys, t.method) if mm == m} for m in methods))
+    if len(common) < 2: raise NotRun(f"the methods share {len(common)} timed (game, state) unit(s); a paired comparison needs 2")
+    kv = {m: sorted((k, math.log(s)) for k, mm, s in zip(keys, t.method, v) if mm == m and k in common) for m in methods}
+    return [Estimate.from_values([x for _, x in kv[m]], m, "states", group=m, paired=tuple(kv[m])) for m in methods]
 
 @measure("sal.tuning_time")
 def _m_tuning(run, methods) -> list[Estimate]:
@@ -507,6 +554,9 @@ def _m_xrl(run, env: str, metric: str) -> list[Estimate]:
     """XRL-Bench `metric` (Xiong et al. Tables 2-4) of every method on `env`: t over the explained states when the table
     gives `<metric>_std` and `n_states`, else a point estimate (n from the scale's XRLBenchConfig)."""
     t = _xrl_table(run, env, metric)
+    if metric in ("AIM", "AUM", "PGI", "PGU") and f"{metric}_ranking" not in t.columns:   # a run made before the better-of-two default
+        raise NotComparable(f"ranking: the run's {metric} ranks features by |importance| only (made before the paper's better-of-two "
+                            "rule, Xiong et al. Section 4.2, became the default); run XRL-Bench again")
     v = pd.to_numeric(t[metric], errors="coerce")
     sd = pd.to_numeric(t[f"{metric}_std"], errors="coerce") if f"{metric}_std" in t else pd.Series(np.nan, index=t.index)
     if metric == "RIS" and "RIS_n" in t: n = pd.to_numeric(t["RIS_n"], errors="coerce")   # RIS is scored on the first RIS_n states
@@ -518,6 +568,22 @@ def _m_xrl(run, env: str, metric: str) -> list[Estimate]:
     out = [Estimate.from_summary(float(v[m]), None if not np.isfinite(sd[m]) else float(sd[m]), n[m], m, "states", group=m)
            for m in t.index if np.isfinite(v[m])]
     if not out: raise NotRun(f"no finite {metric} on {env}")
+    return out
+
+# %% ../nbs/96_measures.ipynb #d72fcd62
+@measure("xrl.time_per_state")
+def _m_xrl_time(run, env: str) -> list[Estimate]:
+    """log seconds to explain one state, per method on `env` ('Breakout', 'LunarLander', ...), from xrl_time_per_state.csv
+    (each method on each state alone, the run's machine): t over the states, with the per-state values keyed by state
+    (`paired`) for paired comparisons. Raises `NotRun` without the table, the env, or positive times."""
+    t = read_table(run, "xrl_time_per_state")
+    t = t[t.env.astype(str).str.split("/").str[-1].str.split("-").str[0] == env]
+    if t.empty: raise NotRun(f"the run timed no {env} states")
+    out = []
+    for m, d in t.groupby("method", sort=False):
+        v = d.seconds.astype(float).to_numpy()
+        if (v <= 0).any() or not np.isfinite(v).all(): raise NotRun(f"{env} {m}: a time that is not a positive number of seconds")
+        out.append(Estimate.from_values(np.log(v), m, "states", group=m, paired=tuple(zip(d.state.astype(int), np.log(v)))))
     return out
 
 # %% ../nbs/96_measures.ipynb #efacef8f

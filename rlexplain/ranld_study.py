@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 # %% auto #0
-__all__ = ['BASELINE', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS', 'NESTEROV_READINGS', 'RANLDConfig', 'QuotientTable',
-           'ranld_protocol', 'paper_tables', 'paper_shifts', 'ranld_tables', 'plot_tables', 'tables_config',
-           'spectral_entropy', 'high_freq_fraction', 'top_mass', 'PolicyComparison', 'compare_policies', 'demo_plan',
-           'demo_units', 'demo_section']
+__all__ = ['BASELINE', 'PAPER_ENV_IDS', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS', 'NESTEROV_READINGS', 'RANLDConfig',
+           'QuotientTable', 'ranld_protocol', 'paper_tables', 'paper_shifts', 'ranld_tables', 'plot_tables',
+           'tables_config', 'spectral_entropy', 'high_freq_fraction', 'top_mass', 'PolicyComparison',
+           'compare_policies', 'demo_plan', 'demo_units', 'demo_section']
 
 # %% ../nbs/21_ranld_study.ipynb #f410afb4
 import gymnasium as gym
@@ -34,7 +34,10 @@ from .shifts import Identity, Shift, ShiftedRollout, collect_shifted_rollout, ma
 # %% ../nbs/21_ranld_study.ipynb #281cd612
 @dataclasses.dataclass(frozen=True)
 class RANLDConfig(ScaledConfig):
-    "Sizes of a RA-NLD protocol run; `.demo()` for a 2-core CPU in seconds, `.paper()` for Korkmaz (2024) Section 4."
+    """Sizes of a RA-NLD protocol run; `.demo()` for a 2-core CPU in seconds, `.paper()` for Korkmaz (2024) Section 4. `max_steps`
+    caps the steps played per episode; with `stride` k > 1 a state set keeps every k-th of them (steps 0, k, 2k, ...; a sample
+    across the episode instead of its first steps) and the shift of S^Psi is applied at the kept steps only (`ranld_protocol`).
+    Raises `ValueError` for another `at`, n_runs or n_episodes < 1, a stride < 1, or a stride > 1 with attack_prob < 1."""
     n_runs: int = 3                  # repetitions (mean +- std over them)
     n_episodes: int = 2              # episodes per state set (the paper: 10)
     max_steps: int | None = 150      # cap per episode (None: play to the end)
@@ -43,10 +46,15 @@ class RANLDConfig(ScaledConfig):
     at: str = "observed"             # "observed", "env" or "both": where S^Psi's gradients are taken
     attack_prob: float = 1.0         # probability that a step is shifted
     seed: int = 0
+    stride: int = 1                  # keep every stride-th played step as a state (1: every state, the paper's Algorithm 1)
 
     def __post_init__(self):
         if self.at not in ("observed", "env", "both"): raise ValueError(f"at must be 'observed', 'env' or 'both'; got {self.at!r}.")
         if self.n_runs < 1 or self.n_episodes < 1: raise ValueError("n_runs and n_episodes must be >= 1.")
+        if isinstance(self.stride, bool) or not isinstance(self.stride, int) or self.stride < 1:
+            raise ValueError(f"stride must be an integer >= 1; got {self.stride!r}.")
+        if self.stride > 1 and self.attack_prob != 1.0:
+            raise ValueError(f"stride > 1 shifts every kept step (the states of S^Psi): attack_prob must be 1; got {self.attack_prob}.")
 
     @classmethod
     def demo(cls, **kw) -> "RANLDConfig": return cls(**kw)
@@ -72,7 +80,8 @@ def _flag_noop(ax, bars, noop) -> None:
 class QuotientTable(Result):
     """Feature correlation quotients of a protocol run: `table` (one row per run, condition and `at`: quotient,
     n_states, mean episode return, fraction of shifted steps, `changed` the fraction of steps whose observation the shift
-    changed, `l2` the mean L2 size of that change, `flipped` the fraction of steps whose greedy action it changed, lambda_2/lambda_1 of S and of the compared set), `directions (K, *obs_shape)` the G of run 0's conditions
+    changed, `l2` the mean L2 size of that change, `flipped` the fraction of steps whose greedy action it changed, lambda_2/lambda_1 of S and of the compared set,
+    `actions_S` / `actions` the distinct greedy actions in S and in the compared set), `directions (K, *obs_shape)` the G of run 0's conditions
     named `labels`, `baseline_grad_sq_norms` run 0's ||g||^2 over S, `params` the configuration.
     `summary()` is Tables 1-2 (mean, std per condition); `plot()` a bar chart; `plot_directions()` Figures 1 and 5."""
     table: pd.DataFrame
@@ -131,6 +140,30 @@ class QuotientTable(Result):
 def _states_of(ro: ShiftedRollout, at: str) -> np.ndarray:
     return ro.observed if at == "observed" else ro.obs
 
+def _n_actions(res) -> int:
+    "Distinct greedy actions over a state set (a `ranld.PrincipalDirection`): 1 means the policy takes one action in all of them."
+    return int(len(np.unique(res.actions)))
+
+# %% ../nbs/21_ranld_study.ipynb #4d41cd25
+class _EveryKth(Shift):
+    """`shift` at every `stride`-th call (calls 0, k, 2k, ...) and the frame unchanged at the others: in a rollout with
+    `attack_prob` 1 (one call per step) the policy sees the shift exactly at the steps a strided state set keeps."""
+    def __init__(self, shift: Shift, stride: int):
+        self.inner, self.stride, self.calls = shift, int(stride), 0
+        self.name, self.kind, self.image_only = shift.name, shift.kind, shift.image_only
+    @property
+    def params(self) -> dict: return {**self.inner.params, "stride": self.stride}
+    def apply(self, x, policy):
+        k, self.calls = self.calls, self.calls + 1
+        return self.inner(x, policy) if k % self.stride == 0 else x
+
+def _kept(ro: ShiftedRollout, stride: int) -> ShiftedRollout:
+    "The steps 0, stride, 2 stride, ... of a rollout (all of its per-step arrays; the rollout itself when stride is 1)."
+    if stride == 1: return ro
+    per_step = ("obs", "actions", "rewards", "episode", "observed", "attacked")
+    return dataclasses.replace(ro, **{f: getattr(ro, f)[::stride] for f in per_step if len(getattr(ro, f))})
+
+
 # %% ../nbs/21_ranld_study.ipynb #ef8499f3
 def _shift_size(ro: ShiftedRollout) -> tuple[float, float]:
     "(fraction of steps whose observation the shift changed, mean L2 norm of the change in [0, 1] units)."
@@ -179,8 +212,10 @@ def ranld_protocol(policy: Policy,                 # the agent
     (policy, env id, env_kwargs, shifts, config): an ALE environment's `reset(seed=...)` (without sticky actions,
     `envs.ALESeedWithoutReload`) reseeds the episode but not all of the emulator's state, and on a used environment an
     episode can differ from a fresh one's (Freeway, seed 1000: from step 21, after one earlier episode). Given an
-    environment object, every set is played on it, and the result can depend on what it played before. Raises
-    `ValueError` for no shifts, unknown shift names, or env_kwargs with an environment object."""
+    environment object, every set is played on it, and the result can depend on what it played before. With `config.stride` k > 1
+    a set keeps every k-th played step, shifted there only (`_EveryKth`); `mean_return` is the played episodes'. `actions_S`,
+    `actions`: distinct greedy actions in S and in the compared set. Raises `ValueError` for no shifts, unknown shift names, or
+    env_kwargs with an environment object."""
     cfg = config or RANLDConfig.from_scale()
     items = _shift_items(shifts)
     if isinstance(env, str):
@@ -191,33 +226,36 @@ def ranld_protocol(policy: Policy,                 # the agent
         env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
         new_env = lambda: env
     ats = ("observed", "env") if cfg.at == "both" else (cfg.at,)
-    def play(shift, seed):
-        return collect_shifted_rollout(new_env(), policy, shift, n_episodes=cfg.n_episodes, seed=seed, attack_prob=cfg.attack_prob,
-                                       max_steps=cfg.max_steps, record_obs=True, record_observed=True)
+    def play(shift, seed):   # (the played rollout: its returns, its kept steps: the state set)
+        sh = shift if cfg.stride == 1 or isinstance(shift, Identity) else _EveryKth(shift, cfg.stride)
+        ro = collect_shifted_rollout(new_env(), policy, sh, n_episodes=cfg.n_episodes, seed=seed, attack_prob=cfg.attack_prob,
+                                     max_steps=cfg.max_steps, record_obs=True, record_observed=True)
+        return ro, _kept(ro, cfg.stride)
     rows, dirs, labels, base_norms = [], [], [], None
     bar = progress_bar(total=cfg.n_runs * (2 + len(items)), desc="RA-NLD state sets", disable=not progress)
     for r in range(cfg.n_runs):
         s_base, s_hat = cfg.seed + 1000 * r, cfg.seed + 1000 * r + 500
-        ro = play(Identity(), s_base); bar.update()
+        _, ro = play(Identity(), s_base); bar.update()
         S = ranld(policy, ro.obs, cfg.temperature, cfg.method, keep_gradients=True, name="S")
         if r == 0: dirs.append(S.direction); labels.append("S"); base_norms = S.grad_sq_norms
-        ro_h = play(Identity(), s_hat); bar.update()
+        full_h, ro_h = play(Identity(), s_hat); bar.update()
         H = ranld(policy, ro_h.obs, cfg.temperature, cfg.method, keep_gradients=False, name="S-hat")
         for a in ats:
             rows.append(dict(run=r, condition="unmodified (S-hat)", at=a, quotient=feature_correlation_quotient(H, S),
-                             n_states=H.n_states, mean_return=float(ro_h.returns().mean()), shifted=0.0, changed=0.0, l2=0.0, flipped=0.0,
-                             gap_ratio_S=S.gap_ratio, gap_ratio=H.gap_ratio))
+                             n_states=H.n_states, mean_return=float(full_h.returns().mean()), shifted=0.0, changed=0.0, l2=0.0, flipped=0.0,
+                             gap_ratio_S=S.gap_ratio, gap_ratio=H.gap_ratio, actions_S=_n_actions(S), actions=_n_actions(H)))
         if r == 0: dirs.append(H.direction); labels.append("S-hat")
         for label, shift in items:
-            ro_p = play(shift, s_hat); bar.update()
+            full_p, ro_p = play(shift, s_hat); bar.update()
             changed, l2 = _shift_size(ro_p); flipped = _flipped(policy, ro_p)
             for j, a in enumerate(ats):
                 P = ranld(policy, _states_of(ro_p, a), cfg.temperature, cfg.method, keep_gradients=False, name=label)
                 rows.append(dict(run=r, condition=label, at=a, quotient=feature_correlation_quotient(P, S), n_states=P.n_states,
-                                 mean_return=float(ro_p.returns().mean()), shifted=float(ro_p.attacked.mean()),
-                                 changed=changed, l2=l2, flipped=flipped, gap_ratio_S=S.gap_ratio, gap_ratio=P.gap_ratio))
+                                 mean_return=float(full_p.returns().mean()), shifted=float(ro_p.attacked.mean()),
+                                 changed=changed, l2=l2, flipped=flipped, gap_ratio_S=S.gap_ratio, gap_ratio=P.gap_ratio,
+                                 actions_S=_n_actions(S), actions=_n_actions(P)))
                 if r == 0 and j == 0: dirs.append(P.direction); labels.append(label)
-            del ro_p
+            del ro_p, full_p
     bar.close()
     params = {**_protocol_params(cfg, items, isinstance(env, str)), "policy": policy.name, "env_id": env_id}
     return QuotientTable(pd.DataFrame(rows), np.stack(dirs), tuple(labels), np.asarray(base_norms), params)
@@ -234,6 +272,7 @@ _T2 = {  # Korkmaz (2024) Table 2 (its first row repeats Table 1's base observat
     "RoadRunner": [(0.4369, 0.0334), (0.24358, 0.0204), (0.3350, 0.0050), (0.3308, 0.0274), (0.2496, 0.0162)],
     "Pong":       [(0.1678, 0.0427), (0.49341, 0.0191), (0.13648, 0.0032), (0.4278, 0.0196), (0.0847, 0.0083)]}
 BASELINE = "unmodified (S-hat)"
+PAPER_ENV_IDS = ("ALE/Pong-v5", "ALE/BankHeist-v5", "ALE/RoadRunner-v5", "ALE/Freeway-v5")   # the games of Tables 1-2
 ADVERSARIAL_CONDITIONS = ("Carlini&Wagner", "Nesterov Momentum", "DeepFool", "Elastic-Net")
 NATURAL_CONDITIONS = ("Brightness and Contrast", "Compression Artifacts", "Rotation Modification",
                       "Perspective Transform", "Blurred Observations")
@@ -294,7 +333,8 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
     """Tables 1-2 analogue (Korkmaz 2024, Section 4): `ranld_protocol` per game, summarised as one row per game,
     condition and `at` with `quotient_mean`, `quotient_std`, `n_runs`, `mean_return`, `n_states`, `changed` (fraction of
     steps whose observation the shift changed), `l2` (mean L2 norm of that change, [0, 1] pixel units), `flipped` (fraction
-    of steps whose greedy action it changed), `table`, and the
+    of steps whose greedy action it changed), `actions_S` and `actions` (distinct greedy actions in S and in the compared set,
+    mean over runs), `table`, and the
     paper's `paper_mean`/`paper_std` where it reports the game (NaN otherwise). With `out`, each game's result is saved
     to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun with the same shifts and
     configuration; a saved result of other shifts or sizes is recomputed and replaced (with a warning). With a Policy or
@@ -318,7 +358,7 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
             qt = ranld_protocol(policy, env if env is not None else env_id, shifts, cfg, progress=progress, env_kwargs=kw)
             if folder is not None: qt.save(folder)
         s = qt.summary()
-        extra = qt.table.groupby(["condition", "at"], sort=False)[[c for c in ("changed", "l2", "flipped") if c in qt.table]].mean().reset_index()
+        extra = qt.table.groupby(["condition", "at"], sort=False)[[c for c in ("changed", "l2", "flipped", "actions_S", "actions") if c in qt.table]].mean().reset_index()
         frames.append(s.merge(extra, on=["condition", "at"], how="left").assign(game=game))
     df = pd.concat(frames, ignore_index=True)
     kinds = {**{c: "1 adversarial" for c in ADVERSARIAL_CONDITIONS}, **{c: "2 natural" for c in NATURAL_CONDITIONS}}
@@ -327,8 +367,8 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
     paper = paper_tables().drop_duplicates(["game", "condition"])[["game", "condition", "paper_mean", "paper_std"]]
     df = df.merge(paper, on=["game", "condition"], how="left")
     cols = ["game", "table", "condition", "at", "quotient_mean", "quotient_std", "paper_mean", "paper_std", "n_runs",
-            "n_states", "mean_return", "changed", "l2", "flipped"]
-    return df.reindex(columns=cols)   # a table saved before `flipped` existed gives NaN there
+            "n_states", "mean_return", "changed", "l2", "flipped", "actions_S", "actions"]
+    return df.reindex(columns=cols)   # a table saved before `flipped` or `actions` existed gives NaN there
 
 # %% ../nbs/21_ranld_study.ipynb #6e724a48
 def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
@@ -358,14 +398,17 @@ def plot_tables(df: pd.DataFrame,  # the output of ranld_tables
 
 # %% ../nbs/21_ranld_study.ipynb #dfe7e2b1
 def tables_config(scale: str | None = None) -> RANLDConfig:
-    """Protocol sizes for `ranld_tables`: at `demo` scale 2 runs of 1 episode capped at 40 steps per state set (every
-    step of the 9 shifted rollouts is attacked, and C&W, EAD and DeepFool dominate the time); at `reference` scale 6 runs
-    of 1 episode capped at 100 steps (the runs give the interval its n: a 95% t interval over 2 runs is 18.0 standard deviations wide, over
-    6 runs 2.1); at `paper` scale `RANLDConfig.paper()` (10 episodes per set, 10 runs). Raises `ValueError` for another scale."""
+    """Protocol sizes for `ranld_tables`: at `demo` scale 2 runs of 1 episode of at most 400 steps per state set, of which
+    every 10th is a state (`stride` 10: 40 states across the episode, not its first 40 steps; each kept step of the 9 shifted
+    rollouts is attacked, and C&W, EAD and DeepFool dominate the time); at `reference` scale 6 runs of 1 episode of at most
+    1000 steps, every 10th a state (100 states; the runs give the interval its n: a 95% t interval over 2 runs is 18.0
+    standard deviations wide, over 6 runs 2.1); at `paper` scale `RANLDConfig.paper()` (every state of 10 episodes per set,
+    10 runs). Raises `ValueError` for another scale."""
     scale = scale or get_scale()
     if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}; got {scale!r}.")
     if scale == "paper": return RANLDConfig.paper()
-    return RANLDConfig.demo(**(dict(n_runs=6, n_episodes=1, max_steps=100) if scale == "reference" else dict(n_runs=2, n_episodes=1, max_steps=40)))
+    return RANLDConfig.demo(**(dict(n_runs=6, n_episodes=1, max_steps=1000, stride=10) if scale == "reference"
+                               else dict(n_runs=2, n_episodes=1, max_steps=400, stride=10)))
 
 # %% ../nbs/21_ranld_study.ipynb #bfbf5499
 def spectral_entropy(v: Any,  # (H, W) image, e.g. one frame of G_S
@@ -495,20 +538,21 @@ def _demo_job(job: tuple):
     return res
 
 def demo_plan(scale: str, out: Path) -> tuple:
-    """The RA-NLD demo's plan: `(games, jobs, names, notes)`: the zoo's DDQN agent per game of the paper (`{env_id: (policy,
-    env_kwargs, card)}`; without any, the Toybox Breakout DQN), one `_demo_job` per game (tables saved under
-    `out/quotient_tables`), the jobs' unit names (the game) and the notes naming each agent or why a game is skipped."""
-    from rlexplain.agent_zoo import RANLD_ZOO, load_best_agent
+    """The RA-NLD demo's plan (every scale): `(games, jobs, names, notes)`: per game of the paper (Korkmaz 2024: Pong, BankHeist,
+    RoadRunner, Freeway) the zoo's best DDQN agent that passes the quality gate (`{env_id: (policy, env_kwargs, card)}`; without
+    any, the Toybox Breakout DQN that passes it), one `_demo_job` per game (tables saved under `out/quotient_tables`), the jobs'
+    unit names (the game) and the notes naming each agent, or why a game is left out (no DDQN, or none that passes the gate)."""
+    from rlexplain.agent_zoo import load_best_agent
     from rlexplain.demo import game_slug
     games, notes = {}, []
-    for env_id in RANLD_ZOO["env_ids"]:
-        try: pol, card = load_best_agent(env_id, "ddqn")
-        except LookupError as e: notes.append(f"{env_id}: skipped ({e})"); continue
+    for env_id in PAPER_ENV_IDS:
+        try: pol, card = load_best_agent(env_id, "ddqn", plays=True)
+        except LookupError as e: notes.append(f"{env_id}: left out ({e})"); continue
         games[env_id] = (pol, card.get("env_kwargs", {}), card); ev = card["evaluation"]
         notes.append(f"{env_id}: agent {card['id']}, return {ev['mean']:.1f} +- {ev['std']:.1f} over {ev['n_episodes']} episodes "
                      f"(epsilon {ev.get('epsilon', 0)}; random {ev['random_mean']:.1f}).")
     if not games:   # no DDQN agent for the paper's games: the Toybox Breakout DQN of the demo zoo
-        pol, card = load_best_agent("toybox/Breakout", "dqn")
+        pol, card = load_best_agent("toybox/Breakout", "dqn", plays=True)
         games = {card["env_id"]: (pol, card.get("env_kwargs", {}), card)}
         notes.append("No DDQN agent for the paper's games in the zoo: the tables use the Toybox Breakout DQN.")
     jobs = [(env_id, pol, kw, str(out / "quotient_tables"), scale) for env_id, (pol, kw, _) in games.items()]

@@ -58,7 +58,7 @@ SCOREBOARD = _ENV.from_string("""<h2 id='scoreboard'>Reproduction scoreboard</h2
 """)
 
 # %% ../nbs/91a_report.ipynb #3d1418a1
-BOARD_SHOWN = ["id", "paper", "where", "claim", "paper_value", "ours", "interval", "n", "test", "informative", "verdict", "reason"]
+BOARD_SHOWN = ["id", "paper", "where", "claim", "paper_value", "ours", "interval", "n", "test", "informative", "verdict", "paper_code_verdict", "reason"]
 
 def _scoreboard_png(scoreboard, board: pd.DataFrame) -> str:
     "`scoreboard.plot(board)` as base64 PNG (dpi 100); empty when the module has no `plot` or plotting fails."

@@ -15,8 +15,8 @@ from typing import Callable
 import pandas as pd
 
 # %% auto #0
-__all__ = ['TABLES', 'SECTIONS', 'NotRun', 'NotComparable', 'RunTableError', 'NotARun', 'run_scale', 'TableSpec', 'RunTables',
-           'read_table', 'check_run']
+__all__ = ['TABLES', 'SECTIONS', 'NotRun', 'NotComparable', 'RunTableError', 'NotARun', 'run_scale', 'TableSpec',
+           'recorded_config', 'RunTables', 'read_table', 'check_run']
 
 # %% ../nbs/95a_run_tables.ipynb #2c459cae
 class NotRun(LookupError):
@@ -82,7 +82,9 @@ class TableSpec:
 
 _S, _I, _F = "str", "int", "float"
 _XRL = {m: _F for m in ("AIM", "AUM", "PGI", "PGU", "RIS", "PGI_code", "PGU_code")}
-_XRL_SPREAD = {**_XRL, **{f"{m}_std": _F for m in _XRL}, "n_states": _F, "RIS_n": _F, "ms_per_sample": _F, "student_agreement": _F}
+_XRL_SPREAD = {**_XRL, **{f"{m}_std": _F for m in _XRL}, "n_states": _F, "RIS_n": _F, "ms_per_sample": _F, "student_agreement": _F,
+               **{f"{m}_{v}": _F for m in ("AIM", "AUM", "PGI", "PGU") for v in ("abs", "raw", "abs_std", "raw_std")},   # the rankings alone
+               **{f"{m}_ranking": _S for m in ("AIM", "AUM", "PGI", "PGU")}}   # which ranking the paper's better-of-two value took
 _DID = dict(ci_level=_F, level=_F, interval=_S, n_seeds=_F)
 
 TABLES: dict[str, TableSpec] = {   # every table a measure reads (rlexplain.measures), by name
@@ -97,21 +99,45 @@ TABLES: dict[str, TableSpec] = {   # every table a measure reads (rlexplain.meas
                                           config="rlexplain.saliency_study.BenchConfig", rows=lambda c: len(c.games) * 2 * len(c.starts),
                                           promise="one per game and sub-metric (Q-val and Adv per insertion start)"),
     "saliency_bench_sanity_summary": TableSpec("saliency_bench/saliency_bench_sanity_summary.csv",
-                                               dict(method=_S, metric=_S, n_randomized=_I, mean=_F), dict(std=_F, n=_F)),
+                                               dict(method=_S, metric=_S, n_randomized=_I, mean=_F), dict(std=_F, n=_F, variant=_S)),   # variant: runs before issue 37 lack it (all "shared")
     "saliency_bench_calibration": TableSpec("saliency_bench/saliency_bench_calibration.csv", dict(distribution=_S, spearman=_F, ssim=_F, hog=_F),
                                             dict(spearman_std=_F, ssim_std=_F, hog_std=_F, n_pairs=_F)),
     "saliency_bench_runtime": TableSpec("saliency_bench/saliency_bench_runtime.csv", dict(method=_S, s_per_map=_F), dict(game=_S)),
+    "saliency_bench_timing": TableSpec("saliency_bench/saliency_bench_timing.csv", dict(game=_S, method=_S, state=_I, seconds=_F),
+                                       dict(position=_I), config="rlexplain.saliency_study.BenchConfig",
+                                       rows=lambda c: len(c.games) * len(c.methods) * min(c.n_timing, c.n_states or c.n_timing),
+                                       promise="one per game, timed state and method (the timing pass, `run_timing`)"),
     "saliency_runtime": TableSpec("saliency/saliency_runtime.csv", dict(method=_S, s_per_map=_F)),
     "saliency_bench_tuning": TableSpec("saliency_bench/saliency_bench_tuning.csv", dict(method=_S, seconds_per_map=_F)),
     "xrl_fidelity_stability": TableSpec("xrlbench/xrl_fidelity_stability.csv", dict(method=_S, env=_S), _XRL_SPREAD),
     "xrl_image": TableSpec("xrlbench/xrl_image_{env}.csv", dict(method=_S), _XRL_SPREAD, config="rlexplain.xrlbench.XRLBenchConfig",
                            rows=lambda c: len(c.image_methods), promise="one per image method"),
+    "xrl_time_per_state": TableSpec("xrlbench/xrl_time_per_state.csv", dict(env=_S, method=_S, state=_I, seconds=_F)),
     "ts_impacts": TableSpec("timeseries/ts_{game}_impacts.csv", dict(agent=_S, shift=_S, did=_F, ci_low=_F, ci_high=_F, pre_gap=_F, placebo=_F), _DID),
     "ts_forecast": TableSpec("timeseries/ts_{game}_forecast.csv", dict(label=_S, forecast=_F, lower=_F, upper=_F), dict(level=_F, eps=_F)),
     "switching_did": TableSpec("switching/switching_did.csv", dict(label=_S, did=_F, ci_low=_F, ci_high=_F), dict(control_post_mean=_F, **_DID)),
 }
 
 SECTIONS: tuple = tuple(dict.fromkeys(s.section for s in TABLES.values()))   # the sections the scoreboard reads
+
+# %% ../nbs/95a_run_tables.ipynb #be64f8ce
+def recorded_config(section_dir: str | Path,  # a section folder of a run, e.g. RUN/saliency_bench
+                    cls,                       # the configuration's class, e.g. rlexplain.saliency_study.BenchConfig
+                    ):
+    """The configuration of class `cls` the section recorded in `run/config.json` (written by `RunDir(..., config=cfg)`):
+    `cls(**fields)` of the recorded fields `cls` declares, or, when the record no longer builds a `cls` (a field renamed
+    since), a `types.SimpleNamespace` of the record. None when the section recorded none, or a record of another class
+    (it lacks one of `cls`'s fields without a default)."""
+    import dataclasses, types
+    try: rec = json.loads((Path(section_dir) / "run" / "config.json").read_text())
+    except (OSError, ValueError): return None
+    if not isinstance(rec, dict) or not dataclasses.is_dataclass(cls): return None
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    required = [n for n, f in fields.items() if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if any(n not in rec for n in required) or not set(rec) & set(fields): return None
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in rec.items() if k in fields}
+    try: return cls(**kw)
+    except (TypeError, ValueError): return types.SimpleNamespace(**rec)
 
 # %% ../nbs/95a_run_tables.ipynb #d3fe90d6
 class RunTables:
@@ -139,7 +165,12 @@ class RunTables:
         return [m.groupdict() for m in found if m]
 
     def config(self, cls):
-        "The run scale's configuration `cls.from_scale(scale)`, for counts a table does not carry; None when the scale is unknown or has none."
+        """The configuration of class `cls` the run was made with, for counts a table does not carry: the one its section
+        recorded (`recorded_config`), else the run scale's `cls.from_scale(scale)`; None when neither is known."""
+        sections = {s.section for s in TABLES.values() if s.config == f"{cls.__module__}.{cls.__qualname__}"}
+        for sec in sorted(sections):
+            cfg = recorded_config(self.path / sec, cls)
+            if cfg is not None: return cfg
         if self.scale is None: return None
         try: return cls.from_scale(self.scale)
         except Exception: return None
@@ -148,10 +179,12 @@ class RunTables:
 def _promised(run: RunTables, spec: TableSpec) -> tuple[int, str] | None:
     "The rows `spec` promises for the run's section and the configuration they come from; None without a promise."
     if spec.rows is None: return None
+    mod, cls = spec.config.rsplit(".", 1)
+    cfg = recorded_config(run.path / spec.section, getattr(importlib.import_module(mod), cls))
+    if cfg is not None: return int(spec.rows(cfg)), f"{cls} recorded in {spec.section}/run/config.json"
     try: rec = json.loads((run.path / spec.section / "config.json").read_text())
     except (OSError, ValueError): return None
     if not isinstance(rec, dict) or set(rec) != {"job", "scale"}: return None   # only a demo section's configuration is from_scale(scale)
-    mod, cls = spec.config.rsplit(".", 1)
     try: cfg = getattr(importlib.import_module(mod), cls).from_scale(rec["scale"])
     except (ValueError, KeyError, TypeError): return None   # a scale this configuration does not know: no promise to hold it to
     return int(spec.rows(cfg)), f"{cls}.from_scale({rec['scale']!r})"

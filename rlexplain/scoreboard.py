@@ -21,17 +21,17 @@ from .ranld_study import paper_tables
 from .runtables import NotComparable, NotRun, RunTableError, RunTables, check_run
 from .saliency_bench import PAPER_CALIBRATION
 from .saliency_study import PAPER_RUNTIMES, paper_insertion_table
-from .stats import bonferroni_level, paired_t, t_quantile, welch_df
+from .stats import bonferroni_level, holm, paired_t, t_interval, t_quantile, welch_df
 from .xrlbench import paper_results
 
 # %% auto #0
-__all__ = ['VERDICTS', 'SCORERS', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS', 'CLAIMS', 'PRE_PERIOD_TOL', 'ORIGINAL_CODE',
-           'BOARD_COLUMNS', 'BOARD_TEXT_COLUMNS', 'n_to_decide', 'Check', 'check_greater', 'check_within',
-           'check_overlap', 'verdict', 'ir_paper_table', 'load_claims', 'score_claim', 'original_code_table',
-           'original_code_check', 'score_run', 'summary_line', 'board_text', 'plot']
+__all__ = ['VERDICTS', 'SCORERS', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS', 'CLAIMS', 'PRE_PERIOD_TOL', 'BOARD_COLUMNS',
+           'BOARD_TEXT_COLUMNS', 'n_to_decide', 'Check', 'check_greater', 'check_within', 'check_overlap', 'verdict',
+           'ir_paper_table', 'load_claims', 'score_claim', 'original_code_table', 'original_code_check', 'score_run',
+           'summary_line', 'board_text', 'plot']
 
 # %% ../nbs/95_scoreboard.ipynb #d5af694f
-VERDICTS = ("reproduced", "contradicted", "inconclusive", "uninformative", "not reproduced by the paper's code", "not comparable", "not run")
+VERDICTS = ("reproduced", "contradicted", "inconclusive", "uninformative", "not comparable", "not run")
 
 # %% ../nbs/95_scoreboard.ipynb #c830d70f
 def n_to_decide(sd: float,        # spread of one unit (sample standard deviation), > 0
@@ -164,8 +164,16 @@ def _level(m: int) -> float:
     return bonferroni_level(LEVEL, max(int(m), 1))
 
 # %% ../nbs/95_scoreboard.ipynb #5166837a
+def _tolerance(c: dict, e: Estimate) -> float:
+    "The band of item `e` in `within` claim `c`: its number, or its table's entry for `e.group` (else `e.label`); `ValueError` if none."
+    tol = c["tolerance"]
+    if not isinstance(tol, dict): return float(tol)
+    k = next((k for k in (e.group, e.label) if k in tol), None)
+    if k is not None: return float(tol[k])
+    raise ValueError(f"claim {c.get('id', '?')!r}: its tolerance table {dict(tol)} has no band for {e.label!r} (group {e.group!r})")
+
 def _score_within(c: dict, items: list[Estimate]) -> list[Check]:
-    lv = _level(len(items)); return [check_within(e, c["target"], c["tolerance"], lv) for e in items]
+    lv = _level(len(items)); return [check_within(e, c["target"], _tolerance(c, e), lv) for e in items]
 
 # %% ../nbs/95_scoreboard.ipynb #7dc57d34
 def _side(c: dict, items: list[Estimate], below: bool) -> list[Check]:
@@ -348,6 +356,33 @@ def _score_not_monotone(c: dict, items: list[Estimate]) -> list[Check]:
 
 SCORERS.update(distinct=_score_distinct, reversal=_score_reversal, not_monotone=_score_not_monotone)
 
+# %% ../nbs/95_scoreboard.ipynb #73ac5953
+def _score_time(c: dict, items: list[Estimate]) -> list[Check]:
+    """Run times per state (log seconds, `paired` by state): the `subject` is the fastest (paired t against each other method),
+    or every method is below `target` seconds (t of log s - log target); Holm across the comparisons decides ('holds' /
+    'fails' by the sign of a rejected one, else 'open'). Raises `NotRun` for a missing subject or fewer than 2 common states."""
+    if c.get("subject"):
+        s = next((e for e in items if c["subject"] in (e.label, e.group)), None)
+        if s is None: raise NotRun(f"no {c['subject']} among the timed methods ({', '.join(e.label for e in items)})")
+        ps, comps, test = dict(s.paired), [], "paired-t"
+        for o in (e for e in items if e is not s):
+            po = dict(o.paired); keys = [k for k in ps if k in po]
+            if len(keys) < 2: raise NotRun(f"{s.label} and {o.label} share {len(keys)} timed state(s); a paired test needs 2")
+            comps.append((f"{s.label}/{o.label}", paired_t([ps[k] for k in keys], [po[k] for k in keys], LEVEL)))
+    else:
+        lt, test = math.log(float(c["target"])), "t"
+        comps = [(f"{e.label}/{float(c['target']):g} s", t_interval(np.array([v for _, v in e.paired]) - lt, LEVEL)) for e in items]
+    if not comps: raise NotRun("fewer than two timed methods")
+    reject, adj = holm([iv.pvalue for _, iv in comps], 1 - LEVEL); out = []
+    for (name, iv), r, p in zip(comps, reject, adj):
+        st = "open" if not r else ("holds" if iv.value < 0 else "fails")   # both forms claim a log ratio below 0
+        txt = f"{name} = {math.exp(iv.value):.3g} [{math.exp(iv.low):.3g}, {math.exp(iv.high):.3g}] ({level_pct(LEVEL)} {test} over {iv.n} states, Holm p = {p:.2g})"
+        nn = n_to_decide(iv.se * math.sqrt(iv.n), abs(iv.value)) if st == "open" and iv.se > 0 else None
+        out.append(Check(st, txt, nn, "states", iv.low, iv.high, f"{test} (Holm over {len(comps)})", LEVEL))
+    return out
+
+SCORERS.update(time=_score_time)
+
 # %% ../nbs/95_scoreboard.ipynb #21abbb16
 def _paper_ir(algorithm: str, frames: int, column: str = "original") -> pd.Series:
     t = ir_paper_table(); r = t[(t.algorithm == algorithm) & (t.frames == int(frames))]
@@ -380,9 +415,9 @@ def _paper_runtimes(methods=("occlusion", "noise_sensitivity", "sarfa", "rise", 
 PAPER_TABLES: dict[str, Callable] = {   # where the papers' numbers live (one place each); a claim's `paper_ref` names one
     "ir_table6": _paper_ir,                     # Avery et al. 2022, Table 6 (this module: ir_paper_table)
     "ranld": _paper_ranld,                      # Korkmaz 2024, Tables 1-2 (rlexplain.ranld_study.paper_tables)
-    "saliency_insertion": _paper_insertion,     # Huber et al. 2023, Table 1 (rlexplain.saliency_study.paper_insertion_table)
-    "saliency_calibration": _paper_calibration, # Huber et al. 2023, App. B.1 (rlexplain.saliency_bench.PAPER_CALIBRATION)
-    "saliency_runtime": _paper_runtimes,        # Huber et al. 2023, App. C.2 Tables 3-6 and 8, final rows (saliency_study.PAPER_RUNTIMES)
+    "saliency_insertion": _paper_insertion,     # Huber et al. 2022, Table 1 (rlexplain.saliency_study.paper_insertion_table)
+    "saliency_calibration": _paper_calibration, # Huber et al. 2022, App. B.1 (rlexplain.saliency_bench.PAPER_CALIBRATION)
+    "saliency_runtime": _paper_runtimes,        # Huber et al. 2022, App. C.2 Tables 3-6 and 8, final rows (saliency_study.PAPER_RUNTIMES)
     "xrlbench": _paper_xrl,                     # Xiong et al. 2024, Tables 2-4 (rlexplain.xrlbench.paper_results)
 }
 
@@ -436,7 +471,11 @@ def load_claims(path: str | Path | None = None,  # a TOML file of [[claim]] tabl
             c.setdefault("paper_value", _paper_text(c, s))
         if c["comparator"] in ("within", "below", "above") and "target" not in c: raise ValueError(f"claim {cid!r}: {c['comparator']} needs a target")
         if c["comparator"] == "within" and "tolerance" not in c: raise ValueError(f"claim {cid!r}: within needs a tolerance")
+        tols = list(c["tolerance"].values()) if isinstance(c.get("tolerance"), dict) else [c.get("tolerance", 0)]
+        if not tols or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in tols):
+            raise ValueError(f"claim {cid!r}: tolerance must be a number >= 0 or a table of them (group -> band); got {c.get('tolerance')!r}")
         if c["comparator"] in ("order", "ratio") and not c.get("pairs"): raise ValueError(f"claim {cid!r}: {c['comparator']} needs pairs")
+        if c["comparator"] == "time" and not (c.get("subject") or "target" in c): raise ValueError(f"claim {cid!r}: time needs a subject or a target (seconds)")
         if c["comparator"] == "best" and not c.get("subject"): raise ValueError(f"claim {cid!r}: best needs a subject")
         if not c.get("paper_value"): raise ValueError(f"claim {cid!r} lacks paper_value (or a paper_ref)")
         rows.append(c)
@@ -475,7 +514,7 @@ def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
     def row(verdict, reason, test="none", informative=True):
         shown = items if len(items) <= 8 else items[:8]
         more = f" (+{len(items) - 8} more)" if len(items) > 8 else ""
-        secs = c.get("comparator") == "ratio"   # log-seconds: shown as (geometric-mean) seconds per map
+        secs = c.get("comparator") in ("ratio", "time")   # log-seconds: shown as (geometric-mean) seconds per map
         f = (lambda x: f"{math.exp(x):.3g} s") if secs else (lambda x: f"{x:.4g}")
         ours = "; ".join(f"{e.label} {f(e.mean)}" for e in shown) + more if items else ""
         ivs = "; ".join(f"[{f(iv[0])}, {f(iv[1])}] ({level_pct(e.fixed[2] if e.fixed else LEVEL)} {e.method})" if (iv := e.interval()) is not None and e.method != "exact"
@@ -523,7 +562,6 @@ def score_claim(claim: dict | pd.Series,  # a row of CLAIMS
 
 # %% ../nbs/95_scoreboard.ipynb #b0c0de02
 import functools
-ORIGINAL_CODE = "not reproduced by the paper's code"
 
 @functools.lru_cache(maxsize=1)
 def _original_code_csv() -> pd.DataFrame:
@@ -538,21 +576,37 @@ def original_code_table() -> pd.DataFrame:
     Read once per process (score_run asks once per claim). Raises `FileNotFoundError` if the package lacks the file."""
     return _original_code_csv().copy()
 
+_RANKINGS = {"best": "the better of |importance| and signed ranking (Sec. 4.2)", "abs": "|importance| ranking", "raw": "signed ranking"}
+
 def original_code_check(claim: dict | pd.Series,    # a row of CLAIMS
                         table: pd.DataFrame | None = None, # None: original_code_table()
+                        ranking: str = "best",      # fidelity AUC: "best" (the paper's rule), "abs" (the code's default) or "raw"
                         ) -> tuple[bool, str] | None:
     """Does the paper's own code, on the paper's own agent, reproduce this claim? `(True/False, its numbers)` for the
-    XRL-Bench claims whose measure is `xrl.metric` with comparator `best` (the subject is the code's best explainer) or
-    `within` (the code's value within the tolerance); None where the code has no record (another game, another claim
-    kind). Fidelity: `auc_abs`; RIS: `max_over_states`."""
+    XRL-Bench claims on `xrl.metric` with comparator `best` (the subject is the code's best explainer), `order` (every pair
+    of the claim's groups among the code's explainers in the claimed order) or `within` (the code's value within the
+    tolerance); None where the code has no record (another game, another claim kind, a group without explainer). Fidelity:
+    the code's AUC `auc_{ranking}` (Xiong et al. 2024, Sec. 4.2: the better of the two rankings by default); RIS:
+    `max_over_states`. Raises `ValueError` for a ranking other than "best", "abs", "raw"."""
+    if ranking not in _RANKINGS: raise ValueError(f"ranking must be one of {list(_RANKINGS)}; got {ranking!r}.")
     c = {k: v for k, v in dict(claim).items() if not (isinstance(v, float) and math.isnan(v))}   # CLAIMS' empty cells
-    if c.get("measure") != "xrl.metric" or c.get("comparator") not in ("best", "within"): return None
+    if c.get("measure") != "xrl.metric" or c.get("comparator") not in ("best", "within", "order"): return None
     t = original_code_table() if table is None else table
     a = dict(c.get("args") or {}); metric = a.get("metric")
-    agg = "max_over_states" if metric == "RIS" else "auc_abs"
+    agg = "max_over_states" if metric == "RIS" else f"auc_{ranking}"
     v = t[(t.env == a.get("env")) & (t.metric == metric) & (t.aggregation == agg)].set_index("explainer").value
     if v.empty: return None
-    head = f"XRL-Bench's code ({str(t.commit.iloc[0])[:7]}, {int(t.n_states.iloc[0])} states, its own agent)"
+    head = f"XRL-Bench's code ({str(t.commit.iloc[0])[:7]}, {int(t.n_states.iloc[0])} states, its own agent" + \
+           ("" if metric == "RIS" else f", {_RANKINGS[ranking]}") + ")"
+    if c["comparator"] == "order":
+        g, pairs = dict(c.get("groups") or {}), []
+        for spec in c.get("pairs") or []:
+            A, B = (x.strip() for x in spec.split(">", 1))
+            left, right = ([e for e in v.index if s in (e, g.get(e))] for s in (A, B))
+            if not left or not right: return None
+            pairs += [(x, y) for x in left for y in right]
+        bad = [f"{x} {v[x]:.3g} <= {y} {v[y]:.3g}" for x, y in pairs if not v[x] > v[y]]
+        return not bad, f"{head}: {metric} " + (f"{len(bad)} of {len(pairs)} pairs out of order ({'; '.join(bad[:3])})" if bad else f"all {len(pairs)} pairs in order")
     if c["comparator"] == "best":
         subject = c.get("subject")
         if subject not in v.index: return None
@@ -566,14 +620,17 @@ def original_code_check(claim: dict | pd.Series,    # a row of CLAIMS
     return ok, f"{head}: {subject} {metric} {float(v[subject]):.3g} vs {target:g} ± {tol:g}"
 
 # %% ../nbs/95_scoreboard.ipynb #01acfab6
-BOARD_COLUMNS = ["id", "paper", "where", "kind", "claim", "paper_value", "ours", "interval", "n", "test", "informative", "verdict", "reason"]
+BOARD_COLUMNS = ["id", "paper", "where", "kind", "claim", "paper_value", "ours", "interval", "n", "test", "informative", "verdict",
+                 "paper_code_verdict", "reason"]
 
 def score_run(run_dir: str | Path,                 # a run directory written by `rlexplain demo` (`<run>/<section>/<table>.csv`)
               claims: pd.DataFrame | None = None,  # None: CLAIMS
               ) -> pd.DataFrame:                   # one row per claim: BOARD_COLUMNS
     """Score a finished run against the claims: per claim our value(s) (`ours`), their 95% `interval`s, `n` (what they rest
     on), the `test` behind the interval, `informative` (False where the evidence holds by construction or the condition was
-    not applied: such a claim never counts as reproduced), the `verdict` (one of `VERDICTS`) and its `reason`. Deterministic: the same tables give the same board. The run's scale
+    not applied: such a claim never counts as reproduced), our `verdict` (one of `VERDICTS`), the `paper_code_verdict` of the
+    paper's own code on its own agent ("reproduced", "not reproduced", "" where it has no record: `original_code_check`, the
+    paper's better-of-two ranking, its |importance| variant named in the reason where it disagrees) and the `reason`. Deterministic: the same tables give the same board. The run's scale
     is in `board.attrs["scale"]`. A missing section or table gives 'not run'. Refuses what is not a finished run
     (`rlexplain.runtables.check_run`): raises `FileNotFoundError` if `run_dir` is not a directory, `NotARun` for a folder
     without a run's sections (or one section of a run), `RunTableError` naming the file for a table that cannot be
@@ -583,29 +640,33 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
     for _, c in (CLAIMS if claims is None else claims).iterrows():
         kind = c["kind"] + (f" ({c['from_table']})" if c["kind"] == "derived" else "")
         r = score_claim(c, run)
-        try: oc = original_code_check(c)
-        except FileNotFoundError: oc = None
-        if oc is not None and not oc[0] and r["verdict"] != "not run":   # measured by us, missed by the paper's own code
-            r = {**r, "verdict": ORIGINAL_CODE, "reason": f"{oc[1]}; ours: {r['verdict']}: {r['reason']}"}
-        elif oc is not None:
-            r = {**r, "reason": f"the paper's code {'reproduces' if oc[0] else 'does not reproduce'} it ({oc[1]}); {r['reason']}"}
+        try: oc, oa = original_code_check(c), original_code_check(c, ranking="abs")   # the paper's rule, and the code's default
+        except FileNotFoundError: oc = oa = None
+        says = lambda o: "reproduces" if o[0] else "does not reproduce"
+        if oc is not None:   # a second verdict beside ours, never instead of it
+            alt = f"; by |importance| alone it {says(oa)} it ({oa[1]})" if oa is not None and oa[0] != oc[0] else ""
+            r = {**r, "reason": f"the paper's code {says(oc)} it ({oc[1]}){alt}; ours: {r['verdict']}: {r['reason']}"}
         rows.append({"id": c["id"], "paper": c["paper"], "where": c["where"], "kind": kind, "claim": c["cell"],
-                     "paper_value": c["paper_value"], **r})
+                     "paper_value": c["paper_value"], **r,
+                     "paper_code_verdict": "" if oc is None else ("reproduced" if oc[0] else "not reproduced")})
     board = pd.DataFrame(rows, columns=BOARD_COLUMNS)
     board.attrs["scale"] = run.scale or "unknown"; board.attrs["run_dir"] = str(p)
     return board
 
 def summary_line(board: pd.DataFrame) -> str:
     """One line for the README and the report, e.g. 'demo scale: 14 of 53 claims reproduced, 3 contradicted,
-    10 inconclusive, 2 uninformative, 12 not comparable at demo scale, 14 not run'. Raises `KeyError` if `board` has no `verdict` column."""
+    10 inconclusive, 2 uninformative, 12 not comparable at demo scale, 14 not run; the paper's code: 7 of 16 claims not
+    reproduced' (the last part where the board has `paper_code_verdict`s). Raises `KeyError` if `board` has no `verdict` column."""
     if "verdict" not in board: raise KeyError(f"summary_line needs score_run's board (a 'verdict' column); got columns {list(board.columns)}.")
     scale = board.attrs.get("scale", "unknown"); c = board.verdict.value_counts()
     parts = [f"{c.get('reproduced', 0)} of {len(board)} claims reproduced", f"{c.get('contradicted', 0)} contradicted",
-             f"{c.get('inconclusive', 0)} inconclusive", f"{c.get('uninformative', 0)} uninformative", f"{c.get(ORIGINAL_CODE, 0)} {ORIGINAL_CODE}",
+             f"{c.get('inconclusive', 0)} inconclusive", f"{c.get('uninformative', 0)} uninformative",
              f"{c.get('not comparable', 0)} not comparable at {scale} scale", f"{c.get('not run', 0)} not run"]
-    return f"{scale} scale: " + ", ".join(parts)
+    pc = board.get("paper_code_verdict", pd.Series(dtype=str)).fillna("")
+    code = f"; the paper's code: {int((pc == 'not reproduced').sum())} of {int((pc != '').sum())} claims not reproduced" if (pc != "").any() else ""
+    return f"{scale} scale: " + ", ".join(parts) + code
 
-BOARD_TEXT_COLUMNS = ["id", "paper_value", "ours", "test", "verdict", "reason"]
+BOARD_TEXT_COLUMNS = ["id", "paper_value", "ours", "test", "verdict", "paper_code_verdict", "reason"]
 
 def board_text(board: pd.DataFrame,      # score_run's board
                width: int = 250,         # characters per line
@@ -618,7 +679,7 @@ def board_text(board: pd.DataFrame,      # score_run's board
     with pd.option_context("display.width", width, "display.max_rows", 500, "display.max_colwidth", max_colwidth):
         return summary_line(board) + "\n" + board[BOARD_TEXT_COLUMNS].to_string(index=False)
 
-_COLORS = {"reproduced": "#2a9d3f", "contradicted": "#d1495b", "inconclusive": "#8d6cab", "uninformative": "#4d4d4d", ORIGINAL_CODE: "#6c8ead", "not comparable": "#edae49", "not run": "#bbbbbb"}
+_COLORS = {"reproduced": "#2a9d3f", "contradicted": "#d1495b", "inconclusive": "#8d6cab", "uninformative": "#4d4d4d", "not comparable": "#edae49", "not run": "#bbbbbb"}
 
 def plot(board: pd.DataFrame, ax=None):
     """Verdicts per paper as horizontal stacked bars (counts of claims). Returns the Axes. Raises `KeyError` if

@@ -14,9 +14,9 @@ from typing import Any, Sequence
 
 # %% auto #0
 __all__ = ['FEATURE_NAMES', 'feature_names', 'xrlbench_mlp', 'load_xrlbench_policy', 'generate_dataset', 'save_dataset',
-           'load_dataset', 'dataset_arrays', 'waterfall_plot', 'XRLBenchResult', 'run_benchmark', 'XRLBenchConfig',
-           'paper_results', 'image_states', 'run_image_benchmark', 'image_agent', 'demo_plan', 'demo_units',
-           'demo_section']
+           'load_dataset', 'dataset_arrays', 'waterfall_plot', 'XRLBenchResult', 'better_of_two', 'time_per_state',
+           'run_benchmark', 'XRLBenchConfig', 'paper_results', 'image_states', 'run_image_benchmark', 'image_agent',
+           'demo_plan', 'demo_units', 'demo_section']
 
 # %% ../nbs/40_xrlbench.ipynb #4ea68046
 import matplotlib.pyplot as plt
@@ -170,27 +170,31 @@ def waterfall_plot(ex: Attribution,          # a tabular Attribution (SHAP metho
 # %% ../nbs/40_xrlbench.ipynb #193052db
 @dataclasses.dataclass(frozen=True)
 class XRLBenchResult(Result):
-    "Benchmark of several explainers on one agent: `table` (one row per method), `curves` (metric curves over k), parameters."
+    """Benchmark of several explainers on one agent: `table` (one row per method), `curves` (metric curves over k, both
+    rankings), parameters, and `times` (`time_per_state`'s method, state, seconds; None when not timed)."""
     env_id: str
     table: pd.DataFrame
     curves: pd.DataFrame
     params: dict
+    times: pd.DataFrame | None = None
 
     def summary(self) -> pd.DataFrame:
-        """The paper's columns: AIM (lower better), AUM, PGI (higher better), PGU (|importance| ranking), RIS (lower better, Eq. 3),
+        """The paper's columns: AIM (lower better), AUM, PGI (higher better), PGU (each the better of its two rankings, Sec. 4.2), RIS (lower better, Eq. 3),
         ms per explained state, and TabularSHAP's student agreement with the policy (held-out share of equal actions; NaN for other methods).
         Image results add `PGI_code` and `PGU_code`: the same metrics with XRL-Bench's code perturbation of images (blurred pixels).
         Then each metric's standard deviation over the explained states (`AIM_std`, ..., `RIS_std`, ddof 1), the number of
-        explained states `n_states` and of RIS states `RIS_n`, so that an ordering of two methods can carry an interval."""
+        explained states `n_states` and of RIS states `RIS_n`, so that an ordering of two methods can carry an interval. Last the
+        named variants of each fidelity metric: `AIM_abs` (|importance| ranking), `AIM_raw` (signed), their `_std`, and `AIM_ranking`."""
         main = [c for c in ("AIM", "AUM", "PGI", "PGU", "PGI_code", "PGU_code", "RIS", "ms_per_sample", "student_agreement") if c in self.table.columns]
         spread = [c for c in (*(f"{m}_std" for m in main), "n_states", "RIS_n") if c in self.table.columns]
-        cols = main + spread
+        variants = [c for m in _XRL_METRICS for c in (f"{m}_abs", f"{m}_raw", f"{m}_abs_std", f"{m}_raw_std", f"{m}_ranking") if c in self.table.columns]
+        cols = main + spread + variants
         return self.table.set_index("method")[cols]
 
     def to_frame(self) -> pd.DataFrame: return self.table.assign(env_id=self.env_id)
 
     def plot(self, ax=None, metric: str = "AIM", order: str = "abs"):
-        """The curves of `metric` over k for each method (ranking `order`: "abs", the paper's, or "raw"), each method with its own marker and line
+        """The curves of `metric` over k for each method (ranking `order`: "abs", by |importance|, or "raw", signed), each method with its own marker and line
         style so that coinciding curves stay visible; the title says whether lower or higher is better. Returns the Axes.
         Raises `ValueError` if this result has no curves of `metric`."""
         if isinstance(ax, str): raise TypeError(f"plot(ax=None, metric=...): pass the metric by name, plot(metric={ax!r}).")
@@ -219,6 +223,48 @@ def _state_std(r) -> float:
 _XRL_METRICS = ("AIM", "AUM", "PGI", "PGU")   # XRL-Bench's fidelity metrics (Xiong et al. 2024, Sec. 3.3), keys of METRICS
 _NOISE_METRICS = ("PGI", "PGU")                 # the ones that perturb with noise (Eq. 1-2); the others mask
 
+# %% ../nbs/40_xrlbench.ipynb #89f4aaf3
+def better_of_two(metric: str,        # "AIM", "AUM", "PGI" or "PGU"
+                  abs_value: float,   # the metric's AUC with features ranked by |importance|
+                  raw_value: float,   # the same with features ranked by the signed importance
+                  ) -> tuple[float, str]:  # (the better value, "abs" or "raw")
+    """XRL-Bench's reported fidelity value (Xiong et al. 2024, Sec. 4.2): the better of the |importance| and the signed
+    ranking's AUCs, lower for AIM/PGU and higher for AUM/PGI (`METRICS[metric].higher_is_better`); a tie is "abs".
+    Raises `ValueError` for another metric or a value that is not finite."""
+    if metric not in _XRL_METRICS: raise ValueError(f"better_of_two scores XRL-Bench's fidelity metrics {list(_XRL_METRICS)}; got {metric!r}.")
+    a, r = float(abs_value), float(raw_value)
+    if not (np.isfinite(a) and np.isfinite(r)): raise ValueError(f"{metric}: both rankings need a finite value; got abs {a}, raw {r}.")
+    raw_better = r > a if METRICS[metric].higher_is_better else r < a
+    return (r, "raw") if raw_better else (a, "abs")
+
+# %% ../nbs/40_xrlbench.ipynb #7486ec7b
+def time_per_state(policy: Policy,             # the agent
+                   background: Any,            # its dataset states (M, D) or DataFrame, as run_benchmark's
+                   states: Any,                # (N, *obs_shape) the states to time, one at a time
+                   methods: Sequence[str] = TABULAR_METHODS,
+                   method_params: dict | None = None, # {method: {param: value}} over each method's "xrlbench" preset
+                   seed: int = 0,
+                   ) -> pd.DataFrame:          # N x len(methods) rows: method, state (0..N-1), seconds
+    """Seconds each method takes to explain each state alone (Xiong et al. 2024, Figure 2, with a spread): one warm-up call per
+    method (untimed: it fits students and statistics), then for state i the methods in the order rotated by i, each call
+    `explainer.explain(policy, states[i:i+1])` timed by `time.perf_counter`. Raises `ValueError` for empty states or an
+    unknown method."""
+    x = as_states(states, policy)
+    if len(x) == 0: raise ValueError("states is empty (N = 0); pass at least one state to time.")
+    method_params = method_params or {}; exs = {}
+    for name in methods:
+        key = registry_name(name)
+        if key not in EXPLAINERS: raise ValueError(f"unknown explainer {name!r}; XRL-Bench's: {', '.join(TABULAR_METHODS)}.")
+        cls = EXPLAINERS[key]
+        ex = cls(**{**cls.presets.get("xrlbench", {}), "background": background, "seed": seed, **method_params.get(name, {})})
+        ex.explain(policy, x[:1])                                         # warm-up: fits, caches, first-call costs
+        exs[getattr(cls, "key", key)] = ex
+    labels, rows = list(exs), []
+    for i in range(len(x)):
+        for m in labels[i % len(labels):] + labels[:i % len(labels)]:     # rotated: each method runs first on 1/M of the states
+            t0 = time.perf_counter(); exs[m].explain(policy, x[i:i + 1]); rows.append((m, i, time.perf_counter() - t0))
+    return pd.DataFrame(rows, columns=["method", "state", "seconds"])
+
 # %% ../nbs/40_xrlbench.ipynb #9d00f0d2
 def run_benchmark(policy: Policy,               # the agent
                   background: Any,              # its dataset states (M, D) or DataFrame: students, LIME statistics, references, stds
@@ -232,20 +278,26 @@ def run_benchmark(policy: Policy,               # the agent
                   env_id: str = "",
                   seed: int = 0,
                   pixel_step: int | None = None, # images: k grid step of the fidelity metrics, pixels; None: W (one image row)
+                  n_time: int = 0,              # time each method on the first n_time states, one state at a time (0: skip)
                   progress: bool = False) -> XRLBenchResult:
     """Explain `states` with each method and score the explanations (Xiong et al. 2024, Sec. 4, Tables 2-4, Figure 2).
-    Columns: each metric with the |importance| ranking (the paper's) and `{metric}_raw` with the signed ranking; `RIS` (Eq. 3),
+    Columns: each metric as the paper reports it, the better of its two rankings (`better_of_two`, Sec. 4.2; `{metric}_ranking`
+    says which), with the named variants `{metric}_abs` (|importance| ranking, XRL-Bench's code default) and `{metric}_raw`
+    (signed ranking), each with its `_std` over the states; `RIS` (Eq. 3),
     `RIS_code` (XRL-Bench's current code) and `RIS_original` (its first release) on the first `n_ris` states. On image states
     PGI and PGU are also reported as `PGI_code` / `PGU_code` (|importance| ranking) with the perturbation of XRL-Bench's code,
     which blurs the chosen pixels instead of adding the Gaussian noise of the paper's Eq. 1-2 (`PGI`).
     One road: each method is `rlexplain.attribution.explain(name, ..., background=background)` with its "xrlbench" preset, and each
     cell is `score(metric, ..., feature_std=background.std(0))`: the noise scale is the background's, as XRL-Bench's, so `score`
-    with the same explanation and `feature_std` gives the same numbers.
-    Raises `ValueError` for unknown methods or metrics, empty states, `n_ris < 0`, and for states that do not fit the policy."""
+    with the same explanation and `feature_std` gives the same numbers. With `n_time > 0`, `times` holds `time_per_state` on the
+    first `n_time` states (Figure 2 with a spread).
+    Raises `ValueError` for unknown methods or metrics, empty states, `n_ris < 0` or `n_time < 0`, and for states that do not fit the policy."""
     unknown = [m for m in metrics if m not in _XRL_METRICS]
     if unknown: raise ValueError(f"unknown metrics {unknown}; known: {list(_XRL_METRICS)}.")
     if not isinstance(n_ris, (int, np.integer)) or isinstance(n_ris, bool) or n_ris < 0:
         raise ValueError(f"n_ris must be an int >= 0 (0 skips RIS); got {n_ris!r}.")
+    if not isinstance(n_time, (int, np.integer)) or isinstance(n_time, bool) or n_time < 0:
+        raise ValueError(f"n_time must be an int >= 0 (0 skips the per-state timing); got {n_time!r}.")
     method_params = method_params or {}
     x = as_states(states, policy)
     if len(x) == 0: raise ValueError("states is empty (N = 0); pass at least one state to explain.")
@@ -265,8 +317,12 @@ def run_benchmark(policy: Policy,               # the agent
         if "agreement" in e.params: row.update(student_agreement=e.params["agreement"], student_trees=e.params["n_trees"])
         for m in metrics:   # both rankings in one call: it scores a ranking the two share (a map that is never negative) once
             r = score(m, policy, x, e, feature_std=std, seed=seed, order="both", pixel_step=pixel_step)
-            row[m], row[f"{m}_std"] = r.value, _state_std(r)
-            row[f"{m}_raw"] = float(np.nanmean(np.asarray(r.raw["raw_per_state"], np.float64)))   # as score(..., order="raw").value
+            raw = np.asarray(r.raw["raw_per_state"], np.float64)
+            row[f"{m}_abs"], row[f"{m}_abs_std"] = r.value, _state_std(r)
+            row[f"{m}_raw"] = float(np.nanmean(raw))                  # as score(..., order="raw").value
+            row[f"{m}_raw_std"] = float(raw.std(ddof=1)) if raw.size > 1 else float("nan")
+            row[m], row[f"{m}_ranking"] = better_of_two(m, row[f"{m}_abs"], row[f"{m}_raw"])   # the paper's reported value
+            row[f"{m}_std"] = row[f"{m}_{row[f'{m}_ranking']}_std"]
             for order, curve in (("abs", r.curve), ("raw", r.raw["raw_curve"])):
                 curves.append(pd.DataFrame({"metric": m, "method": label, "order": order, "k": r.curve_x.astype(int), "score": curve}))
             if x.ndim == 4 and m in _NOISE_METRICS:   # the code's image perturbation, side by side
@@ -279,12 +335,13 @@ def run_benchmark(policy: Policy,               # the agent
             row["RIS"], row["RIS_code"], row["RIS_std"], row["RIS_n"] = ris.value, ris.params["also"]["code"], _state_std(ris), n
             row["RIS_original"] = score("RIS", policy, x[:n], e[:n], variant="original", feature_std=std, seed=seed).value
         rows.append({**row, "n_states": int(len(x))})
-    params = {"n_states": int(len(x)), "n_background": int(len(bg)), "n_ris": int(n_ris), "ris_neighbors": int(ris_neighbors),
+    times = time_per_state(policy, background, x[:n_time], methods, method_params, seed) if n_time else None
+    params = {"n_states": int(len(x)), "n_time": int(min(n_time, len(x))), "n_background": int(len(bg)), "n_ris": int(n_ris), "ris_neighbors": int(ris_neighbors),
               **({"pixel_step": int(pixel_step or x.shape[-1])} if x.ndim == 4 else {}),
               "ris_noise": float(ris_noise), "seed": int(seed), "policy": getattr(policy, "name", "policy"),
               "method_params": {k: {kk: (vv if isinstance(vv, (int, float, str, bool, type(None))) else str(vv)) for kk, vv in v.items()}
                                 for k, v in method_params.items()}}
-    return XRLBenchResult(env_id, pd.DataFrame(rows), pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(), params)
+    return XRLBenchResult(env_id, pd.DataFrame(rows), pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(), params, times)
 
 # %% ../nbs/40_xrlbench.ipynb #84537aaf
 @dataclasses.dataclass(frozen=True)
@@ -303,20 +360,24 @@ class XRLBenchConfig(ScaledConfig):
     n_image_ris: int = 4           # image states for RIS
     image_ris_neighbors: int = 3
     image_pixel_step: int = 84     # k grid step of the image fidelity metrics, pixels: one image row (the paper: every tenth k)
+    n_time: int = 20               # tabular states timed one at a time per method (time_per_state; Figure 2 with a spread)
+    n_image_time: int = 4          # image states timed one at a time per method
     seed: int = 0
 
     @classmethod
     def demo(cls, **kw) -> "XRLBenchConfig":
-        """CartPole, LunarLander and FlappyBird, 5,000 dataset states, 300 explained, RIS on 30 states x 5 neighbours; ALE Breakout
-        and Pong, 100 background states, 16 explained, RIS on 4 x 3."""
+        """CartPole, LunarLander and FlappyBird, 5,000 dataset states, 300 explained, RIS on 30 states x 5 neighbours, 20 timed one
+        at a time; ALE Breakout and Pong, 100 background states, 16 explained, RIS on 4 x 3, 4 timed."""
         return cls(**kw)
 
     @classmethod
     def reference(cls, **kw) -> "XRLBenchConfig":
         """20,000 dataset states, 1,000 explained, RIS on 100 states x 10 neighbours (the paper's neighbours); image games on 64
         states (RIS on 16 x 5), k every 84 pixels as at demo scale. The tables' `<metric>_std` and `n_states` give every
-        ordering an interval: at 64 image states a standard error is 1/8 of the spread across states."""
-        d = dict(n_dataset=20_000, n_explain=1000, n_ris=100, ris_neighbors=10, n_image_explain=64, n_image_ris=16, image_ris_neighbors=5)
+        ordering an interval: at 64 image states a standard error is 1/8 of the spread across states. Run times: 100 tabular and 16
+        image states, each method on each alone."""
+        d = dict(n_dataset=20_000, n_explain=1000, n_ris=100, ris_neighbors=10, n_image_explain=64, n_image_ris=16, image_ris_neighbors=5,
+                 n_time=100, n_image_time=16)
         d.update(kw); return cls(**d)
 
     @classmethod
@@ -324,7 +385,7 @@ class XRLBenchConfig(ScaledConfig):
         """The paper's dataset sizes (Table 1: ~125k CartPole, ~219k LunarLander states); 2,000 explained, RIS on 500 x 10; image
         fidelity over every tenth k (Sec. 4.2: "the AUC for K mod 10")."""
         d = dict(n_dataset=200_000, n_explain=2000, n_ris=500, ris_neighbors=10,
-                 n_image_explain=500, n_image_ris=100, image_ris_neighbors=10, image_pixel_step=10)
+                 n_image_explain=500, n_image_ris=100, image_ris_neighbors=10, image_pixel_step=10, n_time=200, n_image_time=32)
         d.update(kw); return cls(**d)
 
 # %% ../nbs/40_xrlbench.ipynb #030ed99e
@@ -376,14 +437,14 @@ def run_image_benchmark(policy: Policy, env_id: str, cfg: XRLBenchConfig | None 
                         env_kwargs: dict | None = None) -> XRLBenchResult:
     """XRL-Bench on image states (Table 3 and Table 4's image columns): background and explained states from the
     agent's own play, `cfg.image_methods`, AIM/AUM/PGI/PGU over a grid of k every `cfg.image_pixel_step` pixels (PGI and PGU
-    also with the code's blur: `run_benchmark`), RIS on `cfg.n_image_ris` states.
+    also with the code's blur: `run_benchmark`), RIS on `cfg.n_image_ris` states, run times on `cfg.n_image_time` states.
     `policy` takes `(B, C, H, W)` images in [0, 1]. Raises `ValueError` for a non-image policy (and as `run_benchmark`)."""
     cfg = cfg or XRLBenchConfig.from_scale()
     if len(policy.obs_shape) != 3: raise ValueError(f"run_image_benchmark needs an image policy (C, H, W); got obs shape {policy.obs_shape}.")
     bg = image_states(policy, env_id, cfg.n_image_background, cfg.seed, env_kwargs)
     xs = image_states(policy, env_id, cfg.n_image_explain, cfg.seed + 1, env_kwargs)
     return run_benchmark(policy, bg, xs, methods=cfg.image_methods, n_ris=cfg.n_image_ris, ris_neighbors=cfg.image_ris_neighbors,
-                         env_id=env_id, seed=cfg.seed, pixel_step=cfg.image_pixel_step)
+                         env_id=env_id, seed=cfg.seed, pixel_step=cfg.image_pixel_step, n_time=cfg.n_image_time)
 
 # %% ../nbs/40_xrlbench.ipynb #12d0ccf4
 def _beats_random(ev: dict | None) -> bool:
@@ -426,7 +487,8 @@ def _demo_job(job: tuple):
     df = generate_dataset(agent, env_id, n_states=cfg.n_dataset, seed=cfg.seed, min_episodes=5)
     X, _ = dataset_arrays(df)
     idx = np.random.default_rng(cfg.seed).choice(len(X), min(cfg.n_explain, len(X)), replace=False)
-    return run_benchmark(agent, df, X[idx], methods=cfg.methods, n_ris=cfg.n_ris, ris_neighbors=cfg.ris_neighbors, env_id=env_id, seed=cfg.seed)
+    return run_benchmark(agent, df, X[idx], methods=cfg.methods, n_ris=cfg.n_ris, ris_neighbors=cfg.ris_neighbors, env_id=env_id, seed=cfg.seed,
+                         n_time=cfg.n_time)
 
 def demo_plan(scale: str) -> tuple:
     """The XRL-Bench demo's plan at `scale`: `(config, jobs, names, cards, notes)`, one `_demo_job` per environment of the
@@ -479,7 +541,7 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
         sec.figure(f"xrl_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k features")
     if tabs:
         sec.table("xrl_fidelity_stability", pd.concat(tabs, ignore_index=True), "Tables 2-4 analogue: AIM, AUM (action agreement AUCs), PGI, PGU (output change AUCs), "
-                  "features ranked by |importance| as in the paper; RIS (Eq. 3); TabularSHAP's student agreement with the agent; next to the paper's values")
+                  "the better of the |importance| and signed rankings as in the paper (Sec. 4.2; each ranking also in its own columns); RIS (Eq. 3); TabularSHAP's student agreement with the agent; next to the paper's values")
         sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state (each "
                   "environment in its own worker process, side by side with the others)")
     for (kind, env_id, _), r in zip(jobs, results):
@@ -492,3 +554,8 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
                   f"random {card['evaluation']['random_mean']:.1f}); {cfg.n_image_explain} states, k every {cfg.image_pixel_step} pixels; "
                   "PGI_code and PGU_code: XRL-Bench's code perturbation of images (chosen pixels blurred, sigma 5) beside the paper's Gaussian noise")
         sec.figure(f"xrl_image_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
+    per = [r.times.assign(env=env_id) for (_, env_id, _), r in zip(jobs, results) if r.times is not None]
+    if per:
+        sec.table("xrl_time_per_state", pd.concat(per, ignore_index=True)[["env", "method", "state", "seconds"]],
+                  "Figure 2 with a spread: seconds each method takes to explain each state alone (time_per_state: a warm-up call "
+                  "each, the methods' order rotated per state, time.perf_counter; each environment in its own worker process)")

@@ -193,18 +193,18 @@ def test_every_field_of_an_attribution_survives_save_and_load(tmp_path, cnn):
     assert "background" not in back.explainer.params                                   # data, not a setting: not saved
 
 def test_huber_defaults_are_the_papers_protocol():
-    "Each Huber et al. (2023) default pinned: final parameters (App. C.2) as presets, paper KL, trapezoid AUC, 84 pixels per step."
+    "Each Huber et al. (2022) default pinned: final parameters (App. C.2) as presets, paper KL, trapezoid AUC, 84 pixels per step."
     from rlexplain.saliency import PAPER_PARAMS
-    for key, (name, params) in PAPER_PARAMS.items():   # final parameters: the huber2023 preset; Table 10 / Sec. 5 variants: another preset
+    for key, (name, params) in PAPER_PARAMS.items():   # final parameters: the huber2022 preset; Table 10 / Sec. 5 variants: another preset
         assert any(params.items() <= p.items() for p in EXPLAINERS[name].presets.values()), key
-        if key == name: assert params.items() <= EXPLAINERS[key].presets["huber2023"].items(), key
-    assert EXPLAINERS["sarfa"].presets["huber2023"]["kl"] == "paper" and EXPLAINERS["sarfa"].presets["xrlbench"]["kl"] == "code"
+        if key == name: assert params.items() <= EXPLAINERS[key].presets["huber2022"].items(), key
+    assert EXPLAINERS["sarfa"].presets["huber2022"]["kl"] == "paper" and EXPLAINERS["sarfa"].presets["xrlbench"]["kl"] == "code"
     from rlexplain.saliency_study import BenchConfig
     cfg = BenchConfig()
     assert (cfg.auc, cfg.pixel_step, cfg.starts, cfg.ssim_flat) == ("trapezoid", 84, ("black", "random"), False)
     from rlexplain.attribution.explainers.rise import _RISE
     r = _RISE()
-    assert (r.n_samples, r.s, r.p, r.softmax) == (1000, 8, 0.5, False) and saliency.RISE.presets["huber2023"] == {k: r.params[k] for k in ("n_samples", "s", "p", "softmax")}
+    assert (r.n_samples, r.s, r.p, r.softmax) == (1000, 8, 0.5, False) and saliency.RISE.presets["huber2022"] == {k: r.params[k] for k in ("n_samples", "s", "p", "softmax")}
 
 
 def test_image_perturbation_saliency_is_noise_sensitivity(cnn):
@@ -318,7 +318,7 @@ def test_sarfa_preset_works_on_tabular_states_and_keeps_one_fitted_explainer():
     from rlexplain.attribution import explainer
     pol = linear_policy([[1.0, 0.5, 0.0, 0.0], [-1.0, 0.0, 0.2, 0.0]])
     X = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32)
-    ex = explainer("sarfa").preset("huber2023", background=X)
+    ex = explainer("sarfa").preset("huber2022", background=X)
     a = explain(ex, pol, X[:3]).values
     assert a.shape == (3, 4) and np.isfinite(a).all()
     fitted = ex._fitted
@@ -464,8 +464,10 @@ def test_lesson_40_table_is_score_with_the_background_std():
     for name, key in (("IG", "integrated_gradients"), ("PS", "ps")):
         att = explain(key, pol, X, background=B)
         row = rb.table.set_index("method").loc[name]
-        for m in ("AIM", "AUM", "PGI", "PGU"):
-            assert score(m, pol, X, att, feature_std=B.std(0)).value == pytest.approx(row[m], rel=1e-12, abs=1e-12), (name, m)
+        for m in ("AIM", "AUM", "PGI", "PGU"):   # each ranking alone, and the paper's value: the better of the two (Sec. 4.2)
+            ab, rw = (score(m, pol, X, att, feature_std=B.std(0), order=o).value for o in ("abs", "raw"))
+            assert (ab, rw) == pytest.approx((row[f"{m}_abs"], row[f"{m}_raw"]), rel=1e-12, abs=1e-12), (name, m)
+            assert row[m] == xrlbench.better_of_two(m, row[f"{m}_abs"], row[f"{m}_raw"])[0], (name, m)
         ris = score("RIS", pol, X[:4], att[:4], n_neighbors=2, feature_std=B.std(0), also=("code",))
         assert (ris.value, ris.params["also"]["code"]) == pytest.approx((row["RIS"], row["RIS_code"]), rel=1e-9)
         # the old default (the std of the 12 explained states) is another noise scale, and another PGI

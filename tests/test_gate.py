@@ -63,7 +63,7 @@ def test_every_agent_the_demo_and_the_reference_scale_use_passes_the_gate(tmp_pa
     from rlexplain.ranld_study import demo_plan as ranld_plan
     from rlexplain.xrlbench import demo_plan as xrl_plan
     from rlexplain.ir import IRConfig, ir_jobs
-    from rlexplain.saliency_study import BenchConfig
+    from rlexplain.saliency_study import BenchConfig, _agent_spec
     from rlexplain.switching import SwitchingConfig, team_entry
     from rlexplain.timeseries_study import STUDY_GAMES
     used = {}
@@ -80,7 +80,7 @@ def test_every_agent_the_demo_and_the_reference_scale_use_passes_the_gate(tmp_pa
         games, _, _, _ = ranld_plan(scale, tmp_path)
         for _, (_, _, c) in games.items(): used[str(_entry(c))] = f"RA-NLD ({scale})"
         cfg = BenchConfig.from_scale(scale)
-        for g in cfg.games: used[best_zoo_entry(g, cfg.algo)] = f"saliency benchmark ({scale})"
+        for g in cfg.games: used[_agent_spec(cfg, g)] = f"saliency benchmark ({scale})"   # as the study selects it
         sw = SwitchingConfig.from_scale(scale)
         for seed in {sw.team, sw.donor}: used[team_entry(sw.env_id, sw.pipeline, seed)] = f"switching ({scale})"
     for g in STUDY_GAMES:

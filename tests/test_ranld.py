@@ -434,3 +434,48 @@ def test_flipped_counts_changed_greedy_actions_by_hand():
                         observed=np.array([[-1.02, 0.0], [-0.5, 0.0]], np.float32), attacked=np.ones(2, bool))
     assert _flipped(pol, ro) == 0.5
     assert np.isnan(_flipped(pol, ShiftedRollout(obs=np.zeros((2, 2), np.float32), actions=np.array([3, 3]), rewards=np.zeros(2), episode=np.zeros(2, int), states=[], env_id="line")))
+
+
+# --- issue 36: the demo's state sets sample the whole episode ------------------------------------------------------------
+
+def test_strided_sets_keep_every_kth_step_and_shift_only_there():
+    """With `stride` k, a protocol's sets are the steps 0, k, 2k, ... of the played episode: its quotients equal RA-NLD of
+    those steps of rollouts played by hand, the shifted rollout moved exactly the kept frames (`_EveryKth`), and S^Psi's
+    states are the shifted frames at the kept steps."""
+    from rlexplain.envs import make_env
+    from rlexplain.ranld_study import _EveryKth, _kept
+    from rlexplain.shifts import Identity, collect_shifted_rollout, make_shift
+    torch.manual_seed(0)
+    tiny = Policy.from_module(nn.Sequential(nn.Conv2d(4, 4, 8, 8), nn.ReLU(), nn.Flatten(), nn.Linear(400, 4)),
+                              obs_shape=(4, 84, 84), device="cpu", name="tiny")
+    cfg = RANLDConfig(n_runs=1, n_episodes=1, max_steps=24, stride=4)
+    qt = ranld_protocol(tiny, "toybox/Breakout", {"blur": "blur"}, cfg)
+    assert set(qt.table.n_states) == {6}                                          # steps 0, 4, ..., 20 of 24
+    S = ranld(tiny, collect_shifted_rollout(make_env("toybox/Breakout"), tiny, Identity(), seed=0, max_steps=24).obs[::4])
+    H = ranld(tiny, collect_shifted_rollout(make_env("toybox/Breakout"), tiny, Identity(), seed=500, max_steps=24).obs[::4])
+    ro = collect_shifted_rollout(make_env("toybox/Breakout"), tiny, _EveryKth(make_shift("blur"), 4), seed=500, max_steps=24)
+    moved = np.abs(ro.observed - ro.obs / 255.0).reshape(24, -1).max(1) > 1e-6
+    assert np.flatnonzero(moved).tolist() == [0, 4, 8, 12, 16, 20]
+    P = ranld(tiny, _kept(ro, 4).observed)
+    got = qt.table.set_index("condition").quotient
+    assert got["unmodified (S-hat)"] == feature_correlation_quotient(H, S) and got["blur"] == feature_correlation_quotient(P, S)
+    assert qt.table.set_index("condition").changed["blur"] == 1.0 and qt.params["stride"] == 4
+    with pytest.raises(ValueError, match="stride must be"): RANLDConfig(stride=0)
+    with pytest.raises(ValueError, match="attack_prob must be 1"): RANLDConfig(stride=3, attack_prob=0.5)
+
+
+def test_demo_state_sets_of_roadrunner_hold_several_greedy_actions():
+    """Issue 36: the RA-NLD demo's sets (`tables_config("demo")`: every 10th of 400 steps) hold more than one greedy action of the
+    RoadRunner DDQN. Its former sets, the first 40 steps, saw only the opening's run to the left, and under brightness and
+    contrast the agent took UPLEFT (action 7) in all 40 (RA-NLD's one-action warning in the demo log). One run; skipped
+    without an agent that passes the gate."""
+    import dataclasses
+    from rlexplain.agent_zoo import load_best_agent
+    from rlexplain.ranld_study import paper_shifts, tables_config
+    try: pol, card = load_best_agent("ALE/RoadRunner-v5", "ddqn", device="cpu", plays=True)
+    except LookupError as e: pytest.skip(str(e))
+    cfg = dataclasses.replace(tables_config("demo"), n_runs=1)
+    bc = {"Brightness and Contrast": paper_shifts("natural", "demo")["Brightness and Contrast"]}
+    t = ranld_protocol(pol, "ALE/RoadRunner-v5", bc, cfg, env_kwargs=card.get("env_kwargs", {})).table.set_index("condition")
+    assert (t.n_states == 40).all()
+    assert (t.actions_S > 1).all() and (t.actions > 1).all(), t[["actions_S", "actions"]]

@@ -1,6 +1,7 @@
 """Integration tests of rlexplain.saliency_bench (hand-checkable insertion and similarity cases, cascading randomisation, also of
 an SB3 model through Policy.from_sb3, HIGHLIGHTS-DIV, tuning, bad input) and rlexplain.saliency_study (a resumable end-to-end run)."""
 import json
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -224,13 +225,54 @@ def test_run_benchmark_end_to_end_resumes(tmp_path, monkeypatch):
     for fig in (res.plot_sanity(), res.plot_examples(), res.plot_curves()): assert isinstance(fig, plt.Figure); plt.close(fig)
 
 
+@pytest.mark.parametrize("scale", ["demo", "reference"])
+def test_every_agent_the_benchmark_selects_passes_the_gate(scale):
+    """Issue 36: the demo and reference scales run the paper's four games, each on the zoo agent the study selects
+    (`_agent_spec`: `best_zoo_entry(..., plays=True)`), and every selected agent's card records a passed quality gate. A game
+    whose zoo has no agent that passes is refused with an error naming it (never a fallback); skipped where the zoo lacks one."""
+    from rlexplain.agent_zoo import list_zoo
+    from rlexplain.runs import load_json
+    cfg = BenchConfig.from_scale(scale)
+    assert set(cfg.games) == set(ss.PAPER_GAMES)
+    zoo = list_zoo(); checked, missing = 0, []
+    for g in cfg.games:
+        try: spec = ss._agent_spec(cfg, g)
+        except LookupError as e:
+            assert g in str(e) and "quality gate" in str(e), str(e)
+            assert not zoo[(zoo.env_id.str.lower() == g.lower()) & (zoo.algo == cfg.algo)].plays.eq(True).any(), g   # truly none passes
+            missing.append(g); continue
+        card = load_json(f"{spec}/card.json")
+        assert card["env_id"].lower() == g.lower() and card["algo"] == cfg.algo
+        assert (card.get("gate") or {}).get("plays") is True, (g, spec)
+        checked += 1
+    if missing: pytest.skip(f"the zoo has no {cfg.algo} agent that passes the gate for {missing} ({checked} checked)")
+
+
+def test_a_game_without_a_gated_agent_stops_the_benchmark(tmp_path, monkeypatch):
+    """A game whose zoo agents all fail the quality gate stops `benchmark_jobs` with an error naming the game, before any
+    stream is recorded (no fallback to the failing agent); the same agent given explicitly is used, with a warning."""
+    from rlexplain.agent_zoo import best_zoo_entry, list_zoo
+    import shutil
+    z = list_zoo(); fails = z[z.plays.eq(False) & z.env_id.str.startswith("ALE/") & (z.algo == "dqn")]
+    if fails.empty: pytest.skip("the zoo has no ALE DQN agent that fails the gate")
+    e = fails.iloc[0]; rel = Path(e.path).relative_to(Path(e.path).parents[3])
+    root = tmp_path / "zoo"; (root / rel).mkdir(parents=True); shutil.copy(Path(e.path) / "card.json", root / rel / "card.json")
+    monkeypatch.setattr(ss, "best_zoo_entry", lambda g, algo, plays=True: best_zoo_entry(g, algo, root=root, plays=plays))
+    cfg = BenchConfig.demo(games=(e.env_id,), methods=("occlusion",), n_states=2, n_sanity=0, stream_steps=10)
+    with pytest.raises(LookupError, match=f"{e.env_id} has no agent that passes the quality gate"):
+        ss.benchmark_jobs(cfg, tmp_path / "run")
+    assert not any((tmp_path / "run").rglob("*stream*"))                     # it stopped before recording anything
+    with pytest.warns(UserWarning, match="fails the quality gate"):
+        assert ss._agent_spec(cfg, e.env_id, {e.env_id: str(root / rel)}) == str(root / rel)
+
+
 def test_demo_runs_on_the_zoo_ale_agents(tmp_path):
     """The demo's games have DQN agents in the shipped zoo, and lesson 33's `#| slow` demo path runs on them at 2 states per game:
     the benchmark with a sanity check, its tables and figures, then HIGHLIGHTS-DIV states and a tuning table on Ms. Pac-Man."""
     from rlexplain.agent_zoo import best_zoo_entry
     cfg = BenchConfig.demo(methods=("rise",), n_states=2, n_sanity=1, stream_steps=30, highlights_budget=1)
     for g in cfg.games:
-        assert "/dqn/" in best_zoo_entry(g, "dqn")
+        assert "/dqn/" in ss._agent_spec(cfg, g)
     res = run_benchmark(cfg, run_dir=tmp_path / "run")
     assert res.games == cfg.games and set(res.insertion.game) == set(cfg.games)
     assert all(a.startswith("ale-") for a in res.agents.values()), res.agents
@@ -241,7 +283,7 @@ def test_demo_runs_on_the_zoo_ale_agents(tmp_path):
     assert len(first_last) == 3 and set(res.sanity.n_randomized) == set(range(1, 8))     # the zoo CNN's 7 parametrised layers
     assert (res.runtime_table().s_per_map > 0).all()
     for fig in (res.plot_examples(), res.plot_sanity()): assert isinstance(fig, plt.Figure); plt.close(fig)
-    agent, env_kwargs, _ = sb.load_bench_agent(best_zoo_entry("ALE/MsPacman-v5", "dqn"), "cpu")
+    agent, env_kwargs, _ = sb.load_bench_agent(best_zoo_entry("ALE/MsPacman-v5", "dqn", plays=True), "cpu")
     o, e = sb.collect_stream(agent, "ALE/MsPacman-v5", 12, seed=42, env_kwargs=env_kwargs, epsilon=0.05)
     hl = highlights_div(agent, o[4:], budget=2, episode=e[4:])
     tn = tune(agent, o[4:][hl.indices], "occlusion", grid=[dict(patch=p) for p in (8, 12)], costs=[0.1, 0.2])
@@ -309,6 +351,33 @@ def test_tuning_jobs_match_tune_on_the_highlights_states_and_rerun_computes_noth
     for a, b in zip(again, got): pd.testing.assert_frame_equal(a.table, b.table)
     with pytest.raises(ValueError, match="no parameter grid"): ss.tuning_jobs(cfg, tmp_path, methods=("lime_quickshift",), agents=agents)
     with pytest.raises(ValueError, match="budget"): ss.tuning_jobs(cfg, tmp_path, budget=0, agents=agents)
+
+
+def test_timing_pass_table_pairs_methods_over_states_and_a_rerun_times_nothing(tmp_path, monkeypatch):
+    """`run_timing` on a tiny benchmark: one row per (game, state, method) in `TIMING_COLUMNS`, on the benchmark's first `n_timing`
+    insertion states of the saved stream, the methods' order rotated per state (each method once in each position); saved, a rerun
+    times nothing. Only the table's structure is tested, never the measured seconds beyond being positive and finite."""
+    pytest.importorskip("ctoybox")
+    import dataclasses
+    from rlexplain.runs import RunDir
+    pol = Policy.from_module(small_cnn((4, 84, 84), 4), (4, 84, 84), device="cpu", name="tiny")
+    cfg = BenchConfig.demo(games=("toybox/Breakout",), methods=("occlusion", "noise_sensitivity", "rise"), n_states=5, n_sanity=0,
+                           n_timing=3, stream_steps=40, highlights_budget=2)
+    agents = {"toybox/Breakout": pol}
+    fn, jobs, names = ss.timing_jobs(cfg, tmp_path, agents=agents)
+    assert names == ["timing/toybox-breakout"] and len(jobs) == 1
+    o, _ = ss.game_stream(pol, "toybox/Breakout", cfg, {}, RunDir(tmp_path))       # the stream timing_jobs saved
+    np.testing.assert_array_equal(jobs[0].obs, o[np.linspace(0, len(o) - 1, 5).round().astype(int)[:3]])
+    t = ss.run_timing(cfg, tmp_path, agents=agents)
+    assert list(t.columns) == ss.TIMING_COLUMNS == ["game", "method", "state", "position", "seconds"] and len(t) == 3 * 3
+    assert (t.game == "toybox/Breakout").all() and sorted(t.state.unique()) == [0, 1, 2]
+    m = list(cfg.methods)
+    assert [t[t.state == i].sort_values("position").method.tolist() for i in range(3)] == [m[i:] + m[:i] for i in range(3)]
+    assert np.isfinite(t.seconds).all() and (t.seconds > 0).all()
+    monkeypatch.setattr(ss, "_run_timing_job", _boom); monkeypatch.setattr(pol, "forward", _boom)
+    pd.testing.assert_frame_equal(ss.run_timing(cfg, tmp_path, agents=agents), t)   # loaded: nothing timed again
+    none = ss.run_timing(dataclasses.replace(cfg, n_timing=0), tmp_path, agents=agents)
+    assert none.empty and list(none.columns) == ss.TIMING_COLUMNS
 
 
 def test_random_map_calibration_is_saved_and_read_back(tmp_path, monkeypatch):

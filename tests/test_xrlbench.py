@@ -168,17 +168,25 @@ def test_ris_linear_ig_is_one(data):
 def test_benchmark_and_results_roundtrip(tmp_path, data):
     X, _ = data
     pol = linear_policy([[1, 0.2, 0, 0], [-1, 0, 0.1, 0]])
-    r = run_benchmark(pol, X, X[:20], methods=("TabularSHAP", "PS", "IG"), n_ris=4, ris_neighbors=2)
+    r = run_benchmark(pol, X, X[:20], methods=("TabularSHAP", "PS", "IG"), n_ris=4, ris_neighbors=2, n_time=3)
     assert list(r.table.method) == ["TabularSHAP", "PS", "IG"]
     main = {"AIM", "AUM", "PGI", "PGU", "RIS", "ms_per_sample", "student_agreement"}
     spread = {"AIM_std", "AUM_std", "PGI_std", "PGU_std", "RIS_std", "n_states", "RIS_n"}   # the scoreboard's intervals
-    assert set(r.summary().columns) == main | spread
+    variants = {f"{m}_{v}" for m in ("AIM", "AUM", "PGI", "PGU") for v in ("abs", "raw", "abs_std", "raw_std", "ranking")}
+    assert set(r.summary().columns) == main | spread | variants
+    t = r.table
+    for m, lower in (("AIM", True), ("AUM", False), ("PGI", False), ("PGU", True)):   # the paper's value: the better ranking
+        best = np.where(t[f"{m}_raw"] < t[f"{m}_abs"], t[f"{m}_raw"], t[f"{m}_abs"]) if lower else np.maximum(t[f"{m}_abs"], t[f"{m}_raw"])
+        np.testing.assert_array_equal(t[m], best)
+        np.testing.assert_array_equal(t[f"{m}_std"], [row[f"{m}_{row[f'{m}_ranking']}_std"] for _, row in t.iterrows()])
+    assert (t.set_index("method").loc["PS", [f"{m}_ranking" for m in ("AIM", "AUM", "PGI", "PGU")]] == "abs").all()   # never negative: a tie
+    assert list(r.times.columns) == ["method", "state", "seconds"] and len(r.times) == 9 and r.params["n_time"] == 3
     s = r.summary(); assert (s.n_states == r.params["n_states"]).all() and (s.RIS_n == r.params["n_ris"]).all()
     assert (s[[c for c in spread if c.endswith("_std")]] >= 0).all().all()
     assert {"AIM_raw", "RIS_code", "RIS_original"} <= set(r.table.columns) and "AIM_order" not in r.table.columns
     r.save(tmp_path / "bench")
     back = XRLBenchResult.load(tmp_path / "bench")
-    pd.testing.assert_frame_equal(back.table, r.table)
+    pd.testing.assert_frame_equal(back.table, r.table); pd.testing.assert_frame_equal(back.times, r.times)
     e = _fitted("SARFA", pol, background=X).explain(X[:5])
     e.save(tmp_path / "e"); e2 = Attribution.load(tmp_path / "e")
     np.testing.assert_array_equal(e2.values, e.values); assert e2.method == "SARFA"
@@ -210,11 +218,12 @@ def test_image_benchmark_on_the_zoo_agent(env_id):
     agent, card = image_agent(env_id, device="cpu")
     assert card["evaluation"]["mean"] > card["evaluation"]["random_mean"]
     assert card["algo"] == "dqn"   # the paper explains DQN agents; the zoo has one that beats random play on both games
-    cfg = XRLBenchConfig.demo(n_image_background=12, n_image_explain=3, n_image_ris=1, image_ris_neighbors=2)
+    cfg = XRLBenchConfig.demo(n_image_background=12, n_image_explain=3, n_image_ris=1, image_ris_neighbors=2, n_image_time=2)
     r = run_image_benchmark(agent, env_id, cfg)
     s = r.summary()
     assert list(s.index) == list(IMAGE_METHODS)
-    assert np.isfinite(s.drop(columns="RIS_std").to_numpy()).all() and ((s.AIM >= 0) & (s.AIM <= 1) & (s.AUM >= 0) & (s.AUM <= 1)).all()
+    assert s.filter(like="_ranking").isin(["abs", "raw"]).all().all() and len(r.times) == 2 * len(IMAGE_METHODS)
+    assert np.isfinite(s.drop(columns="RIS_std").select_dtypes("number").to_numpy()).all() and ((s.AIM >= 0) & (s.AIM <= 1) & (s.AUM >= 0) & (s.AUM <= 1)).all()
     assert s.RIS_std.isna().all() and (s.RIS_n == 1).all()   # one RIS state: its spread over states is undefined, not 0
     assert (s.ms_per_sample > 0).all() and (s.PGI >= 0).all()
     assert {"PGI_code", "PGU_code"} <= set(s.columns) and (s.PGI_code >= 0).all()   # the code's blur, beside the paper's noise
@@ -356,3 +365,42 @@ def test_fidelity_both_orders_in_one_score_call(data, monkeypatch):
     r = score("AIM", pol, x, pos, order="both")
     assert calls == [20, 60]                        # the states, then k = 1..3 once for both rankings
     np.testing.assert_array_equal(r.curve, r.raw["raw_curve"])
+
+
+def test_better_of_two_and_abs_crown_different_winners(data):
+    """Xiong et al. 2024, Sec. 4.2: each method's value is the better of its |importance| and signed ranking. On the agent that uses
+    only x0 (masking it flips the action), X ranks x1 first by |e| and x0 second (AIM AUC 1/3), and x0 last by sign (1); Y ranks
+    x0 last by |e| (1) but first by sign (0). By |importance| X wins; by the paper's rule Y does."""
+    from rlexplain.attribution import score
+    from rlexplain.xrlbench import better_of_two
+    X, _ = data
+    pol = linear_policy([[1, 0, 0, 0], [-1, 0, 0, 0]])
+    Xn = X.copy(); Xn[:, 0] = -np.abs(Xn[:, 0]) - 0.1
+    ex = greedy_att(pol, Xn, np.tile([-1.0, 2.0, 0, 0], (len(X), 1)), "X")
+    ey = greedy_att(pol, Xn, np.tile([1.0, -2.0, -3.0, -4.0], (len(X), 1)), "Y")
+    res = {}
+    for e in (ex, ey):
+        r = score("AIM", pol, Xn, e, order="both")
+        res[e.method] = (r.value, float(r.raw["raw_per_state"].mean()))
+    assert res["X"][0] == pytest.approx(1 / 3) and res["X"][1] == 1.0 and res["Y"] == (1.0, 0.0)
+    best = {m: better_of_two("AIM", *v) for m, v in res.items()}
+    assert best == {"X": (pytest.approx(1 / 3), "abs"), "Y": (0.0, "raw")}
+    assert min(res, key=lambda m: res[m][0]) == "X" and min(best, key=lambda m: best[m][0]) == "Y"
+    with pytest.raises(ValueError, match="fidelity metrics"): better_of_two("RIS", 1.0, 2.0)
+
+
+def test_time_per_state_rotates_the_methods_and_warms_each_up(data, monkeypatch):
+    "Each state is explained alone by every method, the order rotated per state, after one untimed warm-up call per method."
+    import rlexplain.xrlbench as xb
+    X, _ = data
+    pol = linear_policy([[1, 0.2, 0, 0], [-1, 0, 0.1, 0]])
+    calls = []
+    real = xb.EXPLAINERS["perturbation_saliency"].explain
+    monkeypatch.setattr(xb.EXPLAINERS["perturbation_saliency"], "explain", lambda self, p, s, a=None: (calls.append(len(s)), real(self, p, s, a))[1])
+    t = xb.time_per_state(pol, X, X[:4], methods=("PS", "IG", "SARFA"))
+    assert calls == [1] * 5                                        # a warm-up, then one call per state, one state each
+    assert [list(g) for g in np.split(t.method.to_numpy(), 4)] == [["PS", "IG", "SARFA"], ["IG", "SARFA", "PS"],
+                                                                     ["SARFA", "PS", "IG"], ["PS", "IG", "SARFA"]]
+    assert (t.seconds > 0).all() and list(t.state) == [i for i in range(4) for _ in range(3)]
+    with pytest.raises(ValueError, match="unknown explainer"): xb.time_per_state(pol, X, X[:2], methods=("Nope",))
+    with pytest.raises(ValueError, match="n_time must be an int"): run_benchmark(pol, X, X[:2], methods=("PS",), n_time=-1)

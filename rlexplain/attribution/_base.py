@@ -345,7 +345,7 @@ class MetricResult(Result):
     """One metric of one attribution: `value` (the mean of `per_state (N,)`), `higher_is_better`, `curve_x (K,)` and
     `curve (K,)` (empty when the metric has no curve), `params`, and `raw`: the per-state results the metric reduced to `per_state`,
     a dict name -> `np.ndarray` whose shapes each metric documents (empty when it has none), e.g. the insertion metrics' curves
-    `q`, `advantage (N, S, K)` (Huber et al. 2023, Sec. 3) or the sanity checks' `similarity (L, N)` per randomised layer
+    `q`, `advantage (N, S, K)` (Huber et al. 2022, Sec. 3) or the sanity checks' `similarity (L, N)` per randomised layer
     (Adebayo et al. 2018). `to_frame()` one row per state; `summary()` one row; `plot(ax=None)` the curve (returns the Axes).
     Raises `ValueError` for a `raw` entry that is not array-like."""
     metric: str
@@ -501,7 +501,7 @@ def _metric_std(policy: Policy, p: dict) -> dict:
 # %% ../../nbs/attribution/01_base.ipynb #7c430297
 _GRID_KEYS = ("mask", "mask_sigma", "blur_mode", "keep_max")
 _REBUILD_KEYS = {"occlusion": ("patch", "color", "softmax", "score", "upsample"), "noise_sensitivity": ("radius", "perturbation", "score", "blur_sigma", "blur_frames") + _GRID_KEYS,
-                 "sarfa": ("radius", "perturbation", "kl", "blur_sigma", "blur_frames") + _GRID_KEYS, "rise": ("n_samples", "s", "p", "seed", "softmax"),
+                 "sarfa": ("radius", "perturbation", "kl", "blur_sigma", "blur_frames") + _GRID_KEYS, "rise": ("n_samples", "s", "p", "seed", "softmax", "normalize"),
                  "random": ("seed",)}
 
 def _reexplainer(attribution: Attribution, given: Any = None) -> Explainer:

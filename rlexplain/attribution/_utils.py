@@ -265,7 +265,7 @@ def perturb(x: Tensor,              # (C, H, W) one image
 @functools.lru_cache(maxsize=16)
 def patch_masks(H: int, W: int, patch: int, device: str = "cpu") -> SparseMasks:
     """Occlusion's `ceil(H/patch) * ceil(W/patch)` square `patch x patch` pixel patches (stride = patch, row-major; smaller at the
-    bottom and right borders), each a hard mask, built once per size (Zeiler & Fergus 2014; Huber et al. 2023, Eq. A1)."""
+    bottom and right borders), each a hard mask, built once per size (Zeiler & Fergus 2014; Huber et al. 2022, Eq. A1)."""
     nx = math.ceil(W / patch)
     def build(k):
         cy, cx = (k // nx) * patch, (k % nx) * patch
@@ -319,7 +319,7 @@ def grid_masks(H: int, W: int,        # image size, pixels
                device: str = "cpu",
                ) -> SparseMasks:      # ceil(H/radius) * ceil(W/radius) masks, row-major
     """Noise Sensitivity's and SARFA's masks for every point of the stride-`radius` grid, built once per image size and
-    parameters and reused (Greydanus et al. 2018; Huber et al. 2023, App. A; Xiong et al. 2024). Raises `ValueError` for an unknown kind."""
+    parameters and reused (Greydanus et al. 2018; Huber et al. 2022, App. A; Xiong et al. 2024). Raises `ValueError` for an unknown kind."""
     if kind not in (*NS_MASKS, "black"): raise ValueError(f"kind must be one of {(*NS_MASKS, 'black')}; got {kind!r}.")
     gw = math.ceil(W / radius)
     def build(k):

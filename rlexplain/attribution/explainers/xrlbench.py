@@ -69,14 +69,14 @@ class _XRLBenchExplainer(Explainer):
 
 # %% ../../../nbs/attribution/17_xrlbench.ipynb #d4d39f29
 class SARFA(_XRLBenchExplainer):
-    """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2023, Eq. A4; `_sarfa`, whose
+    """SARFA (Puri et al. 2020). Images: `perturbation` "black"/"blur" disks (Huber et al. 2022, Eq. A4; `_sarfa`, whose
     default `kl="paper"` is Huber et al.'s) or "blob" (XRL-Bench's Gaussian blob of blurred content); tabular states:
     XRL-Bench's one-feature Gaussian noise (`_SARFA`, whose default `kl="code"` is XRL-Bench's). The disk parameters
     (`radius`, `mask`, `blur_*`, `keep_max`) apply to images only: tabular states drop them all, and blobs keep only
     `mask_sigma` and `blur_sigma` (the blob's width and the blur of its content)."""
     name, key = "sarfa", "SARFA"
-    source = "Puri et al. (2020), Eqs. 1-3; Huber et al. (2023), Eq. A4; Xiong et al. (2024), Sec. 3.2"
-    presets = {"huber2023": {**PAPER_PARAMS["sarfa"][1], "kl": "paper"}, "huber2023_blur": {**PAPER_PARAMS["sarfa_blur"][1], "kl": "paper"},
+    source = "Puri et al. (2020), Eqs. 1-3; Huber et al. (2022), Eq. A4; Xiong et al. (2024), Sec. 3.2"
+    presets = {"huber2022": {**PAPER_PARAMS["sarfa"][1], "kl": "paper"}, "huber2022_blur": {**PAPER_PARAMS["sarfa_blur"][1], "kl": "paper"},
                "xrlbench": dict(perturbation="blob", kl="code")}
     score = staticmethod(_sarfa_score)   # SARFA.score(q, q_perturbed, action, kl="paper"): the score of one perturbation (Eqs. 1-3)
     _DISK_ONLY = ("perturbation", "radius", "mask", "mask_sigma", "blur_sigma", "blur_frames", "blur_mode", "keep_max")

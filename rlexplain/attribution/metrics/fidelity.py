@@ -27,7 +27,8 @@ __all__ = ['AIM', 'AUM', 'PGI', 'PGU']
 class _FidelityResult(Result):
     """A fidelity curve: `scores (n_orders, K)` at each `ks (K,)` for each ranking in `orders` ("abs" / "raw"), and
     `per_state (n_orders, N)` each state's mean over the ks. `auc` is the mean over the ks per ranking; `value` the AUC of
-    the |importance| ranking (the paper's protocol) when it was computed, else of the only ranking. Rankings are never max'ed."""
+    the |importance| ranking (XRL-Bench's code) when it was computed, else of the only ranking. Rankings are never max'ed here:
+    the paper's tables report the better of the two rankings (Xiong et al. 2024, Sec. 4.2), which `xrlbench.better_of_two` applies."""
     metric: str
     higher_is_better: bool
     ks: np.ndarray
@@ -233,7 +234,7 @@ _FidelityCurves.__call__ = _fm_call
 class _Fidelity(Metric):
     """Base of AIM, AUM, PGI and PGU: `metric(policy, states, attribution) -> MetricResult`. `per_state (N,)` each state's mean over
     the ks (the area under its curve), `curve_x` the ks, `curve (K,)` the mean over states at each k; with `order="both"` the value and
-    curve are the |importance| ranking's (the paper's) and `raw` holds the signed ranking's `raw_curve (K,)` and `raw_per_state (N,)`.
+    curve are the |importance| ranking's (XRL-Bench's code; the paper reports the better of the two) and `raw` holds the signed ranking's `raw_curve (K,)` and `raw_per_state (N,)`.
     Parameters (all optional): `ks`, `order`, `reference_value`, `noise_std`, `feature_std` (or `background`: its std), `n_draws`,
     `seed`, `pixel_step`, `image_perturbation`, `blur_sigma`, `batch_size`, as `_FidelityCurves` documents; it raises their errors."""
     which: str = "top"          # "top" or "bottom" k features
