@@ -299,7 +299,8 @@ def run(tmp_path) -> Path:
         {"method": ["TabularSHAP", "DeepSHAP", "SARFA", "PS", "TabularSHAP", "DeepSHAP"],
          "AIM": [0.30, 0.20, 0.50, 0.60, 0.10, 0.12], "AIM_std": [0.1, 0.1, 0.1, 0.1, 0.2, 0.2], "n_states": 300,
          "AUM": [0.9, 0.8, 0.5, 0.5, 0.7, 0.6], "env": ["CartPole-v1"] * 4 + ["LunarLander-v3"] * 2,
-         "PGI": np.nan, "PGU": np.nan, "RIS": np.nan, "ms_per_sample": np.nan}))   # not measured: those claims are 'not run'
+         "PGI": np.nan, "PGU": np.nan, "RIS": np.nan, "ms_per_sample": np.nan,   # not measured: those claims are 'not run'
+         **{f"{m}_ranking": "abs" for m in ("AIM", "AUM", "PGI", "PGU")}}))   # the better-of-two rule's pick (a run made by today's code)
     # saliency benchmark, Table 1 analogue ("mean ± std" over BenchConfig.demo()'s 50 states), Pac-Man:
     #   Q-val black: occlusion 3.00 +- 1.00 vs sarfa 1.00 +- 0.50 (random excluded): d = 2, se 0.158 (reproduced)
     #   Adv black: sarfa 0.10 +- 0.10 vs occlusion 0.20 +- 0.10: d = -0.1, se 0.02 (contradicted)
@@ -916,3 +917,13 @@ def test_a_non_playing_ranld_agent_gives_uninformative_evidence(tmp_path, monkey
     run = _freeway_run(tmp_path, monkeypatch, {"distinct": 3, "modal_share": 0.6, "modal_action": 1, "n_states": 61344})
     r = sb.score_run(run).set_index("id").loc["ranld-freeway-base"]
     assert r.verdict == "contradicted" and r.informative and "vs 0.9917 ± 0.007: outside" in r.reason
+
+
+def test_an_xrl_table_made_before_the_better_of_two_rule_is_not_read_as_if_it_followed_it(run):
+    """A run whose XRL-Bench table has no `{metric}_ranking` column holds |importance| values only (made before the paper's
+    better-of-two rule became the default): its fidelity claims are 'not comparable', with a reason naming the ranking."""
+    p = run / "xrlbench" / "xrl_fidelity_stability.csv"
+    t = pd.read_csv(p); t.drop(columns=[c for c in t.columns if c.endswith("_ranking")]).to_csv(p, index=False)
+    b = sb.score_run(run).set_index("id")
+    row = b.loc["xrl-cartpole-aim-tabularshap"]
+    assert row.verdict == "not comparable" and "ranking" in row.reason and "better-of-two" in row.reason
