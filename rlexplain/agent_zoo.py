@@ -14,7 +14,7 @@ from pathlib import Path
 __all__ = ['GATE', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO',
            'CAMPAIGN', 'list_zoo', 'load_agent', 'untrained_agent', 'evaluate_policy_returns', 'evaluate_entry',
            'action_diversity', 'q_spread', 'return_gap', 'gate_verdict', 'quality_gate', 'gate_zoo', 'train_zoo',
-           'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent']
+           'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent', 'zoo_entry_dir']
 
 # %% ../nbs/02a_agent_zoo.ipynb #b0bbd042
 import gymnasium as gym
@@ -428,6 +428,10 @@ CAMPAIGN = {
               dict(env_id="ALE/SpaceInvaders-v5", pipelines=["dqn"], seeds=[0], checkpoints=[400_000, 1_200_000], **_ALE_DQN),
               dict(env_id="ALE/Frostbite-v5", pipelines=["dqn"], seeds=[0], checkpoints=[400_000, 1_200_000], **_ALE_DQN),
               dict(**_TB, pipelines=["qrdqn"], seeds=[0], checkpoints=[50_000, 200_000, 600_000]),
+              # RA-NLD (Korkmaz 2024): the Freeway DDQN continues from its 1e5-frame entry, which crosses the road but presses
+              # UP in every state (it fails the gate); then a Pong DDQN on the one-update-per-step recipe that taught "dqn" Pong.
+              dict(env_id="ALE/Freeway-v5", pipelines=["ddqn"], seeds=[0], checkpoints=[100_000, 600_000, 1_200_000, 2_000_000], **_ALE_DQN),
+              dict(env_id="ALE/Pong-v5", pipelines=["ddqn-frequent"], seeds=[0], checkpoints=[400_000, 1_000_000, 1_600_000, 2_400_000], **_ALE_DQN),
               dict(**_TB, pipelines=["dqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000]),
               dict(**_TB, pipelines=["qrdqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000]),
               dict(**_TB, pipelines=["dqn"], seeds=list(range(6)), checkpoints=[50_000, 200_000, 600_000, 1_000_000]),
@@ -486,3 +490,23 @@ def load_best_agent(env_id: str, algo: str | None = None, root: str | Path | Non
     path = best_zoo_entry(env_id, algo, root, plays=plays)
     return load_agent(path, device=device), load_card(path)
 
+
+# %% ../nbs/02a_agent_zoo.ipynb #83c1f9aa
+def zoo_entry_dir(entry: str | Path,              # a zoo entry folder (with card.json) or a zoo id, e.g. "ale-frostbite-v5/dqn/seed0/1200000"
+                  root: str | Path | None = None, # the zoo an id is looked up in; default ZOO_DIR
+                  ) -> Path:                      # the entry's folder
+    """The folder of a zoo entry given as its folder or as its zoo id (the card's `id`: `<env slug>/<pipeline>/seed<k>/<frames>`,
+    stored under `root/<env slug>/<pipeline>/seed<k>/<frames, 10 digits>`; `agents.entry_dir`). Raises `FileNotFoundError`
+    naming the id and the zoo when no entry there has that id, and `ValueError` for something that is neither a folder with a
+    `card.json` nor a zoo id."""
+    p = Path(entry)
+    if (p / "card.json").is_file(): return p
+    parts = str(entry).split("/")
+    if len(parts) == 4 and all(parts) and parts[2].startswith("seed") and parts[2][4:].isdigit() and parts[3].isdigit():
+        root = Path(root or ZOO_DIR)
+        d = root / parts[0] / parts[1] / parts[2] / f"{int(parts[3]):010d}"
+        if (d / "card.json").is_file() and load_card(d, ("id",)).get("id") == str(entry): return d
+        raise FileNotFoundError(f"the zoo {root} has no entry {str(entry)!r} (expected its card at {d / 'card.json'}); "
+                                "`rlexplain zoo list` lists the entries, `rlexplain zoo train` trains one.")
+    raise ValueError(f"expected a zoo entry folder (holding card.json) or a zoo id '<env>/<pipeline>/seed<k>/<frames>' "
+                     f"(e.g. 'ale-frostbite-v5/dqn/seed0/1200000'); got {entry!r}.")

@@ -257,6 +257,11 @@ ATARI_PIPELINES["sa-ddqn"] = Pipeline("sa-ddqn", "sa-ddqn", {**_DDQN, "learning_
 ATARI_PIPELINES["dqn-frequent"] = Pipeline("dqn-frequent", "dqn", dict(buffer_size=10_000, learning_rate=1e-4, batch_size=32,
     learning_starts=10_000, target_update_interval=1_000, train_freq=1, gradient_steps=1, exploration_fraction=0.25,
     exploration_final_eps=0.02, gamma=0.99, optimize_memory_usage=False), value_based=True)
+# "ddqn-frequent": RA-NLD's dueling Nature-CNN DDQN on that Pong recipe (one update per env step, 10k buffer, target every 1k
+# steps, epsilon to 0.02 over the first quarter of the run): "ddqn"'s update every 4 steps is the recipe that left "dqn" at
+# random play on Pong.
+ATARI_PIPELINES["ddqn-frequent"] = Pipeline("ddqn-frequent", "ddqn", {**_DDQN, "buffer_size": 10_000, "train_freq": 1,
+    "target_update_interval": 1_000, "exploration_fraction": 0.25, "exploration_final_eps": 0.02}, value_based=True, features="nature-conv")
 
 # %% ../nbs/02_agents.ipynb #a0d3f3ee
 # Feature-vector environments (CartPole, LunarLander, FlappyBird): XRL-Bench's DQN architecture (3 hidden layers of

@@ -12,6 +12,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
 
 from .attribution import EXPLAINERS, METRICS, as_states, explain, model_layers, score
 from .core import Policy
@@ -85,62 +86,70 @@ class Comparison(Result):
         m = np.where(np.isfinite(means), means, np.nan)
         return rankdata(sign * m, method="average", axis=-2, nan_policy="omit")
 
-    def ranks(self, n_boot: int = 500,  # bootstrap resamples of the states
-              seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-        """One row per (method, metric): `mean` value, `rank` (1 = best, direction-aligned) and its percentile interval
-        `rank_lo`, `rank_hi` over `n_boot` paired resamples of the states. Raises `ValueError` for `n_boot < 1`."""
-        if int(n_boot) < 1: raise ValueError(f"n_boot must be >= 1; got {n_boot}.")
-        v, sign = self._cube()
-        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
-            __import__("warnings").simplefilter("ignore", RuntimeWarning)
-            full = self._rank(np.nanmean(v, -1), sign)
-            boot = self._rank(bootstrap_means(v, n_boot, seed), sign)        # paired resamples of the states (rlexplain.stats)
-            lo, hi = percentile_bounds(boot, level)
-            mean = np.nanmean(v, -1)
-        rows = [{"method": m, "metric": j, "mean": mean[a, b], "rank": full[a, b], "rank_lo": lo[a, b], "rank_hi": hi[a, b],
-                 "higher_is_better": sign[b] < 0, "n_states": int(np.isfinite(v[a, b]).sum())}
-                for a, m in enumerate(self.methods) for b, j in enumerate(self.metrics)]
-        return pd.DataFrame(rows)
+# %% ../nbs/41_explainers_metrics.ipynb #de827207
+@patch
+def ranks(self: Comparison, n_boot: int = 500,  # bootstrap resamples of the states
+          seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """One row per (method, metric): `mean` value, `rank` (1 = best, direction-aligned) and its percentile interval
+    `rank_lo`, `rank_hi` over `n_boot` paired resamples of the states. Raises `ValueError` for `n_boot < 1`."""
+    if int(n_boot) < 1: raise ValueError(f"n_boot must be >= 1; got {n_boot}.")
+    v, sign = self._cube()
+    with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore", RuntimeWarning)
+        full = self._rank(np.nanmean(v, -1), sign)
+        boot = self._rank(bootstrap_means(v, n_boot, seed), sign)        # paired resamples of the states (rlexplain.stats)
+        lo, hi = percentile_bounds(boot, level)
+        mean = np.nanmean(v, -1)
+    rows = [{"method": m, "metric": j, "mean": mean[a, b], "rank": full[a, b], "rank_lo": lo[a, b], "rank_hi": hi[a, b],
+             "higher_is_better": sign[b] < 0, "n_states": int(np.isfinite(v[a, b]).sum())}
+            for a, m in enumerate(self.methods) for b, j in enumerate(self.metrics)]
+    return pd.DataFrame(rows)
 
-    def table(self, n_boot: int = 500, seed: int = 0) -> pd.DataFrame:
-        "Method x metric: the mean over states with its 95% bootstrap interval, as text; the header row says each metric's direction."
-        v, sign = self._cube()
-        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
-            __import__("warnings").simplefilter("ignore", RuntimeWarning)
-            boot = bootstrap_means(v, n_boot, seed)
-            lo, hi = np.nanpercentile(boot, [2.5, 97.5], axis=0); mean = np.nanmean(v, -1)   # exactly 2.5, 97.5 (percentile_bounds(., 0.95) draws at 2.500000000000002)
-        cells = [[f"{mean[a, b]:.3g} [{lo[a, b]:.3g}, {hi[a, b]:.3g}]" if np.isfinite(mean[a, b]) else "n/a"
-                  for b in range(len(self.metrics))] for a in range(len(self.methods))]
-        cols = [f"{j} ({'higher' if s < 0 else 'lower'} better)" for j, s in zip(self.metrics, sign)]
-        return pd.DataFrame(cells, index=pd.Index(self.methods, name="method"), columns=cols)
+# %% ../nbs/41_explainers_metrics.ipynb #5795d1b6
+@patch
+def table(self: Comparison, n_boot: int = 500, seed: int = 0) -> pd.DataFrame:
+    "Method x metric: the mean over states with its 95% bootstrap interval, as text; the header row says each metric's direction."
+    v, sign = self._cube()
+    with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore", RuntimeWarning)
+        boot = bootstrap_means(v, n_boot, seed)
+        lo, hi = np.nanpercentile(boot, [2.5, 97.5], axis=0); mean = np.nanmean(v, -1)   # exactly 2.5, 97.5 (percentile_bounds(., 0.95) draws at 2.500000000000002)
+    cells = [[f"{mean[a, b]:.3g} [{lo[a, b]:.3g}, {hi[a, b]:.3g}]" if np.isfinite(mean[a, b]) else "n/a"
+              for b in range(len(self.metrics))] for a in range(len(self.methods))]
+    cols = [f"{j} ({'higher' if s < 0 else 'lower'} better)" for j, s in zip(self.metrics, sign)]
+    return pd.DataFrame(cells, index=pd.Index(self.methods, name="method"), columns=cols)
 
-    def agreement(self) -> pd.DataFrame:
-        "Metric x metric Spearman rho between the methods' direction-aligned ranks (1: the two metrics order the methods identically)."
-        r = self.ranks(n_boot=1).pivot(index="method", columns="metric", values="rank")[self.metrics]
-        return r.corr(method="spearman")
+# %% ../nbs/41_explainers_metrics.ipynb #3657afad
+@patch
+def agreement(self: Comparison) -> pd.DataFrame:
+    "Metric x metric Spearman rho between the methods' direction-aligned ranks (1: the two metrics order the methods identically)."
+    r = self.ranks(n_boot=1).pivot(index="method", columns="metric", values="rank")[self.metrics]
+    return r.corr(method="spearman")
 
-    def plot(self, ax=None, n_boot: int = 500, seed: int = 0, title: str | None = None):
-        "Heat map of direction-aligned ranks (1 = best) with each cell's 95% bootstrap interval over states. Returns the Axes."
-        r = self.ranks(n_boot, seed)
-        M, J = len(self.methods), len(self.metrics)
-        ax = ax or plt.subplots(figsize=(1.6 + 0.8 * J, 1.4 + 0.45 * M))[1]   # cells big enough for two 8-pt lines
-        grid = r.pivot(index="method", columns="metric", values="rank").loc[self.methods, self.metrics].to_numpy()
-        im = ax.imshow(grid, cmap="viridis_r", vmin=1, vmax=M, aspect="auto")
-        lo = r.pivot(index="method", columns="metric", values="rank_lo").loc[self.methods, self.metrics].to_numpy()
-        hi = r.pivot(index="method", columns="metric", values="rank_hi").loc[self.methods, self.metrics].to_numpy()
-        for a in range(M):
-            for b in range(J):
-                if np.isfinite(grid[a, b]):
-                    ax.text(b, a, f"{grid[a, b]:.0f}\n{lo[a, b]:.0f}-{hi[a, b]:.0f}", ha="center", va="center", fontsize=8,
-                            color="black" if grid[a, b] < (M + 1) / 2 else "white")
-        hib = r.groupby("metric", sort=False).higher_is_better.first()
-        ax.set_xticks(range(J), [f"{j} {'↑' if hib[j] else '↓'}" for j in self.metrics], rotation=60, ha="right", fontsize=8)
-        ax.set_yticks(range(M), self.methods, fontsize=8)
-        ax.set_xlabel("metric (↑ higher is better, ↓ lower is better)", fontsize=8); ax.set_ylabel("explainer", fontsize=8)
-        cb = ax.figure.colorbar(im, ax=ax, fraction=0.04, pad=0.02); cb.ax.tick_params(labelsize=8)
-        cb.set_label("rank among explainers (1 = best)\ncells: rank, 95% interval over states", fontsize=8)
-        ax.set_title(title or f"{self.params.get('agent', '')}: ranks of {M} explainers on {J} metrics", fontsize=8)
-        return ax
+# %% ../nbs/41_explainers_metrics.ipynb #286ff035
+@patch
+def plot(self: Comparison, ax=None, n_boot: int = 500, seed: int = 0, title: str | None = None):
+    "Heat map of direction-aligned ranks (1 = best) with each cell's 95% bootstrap interval over states. Returns the Axes."
+    r = self.ranks(n_boot, seed)
+    M, J = len(self.methods), len(self.metrics)
+    ax = ax or plt.subplots(figsize=(1.6 + 0.8 * J, 1.4 + 0.45 * M))[1]   # cells big enough for two 8-pt lines
+    grid = r.pivot(index="method", columns="metric", values="rank").loc[self.methods, self.metrics].to_numpy()
+    im = ax.imshow(grid, cmap="viridis_r", vmin=1, vmax=M, aspect="auto")
+    lo = r.pivot(index="method", columns="metric", values="rank_lo").loc[self.methods, self.metrics].to_numpy()
+    hi = r.pivot(index="method", columns="metric", values="rank_hi").loc[self.methods, self.metrics].to_numpy()
+    for a in range(M):
+        for b in range(J):
+            if np.isfinite(grid[a, b]):
+                ax.text(b, a, f"{grid[a, b]:.0f}\n{lo[a, b]:.0f}-{hi[a, b]:.0f}", ha="center", va="center", fontsize=8,
+                        color="black" if grid[a, b] < (M + 1) / 2 else "white")
+    hib = r.groupby("metric", sort=False).higher_is_better.first()
+    ax.set_xticks(range(J), [f"{j} {'↑' if hib[j] else '↓'}" for j in self.metrics], rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(M), self.methods, fontsize=8)
+    ax.set_xlabel("metric (↑ higher is better, ↓ lower is better)", fontsize=8); ax.set_ylabel("explainer", fontsize=8)
+    cb = ax.figure.colorbar(im, ax=ax, fraction=0.04, pad=0.02); cb.ax.tick_params(labelsize=8)
+    cb.set_label("rank among explainers (1 = best)\ncells: rank, 95% interval over states", fontsize=8)
+    ax.set_title(title or f"{self.params.get('agent', '')}: ranks of {M} explainers on {J} metrics", fontsize=8)
+    return ax
 
 # %% ../nbs/41_explainers_metrics.ipynb #6e4c7fd6
 NOISE_METRICS = ("PGI", "PGU", "RIS")   # metrics whose noise is scaled by each feature's std

@@ -14,7 +14,7 @@ import sys
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -26,7 +26,7 @@ if TYPE_CHECKING: from rlexplain.runs import RunDir   # `run_jobs`' argument (ru
 # %% auto #0
 __all__ = ['SCALES', 'PROGRESS_MODES', 'LAYOUTS', 'Settings', 'settings', 'use_settings', 'get_scale', 'ScaledConfig', 'progress',
            'fmt_num', 'torch_threads', 'init_torch_threads', 'ComputeSettings', 'compute_settings', 'map_batches',
-           'chosen_settings', 'run_metadata', 'process_pool', 'run_jobs']
+           'chosen_settings', 'run_metadata', 'time_round_robin', 'process_pool', 'run_jobs']
 
 # %% ../nbs/00a_compute.ipynb #3c655895
 SCALES = ("demo", "reference", "paper")              # experiment sizes, smallest first
@@ -436,6 +436,35 @@ def run_metadata() -> dict:
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "torch_threads": torch.get_num_threads(), "compute_settings": {k: dataclasses.asdict(v) for k, v in _SETTINGS.items()},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+# %% ../nbs/00a_compute.ipynb #fdc51272
+def time_round_robin(call: Callable[[str, int], Any],  # call(method, i): `method` on state i alone; its result is ignored
+                     methods: Sequence[str],           # M distinct method names, in state 0's order
+                     n: int,                           # N >= 1 states, indexed 0..N-1
+                     warmup: bool = True,              # first call(method, 0) once per method, in `methods`' order, untimed
+                     clock: Callable[[], float] = time.perf_counter,  # wall clock in seconds (default `time.perf_counter`)
+                     ) -> list[tuple[int, str, int, float]]:  # N * M rows (state, method, position, seconds), as timed
+    """Seconds of wall clock per call, for every method on every state, one state at a time. State i (0..N-1) is run by
+    every method in the order of `methods` rotated left by i mod M (state i starts with `methods[i % M]`; round robin), so
+    over M consecutive states each method holds each position once and a slow drift of the machine's load falls on every
+    method alike. `position` (0..M-1) is the method's place in its state's order; `seconds` is `clock()` after the call
+    minus `clock()` before it (two readings per timed call, none around a warm-up call). With `warmup` every method first
+    runs once on state 0, untimed. Rows are in the order timed: state 0's M calls, then state 1's, and so on. The rotation
+    counterbalances order as the rows of a cyclic Latin square; the measure is the per-state form of the run times of
+    Huber et al. (2022, App. D: seconds per map) and Xiong et al. (2024, Figure 2). Raises `ValueError` for `n` not an
+    int >= 1 and for `methods` empty or repeated (before any call); whatever `call` or `clock` raises propagates."""
+    methods = list(methods)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be an int >= 1 (the number of states); got {n!r}.")
+    if not methods or len(set(methods)) != len(methods): raise ValueError(f"methods must be distinct and not empty; got {methods}.")
+    if warmup:
+        for m in methods: call(m, 0)
+    rows, M = [], len(methods)
+    for i in range(int(n)):
+        for pos, m in enumerate(methods[i % M:] + methods[:i % M]):
+            t0 = clock(); call(m, i); t1 = clock()
+            rows.append((i, m, pos, float(t1 - t0)))
+    return rows
 
 # %% ../nbs/00a_compute.ipynb #c0a1f2e4
 def _worker_init(parent: Settings) -> None:

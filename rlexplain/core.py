@@ -20,6 +20,7 @@ __all__ = ['get_device', 'seed_everything', 'to_obs_tensor', 'PolicyLike', 'Poli
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
 import torch
+from fastcore.basics import patch
 from torch import Tensor, nn
 
 from .compute import ComputeSettings, compute_settings, fmt_num, init_torch_threads, map_batches
@@ -187,111 +188,125 @@ class Policy:
         if self._settings is None: self.apply_settings(compute_settings(self))
         return self._settings
 
-    def apply_settings(self, settings: ComputeSettings) -> "Policy":
-        """Use `settings` (e.g. `compute_settings(policy, layout='contiguous')`): converts the module's memory layout and keeps the
-        workers and batch size for `outputs`. `settings.threads` is not applied here: torch's thread count is process-wide and
-        set once by `torch_threads` (or `torch.set_num_threads`). Returns self. Raises `TypeError` for another type."""
-        if not isinstance(settings, ComputeSettings): raise TypeError(f"settings must be a ComputeSettings; got {type(settings).__name__}.")
-        conv = len(self.obs_shape) == 3 and _first_conv(self.module) is not None
-        layout = settings.layout if conv else "contiguous"
-        self.module.to(memory_format=torch.channels_last if layout == "channels_last" else torch.contiguous_format)
-        self.layout, self._settings = layout, settings
-        return self
+# %% ../nbs/00_core.ipynb #324fb88d
+@patch
+def apply_settings(self: Policy, settings: ComputeSettings) -> "Policy":
+    """Use `settings` (e.g. `compute_settings(policy, layout='contiguous')`): converts the module's memory layout and keeps the
+    workers and batch size for `outputs`. `settings.threads` is not applied here: torch's thread count is process-wide and
+    set once by `torch_threads` (or `torch.set_num_threads`). Returns self. Raises `TypeError` for another type."""
+    if not isinstance(settings, ComputeSettings): raise TypeError(f"settings must be a ComputeSettings; got {type(settings).__name__}.")
+    conv = len(self.obs_shape) == 3 and _first_conv(self.module) is not None
+    layout = settings.layout if conv else "contiguous"
+    self.module.to(memory_format=torch.channels_last if layout == "channels_last" else torch.contiguous_format)
+    self.layout, self._settings = layout, settings
+    return self
 
-    def obs(self, obs: Any) -> Tensor:
-        "Convert `obs` with `to_obs_tensor` to `(B, *obs_shape)` float32 on this policy's device."
-        return to_obs_tensor(obs, self.obs_shape, self.device)
+# %% ../nbs/00_core.ipynb #7cc95b4d
+@patch
+def obs(self: Policy, obs: Any) -> Tensor:
+    "Convert `obs` with `to_obs_tensor` to `(B, *obs_shape)` float32 on this policy's device."
+    return to_obs_tensor(obs, self.obs_shape, self.device)
 
-    def forward(self, obs: Any) -> Tensor:
-        """Raw network output `(B, n_actions)`: q-values or logits. Differentiable when `obs` is a float tensor.
-        Raises `ValueError` when the module returns another shape or non-finite values."""
-        x = obs if isinstance(obs, Tensor) and obs.dtype == torch.float32 and tuple(obs.shape[1:]) == self.obs_shape else self.obs(obs)
-        x = x.to(self.device)
-        if self.layout == "channels_last" and x.ndim == 4:
-            x = _ChannelsLast.apply(x) if x.requires_grad else x.contiguous(memory_format=torch.channels_last)
-        out = self.module(x)
-        if not isinstance(out, Tensor) or out.ndim != 2 or out.shape[1] != self.n_actions or out.shape[0] != x.shape[0]:
+@patch
+def forward(self: Policy, obs: Any) -> Tensor:
+    """Raw network output `(B, n_actions)`: q-values or logits. Differentiable when `obs` is a float tensor.
+    Raises `ValueError` when the module returns another shape or non-finite values."""
+    x = obs if isinstance(obs, Tensor) and obs.dtype == torch.float32 and tuple(obs.shape[1:]) == self.obs_shape else self.obs(obs)
+    x = x.to(self.device)
+    if self.layout == "channels_last" and x.ndim == 4:
+        x = _ChannelsLast.apply(x) if x.requires_grad else x.contiguous(memory_format=torch.channels_last)
+    out = self.module(x)
+    if not isinstance(out, Tensor) or out.ndim != 2 or out.shape[1] != self.n_actions or out.shape[0] != x.shape[0]:
+        got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+        raise ValueError(f"{self.name}: module returned {got} for {x.shape[0]} observations; expected ({x.shape[0]}, {self.n_actions}).")
+    if out.numel() and not torch.isfinite(out.detach()).all():
+        raise ValueError(f"{self.name}: module returned NaN or infinite outputs ({int((~torch.isfinite(out.detach())).sum())} "
+                         f"of {out.numel()}); check its weights and inputs.")
+    return out
+
+# %% ../nbs/00_core.ipynb #76fd6ee3
+@patch
+@torch.no_grad()
+def outputs(self: Policy, obs: Any,
+            batch_size: int | None = None, # images per forward; None: `settings.batch_size`
+           ) -> Tensor:                    # (B, n_actions) float32 on CPU
+    """`forward` without gradients, in chunks run side by side on `settings.workers` threads (see `map_batches`).
+    Raises `ValueError` for `batch_size < 1`."""
+    if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1):
+        raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}.")
+    x = self.obs(obs)
+    if not len(x): return torch.zeros(0, self.n_actions)
+    s = self.settings
+    return torch.cat(map_batches(lambda c: self.forward(c).float().cpu(), x, int(batch_size or s.batch_size), s.workers))
+
+# %% ../nbs/00_core.ipynb #8b68ca73
+@patch
+def q_values(self: Policy, obs: Any) -> Tensor:
+    "Q-values `(B, n_actions)`. Raises `TypeError` for policy (logits) agents."
+    if self.kind != "q": raise TypeError(f"{self.name} is a policy agent (kind='logits'); use logits() or action_probs().")
+    return self.forward(obs)
+
+@patch
+def logits(self: Policy, obs: Any) -> Tensor:
+    "Action logits `(B, n_actions)`; for value-based agents these are the q-values (Boltzmann logits)."
+    return self.forward(obs)
+
+@patch
+def action_probs(self: Policy, obs: Any, temperature: float = 1.0) -> Tensor:
+    """`softmax(forward(obs) / temperature)`, `(B, n_actions)` float32 on this policy's device, rows sum to 1; detached
+    (no `grad_fn`: computed without gradients, like `act` and `outputs`). For differentiable probabilities use
+    `torch.softmax(policy.forward(x) / temperature, -1)`. Raises `ValueError` if temperature <= 0."""
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}.")
+    with torch.no_grad(): return torch.softmax(self.forward(obs) / temperature, dim=-1)
+
+@patch
+@torch.no_grad()
+def act(self: Policy, obs: Any, deterministic: bool | None = None, generator: torch.Generator | None = None) -> Tensor:
+    "Actions `(B,)` int64: greedy when deterministic (default: `not self.stochastic`), else sampled from `action_probs`."
+    det = (not self.stochastic) if deterministic is None else deterministic
+    out = self.forward(obs)
+    if det: return out.argmax(-1).cpu()
+    if not len(out): return torch.zeros(0, dtype=torch.long)
+    return torch.multinomial(torch.softmax(out.float(), -1).cpu(), 1, generator=generator).squeeze(-1)
+
+# %% ../nbs/00_core.ipynb #27ad2f2f
+@patch(cls_method=True)
+def from_module(cls: Policy, module: nn.Module, obs_shape: tuple, n_actions: int | None = None, kind: str = "q", **kwargs) -> "Policy":
+    """Wrap a plain torch module; `n_actions` is inferred with one forward pass on zeros when omitted.
+    Raises `ValueError` for a channel-last `obs_shape` of a conv net (e.g. `(84, 84, 4)` for a net whose first
+    conv takes 4 channels), a module that does not return `(B, n_actions)`, or one that fails on `(1, *obs_shape)`."""
+    if not isinstance(module, nn.Module): raise TypeError(f"module must be a torch.nn.Module; got {type(module).__name__}.")
+    obs_shape = _check_shape(obs_shape)
+    conv = _first_conv(module)
+    if conv is not None and len(obs_shape) == 3 and obs_shape[0] != conv.in_channels:
+        hint = (f" It looks channel-last: pass obs_shape={(obs_shape[2], obs_shape[0], obs_shape[1])}."
+                if obs_shape[2] == conv.in_channels else "")
+        raise ValueError(f"obs_shape {obs_shape} has {obs_shape[0]} channels first, but the module's first Conv2d takes "
+                         f"{conv.in_channels}; obs_shape must be channel-first (C, H, W).{hint}")
+    if n_actions is None:
+        p = next(module.parameters(), None)
+        try:
+            with torch.no_grad(): out = module(torch.zeros(1, *obs_shape, device=p.device if p is not None else "cpu"))
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise ValueError(f"the module failed on a zero observation batch of shape (1, *{obs_shape}): {e}") from e
+        if not isinstance(out, Tensor) or out.ndim != 2:
             got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
-            raise ValueError(f"{self.name}: module returned {got} for {x.shape[0]} observations; expected ({x.shape[0]}, {self.n_actions}).")
-        if out.numel() and not torch.isfinite(out.detach()).all():
-            raise ValueError(f"{self.name}: module returned NaN or infinite outputs ({int((~torch.isfinite(out.detach())).sum())} "
-                             f"of {out.numel()}); check its weights and inputs.")
-        return out
+            raise ValueError(f"the module must return (B, n_actions) q-values or logits; it returned {got} for a "
+                             f"(1, *{obs_shape}) input. Squeeze or flatten its output (e.g. end it with nn.Flatten()).")
+        n_actions = out.shape[-1]
+    return cls(module, n_actions, obs_shape, kind=kind, **kwargs)
 
-    @torch.no_grad()
-    def outputs(self, obs: Any,
-                batch_size: int | None = None, # images per forward; None: `settings.batch_size`
-               ) -> Tensor:                    # (B, n_actions) float32 on CPU
-        """`forward` without gradients, in chunks run side by side on `settings.workers` threads (see `map_batches`).
-        Raises `ValueError` for `batch_size < 1`."""
-        if batch_size is not None and (isinstance(batch_size, bool) or int(batch_size) < 1):
-            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}.")
-        x = self.obs(obs)
-        if not len(x): return torch.zeros(0, self.n_actions)
-        s = self.settings
-        return torch.cat(map_batches(lambda c: self.forward(c).float().cpu(), x, int(batch_size or s.batch_size), s.workers))
-
-    def q_values(self, obs: Any) -> Tensor:
-        "Q-values `(B, n_actions)`. Raises `TypeError` for policy (logits) agents."
-        if self.kind != "q": raise TypeError(f"{self.name} is a policy agent (kind='logits'); use logits() or action_probs().")
-        return self.forward(obs)
-
-    def logits(self, obs: Any) -> Tensor:
-        "Action logits `(B, n_actions)`; for value-based agents these are the q-values (Boltzmann logits)."
-        return self.forward(obs)
-
-    def action_probs(self, obs: Any, temperature: float = 1.0) -> Tensor:
-        """`softmax(forward(obs) / temperature)`, `(B, n_actions)` float32 on this policy's device, rows sum to 1; detached
-        (no `grad_fn`: computed without gradients, like `act` and `outputs`). For differentiable probabilities use
-        `torch.softmax(policy.forward(x) / temperature, -1)`. Raises `ValueError` if temperature <= 0."""
-        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}.")
-        with torch.no_grad(): return torch.softmax(self.forward(obs) / temperature, dim=-1)
-
-    @torch.no_grad()
-    def act(self, obs: Any, deterministic: bool | None = None, generator: torch.Generator | None = None) -> Tensor:
-        "Actions `(B,)` int64: greedy when deterministic (default: `not self.stochastic`), else sampled from `action_probs`."
-        det = (not self.stochastic) if deterministic is None else deterministic
-        out = self.forward(obs)
-        if det: return out.argmax(-1).cpu()
-        if not len(out): return torch.zeros(0, dtype=torch.long)
-        return torch.multinomial(torch.softmax(out.float(), -1).cpu(), 1, generator=generator).squeeze(-1)
-
-    @classmethod
-    def from_module(cls, module: nn.Module, obs_shape: tuple, n_actions: int | None = None, kind: str = "q", **kwargs) -> "Policy":
-        """Wrap a plain torch module; `n_actions` is inferred with one forward pass on zeros when omitted.
-        Raises `ValueError` for a channel-last `obs_shape` of a conv net (e.g. `(84, 84, 4)` for a net whose first
-        conv takes 4 channels), a module that does not return `(B, n_actions)`, or one that fails on `(1, *obs_shape)`."""
-        if not isinstance(module, nn.Module): raise TypeError(f"module must be a torch.nn.Module; got {type(module).__name__}.")
-        obs_shape = _check_shape(obs_shape)
-        conv = _first_conv(module)
-        if conv is not None and len(obs_shape) == 3 and obs_shape[0] != conv.in_channels:
-            hint = (f" It looks channel-last: pass obs_shape={(obs_shape[2], obs_shape[0], obs_shape[1])}."
-                    if obs_shape[2] == conv.in_channels else "")
-            raise ValueError(f"obs_shape {obs_shape} has {obs_shape[0]} channels first, but the module's first Conv2d takes "
-                             f"{conv.in_channels}; obs_shape must be channel-first (C, H, W).{hint}")
-        if n_actions is None:
-            p = next(module.parameters(), None)
-            try:
-                with torch.no_grad(): out = module(torch.zeros(1, *obs_shape, device=p.device if p is not None else "cpu"))
-            except (RuntimeError, ValueError, TypeError) as e:
-                raise ValueError(f"the module failed on a zero observation batch of shape (1, *{obs_shape}): {e}") from e
-            if not isinstance(out, Tensor) or out.ndim != 2:
-                got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
-                raise ValueError(f"the module must return (B, n_actions) q-values or logits; it returned {got} for a "
-                                 f"(1, *{obs_shape}) input. Squeeze or flatten its output (e.g. end it with nn.Flatten()).")
-            n_actions = out.shape[-1]
-        return cls(module, n_actions, obs_shape, kind=kind, **kwargs)
-
-    @classmethod
-    def from_sb3(cls, model: Any, # a stable-baselines3 / sb3-contrib model, or the path of its saved .zip
-                 algo: str | None = None, # "dqn", "qrdqn", "ppo" or "a2c"; read from the zip when omitted
-                 device: str | torch.device = "auto", **kwargs) -> "Policy":
-        """Adapter for stable-baselines3 DQN, sb3-contrib QR-DQN (mean over quantiles), PPO and A2C (discrete actions).
-        Raises `FileNotFoundError` for a missing zip, `ValueError` naming the file for a corrupt zip, a zip without SB3's
-        `data`, or an `algo` other than the zip's, and `TypeError` for an object that is not an SB3 model."""
-        if isinstance(model, (str, Path)): model = load_sb3(model, algo=algo, device=device)
-        return sb3_policy(model, device=device, **kwargs)
+# %% ../nbs/00_core.ipynb #e98b3749
+@patch(cls_method=True)
+def from_sb3(cls: Policy, model: Any, # a stable-baselines3 / sb3-contrib model, or the path of its saved .zip
+             algo: str | None = None, # "dqn", "qrdqn", "ppo" or "a2c"; read from the zip when omitted
+             device: str | torch.device = "auto", **kwargs) -> "Policy":
+    """Adapter for stable-baselines3 DQN, sb3-contrib QR-DQN (mean over quantiles), PPO and A2C (discrete actions).
+    Raises `FileNotFoundError` for a missing zip, `ValueError` naming the file for a corrupt zip, a zip without SB3's
+    `data`, or an `algo` other than the zip's, and `TypeError` for an object that is not an SB3 model."""
+    if isinstance(model, (str, Path)): model = load_sb3(model, algo=algo, device=device)
+    return sb3_policy(model, device=device, **kwargs)
 
 # %% ../nbs/00_core.ipynb #b4329160
 _WARNED_CONSTANT: set = set()

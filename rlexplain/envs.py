@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import torch
+from fastcore.basics import patch
 
 from .core import Policy, to_obs_tensor
 from .compute import progress as progress_bar
@@ -75,34 +76,6 @@ class ToyboxEnv(gym.Env):
         self._steps = 0
         self._fire = self.legal_actions.index(1) if 1 in self.legal_actions else None
 
-    # --- frames -----------------------------------------------------------------
-    def _grey(self) -> np.ndarray:
-        return self._tb.get_state()[..., 0]
-
-    def _warp(self, frame: np.ndarray) -> np.ndarray:
-        return cv2.resize(frame, (self.size, self.size), interpolation=cv2.INTER_AREA)
-
-    def _push(self, frame: np.ndarray):
-        self._frames[:-1] = self._frames[1:]; self._frames[-1] = self._warp(frame)   # in place (np.roll allocates)
-
-    def _fill(self):
-        self._frames[:] = self._warp(self._grey())[None]
-
-    def _raw_step(self, action: int, render: bool = True) -> tuple[float, np.ndarray | None]:
-        "Repeat `action` for `frameskip` frames; return the reward and the max of the last two grey frames (None without `render`)."
-        tb, a = self._tb, self.legal_actions[action]
-        score0, last = tb.get_score(), None
-        for k in range(self.frameskip):
-            tb.apply_ale_action(a)
-            if render and k >= self.frameskip - 2:
-                f = self._grey(); last = f if last is None else np.maximum(last, f)
-            if tb.game_over(): break
-        if render and last is None: last = self._grey()
-        return float(tb.get_score() - score0), last
-
-    def _obs(self) -> np.ndarray: return self._frames.copy()
-
-    # --- gymnasium API ----------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         if seed is not None: self._tb.set_seed(int(seed))
@@ -120,63 +93,105 @@ class ToyboxEnv(gym.Env):
             _, f = self._raw_step(self._fire); self._push(f)
         return self._obs(), {"lives": self._tb.get_lives(), "score": self._tb.get_score()}
 
-    def step(self, action):
-        if isinstance(action, np.ndarray) and action.size == 1: action = action.reshape(()).item()
-        try: a = operator.index(action)   # Discrete.contains costs about 40 us a call, a fifth of a step
-        except TypeError: raise TypeError(f"action must be an integer; got {type(action).__name__}.") from None
-        if not 0 <= a < self.action_space.n:
-            raise ValueError(f"action must be in 0..{self.action_space.n - 1} ({self.action_names}); got {action}.")
-        lives = self._tb.get_lives()
-        reward, f = self._raw_step(a); self._push(f); self._steps += 1
+# %% ../nbs/01_envs.ipynb #c4e4114f
+@patch
+def _grey(self: ToyboxEnv) -> np.ndarray:
+    return self._tb.get_state()[..., 0]
+
+@patch
+def _warp(self: ToyboxEnv, frame: np.ndarray) -> np.ndarray:
+    return cv2.resize(frame, (self.size, self.size), interpolation=cv2.INTER_AREA)
+
+@patch
+def _push(self: ToyboxEnv, frame: np.ndarray):
+    self._frames[:-1] = self._frames[1:]; self._frames[-1] = self._warp(frame)   # in place (np.roll allocates)
+
+@patch
+def _fill(self: ToyboxEnv):
+    self._frames[:] = self._warp(self._grey())[None]
+
+@patch
+def _raw_step(self: ToyboxEnv, action: int, render: bool = True) -> tuple[float, np.ndarray | None]:
+    "Repeat `action` for `frameskip` frames; return the reward and the max of the last two grey frames (None without `render`)."
+    tb, a = self._tb, self.legal_actions[action]
+    score0, last = tb.get_score(), None
+    for k in range(self.frameskip):
+        tb.apply_ale_action(a)
+        if render and k >= self.frameskip - 2:
+            f = self._grey(); last = f if last is None else np.maximum(last, f)
+        if tb.game_over(): break
+    if render and last is None: last = self._grey()
+    return float(tb.get_score() - score0), last
+
+@patch
+def _obs(self: ToyboxEnv) -> np.ndarray: return self._frames.copy()
+
+# %% ../nbs/01_envs.ipynb #4a27d503
+@patch
+def step(self: ToyboxEnv, action):
+    if isinstance(action, np.ndarray) and action.size == 1: action = action.reshape(()).item()
+    try: a = operator.index(action)   # Discrete.contains costs about 40 us a call, a fifth of a step
+    except TypeError: raise TypeError(f"action must be an integer; got {type(action).__name__}.") from None
+    if not 0 <= a < self.action_space.n:
+        raise ValueError(f"action must be in 0..{self.action_space.n - 1} ({self.action_names}); got {action}.")
+    lives = self._tb.get_lives()
+    reward, f = self._raw_step(a); self._push(f); self._steps += 1
+    terminated = bool(self._tb.game_over())
+    if (not terminated and self.fire_on_life_loss and self._fire is not None and self._tb.get_lives() < lives):
+        r2, f = self._raw_step(self._fire); self._push(f); reward += r2
         terminated = bool(self._tb.game_over())
-        if (not terminated and self.fire_on_life_loss and self._fire is not None and self._tb.get_lives() < lives):
-            r2, f = self._raw_step(self._fire); self._push(f); reward += r2
-            terminated = bool(self._tb.game_over())
-        truncated = (not terminated) and self._steps >= self.max_episode_steps
-        return self._obs(), reward, terminated, truncated, {"lives": self._tb.get_lives(), "score": self._tb.get_score()}
+    truncated = (not terminated) and self._steps >= self.max_episode_steps
+    return self._obs(), reward, terminated, truncated, {"lives": self._tb.get_lives(), "score": self._tb.get_score()}
 
-    def render(self):
-        return self._tb.get_rgb_frame()
+@patch
+def render(self: ToyboxEnv):
+    return self._tb.get_rgb_frame()
 
-    # --- game state -------------------------------------------------------------
-    def state_json(self) -> dict:
-        "The full game state as a JSON-compatible dict (ctoybox 0.5 schema)."
-        return self._tb.state_to_json()
+# %% ../nbs/01_envs.ipynb #f89d625b
+@patch
+def state_json(self: ToyboxEnv) -> dict:
+    "The full game state as a JSON-compatible dict (ctoybox 0.5 schema)."
+    return self._tb.state_to_json()
 
-    def set_state_json(self, js: dict, refill: bool = True):
-        """Replace the game state with `js` (a dict from `state_json`, possibly intervened).
-        With `refill`, all stacked frames become the new state's frame. Raises `ValueError` if Toybox rejects it."""
-        if not isinstance(js, dict): raise TypeError(f"js must be a dict from state_json(); got {type(js).__name__}.")
-        try: self._tb.write_state_json(js)
-        except Exception as e: raise ValueError(f"Toybox rejected the state for {self.game}: {e}") from e
-        if refill: self._fill()
+@patch
+def set_state_json(self: ToyboxEnv, js: dict, refill: bool = True):
+    """Replace the game state with `js` (a dict from `state_json`, possibly intervened).
+    With `refill`, all stacked frames become the new state's frame. Raises `ValueError` if Toybox rejects it."""
+    if not isinstance(js, dict): raise TypeError(f"js must be a dict from state_json(); got {type(js).__name__}.")
+    try: self._tb.write_state_json(js)
+    except Exception as e: raise ValueError(f"Toybox rejected the state for {self.game}: {e}") from e
+    if refill: self._fill()
 
-    def frame_stack(self) -> np.ndarray:
-        "The current observation `(stack, size, size) uint8` without stepping."
-        return self._obs()
+@patch
+def frame_stack(self: ToyboxEnv) -> np.ndarray:
+    "The current observation `(stack, size, size) uint8` without stepping."
+    return self._obs()
 
-    def observation_of(self, states: list[dict]) -> np.ndarray:
-        """The observation an agent would see after the game passed through `states` (oldest first, the
-        current state last): each state is written and rendered; fewer than `stack` states are padded with the
-        oldest one. Returns `(stack, size, size) uint8` and leaves the game in the last state. (With frameskip > 1
-        a stepped observation max-pools each step's last two frames; a re-rendered state shows its last frame.)
-        Raises `ValueError` for an empty list."""
-        if not states: raise ValueError("states must hold at least one JSON state; got an empty list.")
-        states = list(states)[-self.stack:]
-        frames = []
-        for js in states:
-            self.set_state_json(js, refill=False); frames.append(self._warp(self._grey()))
-        frames = [frames[0]] * (self.stack - len(frames)) + frames
-        self._frames = np.stack(frames).astype(np.uint8)
-        return self._obs()
+# %% ../nbs/01_envs.ipynb #e5a1b034
+@patch
+def observation_of(self: ToyboxEnv, states: list[dict]) -> np.ndarray:
+    """The observation an agent would see after the game passed through `states` (oldest first, the
+    current state last): each state is written and rendered; fewer than `stack` states are padded with the
+    oldest one. Returns `(stack, size, size) uint8` and leaves the game in the last state. (With frameskip > 1
+    a stepped observation max-pools each step's last two frames; a re-rendered state shows its last frame.)
+    Raises `ValueError` for an empty list."""
+    if not states: raise ValueError("states must hold at least one JSON state; got an empty list.")
+    states = list(states)[-self.stack:]
+    frames = []
+    for js in states:
+        self.set_state_json(js, refill=False); frames.append(self._warp(self._grey()))
+    frames = [frames[0]] * (self.stack - len(frames)) + frames
+    self._frames = np.stack(frames).astype(np.uint8)
+    return self._obs()
 
-    def start_state(self) -> dict:
-        "The game's default start state (a new game, with `lives` applied), without touching the current game."
-        from ctoybox import Toybox
-        tb = Toybox(self.game, grayscale=True); tb.new_game()
-        js = tb.state_to_json()
-        if self.lives is not None: js["lives"] = int(self.lives)
-        return js
+@patch
+def start_state(self: ToyboxEnv) -> dict:
+    "The game's default start state (a new game, with `lives` applied), without touching the current game."
+    from ctoybox import Toybox
+    tb = Toybox(self.game, grayscale=True); tb.new_game()
+    js = tb.state_to_json()
+    if self.lives is not None: js["lives"] = int(self.lives)
+    return js
 
 # %% ../nbs/01_envs.ipynb #d95c216a
 class ChannelFirst(gym.ObservationWrapper):

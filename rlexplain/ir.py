@@ -14,8 +14,8 @@ from typing import Any, Sequence
 # %% auto #0
 __all__ = ['TOYBOX_IDS', 'entropy_bits', 'js_divergence', 'interventional_robustness', 'ir_from_agents', 'IRState',
            'sample_states', 'NullIntervention', 'intervened_observations', 'IRMatrix', 'agent_probs', 'ir_matrix',
-           'IRConfig', 'ir_jobs', 'IRStudy', 'run_ir', 'section_outputs', 'demo_section', 'toybox_ids', 'check_zoo',
-           'run_ir_to']
+           'IRConfig', 'ir_jobs', 'IRStudy', 'ir_unit_name', 'run_ir', 'section_outputs', 'demo_section', 'toybox_ids',
+           'check_zoo', 'run_ir_to']
 
 # %% ../nbs/10_ir.ipynb #a2e4cfd7
 import matplotlib.pyplot as plt
@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 from scipy.special import entr
 import scipy.stats
+from fastcore.basics import patch
 
 from .core import Policy, seed_everything, to_obs_tensor, warn_constant_policy
 from .compute import get_scale, run_jobs, ScaledConfig, progress as progress_bar
@@ -176,11 +177,9 @@ class IRMatrix(Result):
     def normalized(self) -> np.ndarray:
         "`R - R[0]`: change of R under each intervention relative to the unintervened state (Figure 4), `(m+1, p)`."
         return self.R - self.R[:1]
-
     def summary(self) -> pd.DataFrame:
         "One row with the Table 5-7 columns (see `to_dict`)."
         return pd.DataFrame([self.to_dict()])
-
     def interval(self, level: float = 0.95) -> tuple[float, float, float]:
         """`(low, high, se)` of Original (the mean R of the unintervened states) over the source of its variation, the
         measured agents' seeds: the delete-one jackknife (Quenouille-Tukey) with a Student-t quantile on n - 1 degrees of
@@ -192,24 +191,6 @@ class IRMatrix(Result):
         if not np.isfinite(th).all(): return float("nan"), float("nan"), float("nan")   # an agent left out leaves no finite R
         iv = jackknife_interval(float(np.nanmean(self.R[0])), th, level)    # rlexplain.stats (lesson 06)
         return iv.low, iv.high, iv.se
-
-    def to_dict(self) -> dict:
-        """Table 5-7 columns: mean R of unintervened states (Original), of intervened cells (Intervened), of the normalised
-        cells (Normalized); with the 95% jackknife interval of Original over the n measured agents (`interval`), and how
-        state-dependent the agents are: `distinct_actions`, the mean over agents of the number of different most-probable
-        actions on the unintervened states, and `constant_agents`, how many agents take one action in every state (NaN
-        without `modal_actions`). An agent that plays one constant action makes R a count of which action each seed froze on."""
-        lo, hi, se = self.interval()
-        ma = None if self.modal_actions is None else np.asarray(self.modal_actions)
-        distinct = [len(np.unique(r)) for r in ma] if ma is not None and ma.size else []
-        return {"pipeline": self.pipeline, "frames": int(self.frames), "original": float(np.nanmean(self.R[0])),
-                "intervened": float(np.nanmean(self.R[1:])) if self.R.shape[0] > 1 else float("nan"),
-                "normalized": float(np.nanmean(self.normalized[1:])) if self.R.shape[0] > 1 else float("nan"),
-                "original_low": lo, "original_high": hi, "original_se": se, "n_agents": len(self.agents),
-                "interval": "95% jackknife-t over agents",
-                "distinct_actions": float(np.mean(distinct)) if distinct else float("nan"),
-                "constant_agents": float(sum(d == 1 for d in distinct)) if distinct else float("nan")}
-
     def to_frame(self) -> pd.DataFrame:
         "Long table: intervention, state (trajectory step), R, normalized R."
         j, k = np.meshgrid(np.arange(self.R.shape[0]), np.arange(self.R.shape[1]), indexing="ij")
@@ -217,33 +198,54 @@ class IRMatrix(Result):
                              "state_step": np.asarray(self.state_steps)[k.ravel()], "R": self.R.ravel(),
                              "R_normalized": self.normalized.ravel()})
 
-    def plot(self, ax=None, normalized: bool = False, labels: bool = True, vlim: float = 0.5,
-             row_labels: bool = True,   # name every row (intervention) on the y axis
-             colorbar: bool = True,     # draw a colour bar (off when a multi-panel figure draws one for all)
-             ):
-        """Heat map like Figure 3 (R in [0, 1], viridis) or Figure 4 (normalised R, clipped to +-vlim, red-blue):
-        rows = interventions (the null intervention on top, each row named, lines between intervention
-        families), columns = sampled states labelled by their trajectory step ("start" for the start state).
-        Grey cells: the intervention does not fit that state (NaN, e.g. a brick row that is already gone).
-        Returns the Axes (the image is `ax.images[0]`)."""
-        ax = ax or plt.subplots(figsize=(5, max(3.0, 0.16 * self.R.shape[0] + 1.6)), layout="constrained")[1]   # ~0.16 in per 8-pt row label
-        data = self.normalized if normalized else self.R
-        cmap = plt.get_cmap("RdBu" if normalized else "viridis").copy(); cmap.set_bad("0.5")
-        im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", interpolation="nearest", cmap=cmap,
-                       vmin=-vlim if normalized else 0, vmax=vlim if normalized else 1)
-        ax.set_title(f"{self.pipeline} @ {self.frames:.2g} frames", fontsize=8)
-        steps = ["start" if s < 0 else str(s) for s in self.state_steps]
-        every = max(1, len(steps) // 10)
-        ax.set_xticks(range(0, len(steps), every), steps[::every], rotation=90)
-        if labels: ax.set_xlabel("sampled state (trajectory step)", fontsize=8); ax.set_ylabel("intervention", fontsize=8)
-        if row_labels: ax.set_yticks(range(len(self.interventions)), self.interventions, fontsize=8)
-        else: ax.set_yticks([])
-        fam = [_family(n) for n in self.interventions]
-        for k in range(1, len(fam)):
-            if fam[k] != fam[k - 1]: ax.axhline(k - 0.5, color="k" if normalized else "w", lw=0.6)
-        ax.tick_params(axis="x", labelsize=8); ax.tick_params(axis="y", length=1.5)
-        if colorbar: ax.figure.colorbar(im, ax=ax, shrink=0.8, label=("R - R(no intervention) (unitless)" if normalized else "R = 1 - JSD / log2(n) (unitless, 1 = agents agree)") + "\n(grey: does not fit)")
-        return ax
+# %% ../nbs/10_ir.ipynb #a08e8661
+@patch
+def to_dict(self: IRMatrix) -> dict:
+    """Table 5-7 columns: mean R of unintervened states (Original), of intervened cells (Intervened), of the normalised
+    cells (Normalized); with the 95% jackknife interval of Original over the n measured agents (`interval`), and how
+    state-dependent the agents are: `distinct_actions`, the mean over agents of the number of different most-probable
+    actions on the unintervened states, and `constant_agents`, how many agents take one action in every state (NaN
+    without `modal_actions`). An agent that plays one constant action makes R a count of which action each seed froze on."""
+    lo, hi, se = self.interval()
+    ma = None if self.modal_actions is None else np.asarray(self.modal_actions)
+    distinct = [len(np.unique(r)) for r in ma] if ma is not None and ma.size else []
+    return {"pipeline": self.pipeline, "frames": int(self.frames), "original": float(np.nanmean(self.R[0])),
+            "intervened": float(np.nanmean(self.R[1:])) if self.R.shape[0] > 1 else float("nan"),
+            "normalized": float(np.nanmean(self.normalized[1:])) if self.R.shape[0] > 1 else float("nan"),
+            "original_low": lo, "original_high": hi, "original_se": se, "n_agents": len(self.agents),
+            "interval": "95% jackknife-t over agents",
+            "distinct_actions": float(np.mean(distinct)) if distinct else float("nan"),
+            "constant_agents": float(sum(d == 1 for d in distinct)) if distinct else float("nan")}
+
+# %% ../nbs/10_ir.ipynb #07cf5d08
+@patch
+def plot(self: IRMatrix, ax=None, normalized: bool = False, labels: bool = True, vlim: float = 0.5,
+         row_labels: bool = True,   # name every row (intervention) on the y axis
+         colorbar: bool = True,     # draw a colour bar (off when a multi-panel figure draws one for all)
+         ):
+    """Heat map like Figure 3 (R in [0, 1], viridis) or Figure 4 (normalised R, clipped to +-vlim, red-blue):
+    rows = interventions (the null intervention on top, each row named, lines between intervention
+    families), columns = sampled states labelled by their trajectory step ("start" for the start state).
+    Grey cells: the intervention does not fit that state (NaN, e.g. a brick row that is already gone).
+    Returns the Axes (the image is `ax.images[0]`)."""
+    ax = ax or plt.subplots(figsize=(5, max(3.0, 0.16 * self.R.shape[0] + 1.6)), layout="constrained")[1]   # ~0.16 in per 8-pt row label
+    data = self.normalized if normalized else self.R
+    cmap = plt.get_cmap("RdBu" if normalized else "viridis").copy(); cmap.set_bad("0.5")
+    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", interpolation="nearest", cmap=cmap,
+                   vmin=-vlim if normalized else 0, vmax=vlim if normalized else 1)
+    ax.set_title(f"{self.pipeline} @ {self.frames:.2g} frames", fontsize=8)
+    steps = ["start" if s < 0 else str(s) for s in self.state_steps]
+    every = max(1, len(steps) // 10)
+    ax.set_xticks(range(0, len(steps), every), steps[::every], rotation=90)
+    if labels: ax.set_xlabel("sampled state (trajectory step)", fontsize=8); ax.set_ylabel("intervention", fontsize=8)
+    if row_labels: ax.set_yticks(range(len(self.interventions)), self.interventions, fontsize=8)
+    else: ax.set_yticks([])
+    fam = [_family(n) for n in self.interventions]
+    for k in range(1, len(fam)):
+        if fam[k] != fam[k - 1]: ax.axhline(k - 0.5, color="k" if normalized else "w", lw=0.6)
+    ax.tick_params(axis="x", labelsize=8); ax.tick_params(axis="y", length=1.5)
+    if colorbar: ax.figure.colorbar(im, ax=ax, shrink=0.8, label=("R - R(no intervention) (unitless)" if normalized else "R = 1 - JSD / log2(n) (unitless, 1 = agents agree)") + "\n(grey: does not fit)")
+    return ax
 
 # %% ../nbs/10_ir.ipynb #ed806425
 def _family(name: str) -> str:
@@ -562,6 +564,16 @@ class IRStudy(Result):
         return fig
 
 
+# %% ../nbs/10_ir.ipynb #747be9fd
+def ir_unit_name(job) -> str:
+    """The run-folder unit of an IR job (a game, pipeline and checkpoint): `ir/<game>/<pipeline>/<frames>/g0-seed<k>-<frames>_seeds-<i>-<j>...`.
+    It names the state sampler G_0 (seed and checkpoint) and the measured agents' seeds, because both depend on the zoo (the
+    seeds that pass the quality gate at the last checkpoint with 3 of them, `_playing_seeds`): when a checkpoint joins it, a
+    resumed run computes the new agents' cells instead of loading the old ones' (one table never mixes two sets of agents)."""
+    seed = lambda p: Path(p).parent.name.removeprefix("seed")
+    return (f"ir/{job.game.replace('/', '-').lower()}/{job.pipeline}/{job.frames:010d}/"
+            f"g0-seed{seed(job.sampler)}-{Path(job.sampler).name}_seeds-{'-'.join(seed(p) for p in job.agents)}")
+
 # %% ../nbs/10_ir.ipynb #665af22a
 def run_ir(cfg: IRConfig | None = None,      # None: IRConfig.from_scale()
            run_dir: str | Path | None = None, # save each job as it finishes; rerun resumes
@@ -574,7 +586,7 @@ def run_ir(cfg: IRConfig | None = None,      # None: IRConfig.from_scale()
     cfg = cfg or IRConfig.from_scale()
     jobs = ir_jobs(cfg)
     rd = RunDir(run_dir, config=cfg, force=force) if run_dir is not None else None   # every field of cfg, as the CLI records it
-    names = [f"ir/{j.game.replace('/', '-').lower()}/{j.pipeline}/{j.frames:010d}" for j in jobs]
+    names = [ir_unit_name(j) for j in jobs]   # the agents are in the name: a zoo that gained a checkpoint never mixes seed sets
     mats = run_jobs(_run_ir_job, jobs, executor=executor, max_workers=max_workers, names=names if rd else None,
                     run_dir=rd, desc="IR jobs")
     rows = []

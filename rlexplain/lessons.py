@@ -111,6 +111,7 @@ class _KernelEnvExecutor(ExecutePreprocessor):
         await super().async_start_new_kernel(**kwargs)
     start_new_kernel = run_sync(async_start_new_kernel)
 
+# %% ../nbs/92_lessons.ipynb #105920f1
 def run_notebook(nb,                      # an nbformat NotebookNode, executed in place
                  cwd: str | Path,         # the kernel's working directory (the notebook's folder)
                  timeout: int = 1200,     # seconds one cell may take
@@ -121,7 +122,7 @@ def run_notebook(nb,                      # an nbformat NotebookNode, executed i
     _KernelEnvExecutor(timeout=timeout, kernel_name="python3", extra_arguments=_KERNEL_ARGS).preprocess(nb, {"metadata": {"path": str(cwd)}})
     return nb
 
-
+# %% ../nbs/92_lessons.ipynb #73591e56
 def execute_notebook(path: str | Path,     # an .ipynb file
                      timeout: int = 1200,   # seconds one cell may take
                      root: str | Path | None = None, # repository root (default: the nearest folder above with settings.ini, else the notebook folder's parent)
@@ -144,6 +145,7 @@ def execute_notebook(path: str | Path,     # an .ipynb file
     return {"notebook": path.name, "seconds": round(seconds, 1), "bytes": path.stat().st_size, **counts,
             "problems": output_problems(path)}
 
+# %% ../nbs/92_lessons.ipynb #8779a527
 def lesson_paths(nbs: str | Path = "nbs", only: Iterable[str] | None = None) -> list[Path]:
     """The notebooks of folder `nbs` in teaching order (file name order; names starting with `_` are skipped), then those of
     its `attribution/` folder (the attribution package's lessons), or those whose path below `nbs` without `.ipynb`
@@ -157,6 +159,7 @@ def lesson_paths(nbs: str | Path = "nbs", only: Iterable[str] | None = None) -> 
         if not paths: raise ValueError(f"no notebook in {nbs} starts with any of {only}.")
     return paths
 
+# %% ../nbs/92_lessons.ipynb #f633f3f8
 def execute_lessons(nbs: str | Path = "nbs", only: Iterable[str] | None = None, timeout: int = 1200) -> pd.DataFrame:
     """Execute every lesson of `nbs` (or those named by `only`) in place with `execute_notebook`; one row per notebook
     (seconds, bytes, what was cleaned, problems left). Raises as `lesson_paths` and `execute_notebook`."""
@@ -166,6 +169,7 @@ def execute_lessons(nbs: str | Path = "nbs", only: Iterable[str] | None = None, 
         rows.append(execute_notebook(p, timeout))
     return pd.DataFrame(rows)
 
+# %% ../nbs/92_lessons.ipynb #0b72f443
 def lesson_problems(nbs: str | Path = "nbs", only: Iterable[str] | None = None) -> list[str]:
     """Every rule the stored outputs of the lessons break: `output_problems` per notebook (each within
     `LESSON_BUDGET_BYTES`), outputs made by other code than the current (`stale_outputs`) and, over all lessons (`only=None`), their total against `TOTAL_BUDGET_BYTES`. Empty when clean.

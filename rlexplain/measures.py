@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
 
 from .ranld_study import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS
 from .runtables import NotComparable, NotRun, RunTables, read_table
@@ -58,47 +59,6 @@ class Estimate:
     test: str = "t"      # the interval's test: 't', 'jackknife-t', 'welch', 'exact', 'prediction' or 'none' (rlexplain.stats.TESTS)
     excluded: tuple = () # (verdict, reason): evidence that holds by construction ('uninformative') or a condition not applied ('not comparable')
 
-    @classmethod
-    def from_values(cls, values, label: str, unit: str = "states", **kw) -> "Estimate":
-        """The mean of the finite `values` (1-D) and its Student-t standard error over them (`n - 1` degrees of freedom,
-        `stats.t_interval`). One value gives a point estimate without an interval. Raises `NotRun` when no value is finite."""
-        v = np.asarray(values, dtype=float).ravel(); v = v[np.isfinite(v)]
-        if len(v) == 0: raise NotRun(f"{label}: no finite values")
-        if len(v) == 1: return cls(label, float(v[0]), None, math.inf, 1, unit, None, "point estimate: one value", test="none", **kw)
-        iv = t_interval(v)
-        return cls(label, iv.value, iv.se, iv.df, iv.n, unit, float(v.std(ddof=1)), f"t over {len(v)} {unit}", test="t", **kw)
-
-    @classmethod
-    def from_summary(cls, mean: float, sd: float, n, label: str, unit: str = "states", **kw) -> "Estimate":
-        "A mean with the standard deviation `sd` of its `n` units (as tables print 'mean ± std'): t interval, n - 1 df."
-        n = None if n is None or not np.isfinite(float(n)) else int(n)
-        if n is None or n < 2 or sd is None or not np.isfinite(float(sd)):
-            why = "no spread in the table" if n and n >= 2 else ("n unknown" if n is None else f"one {unit.rstrip('s')}")
-            return cls(label, float(mean), None, math.inf, n, unit, None, f"point estimate: {why}", test="none", **kw)
-        return cls(label, float(mean), float(sd) / math.sqrt(n), n - 1, n, unit, float(sd), f"t over {n} {unit}", test="t", **kw)
-
-    @classmethod
-    def from_interval(cls, mean: float, low: float, high: float, level: float, n, label: str, unit: str = "seeds",
-                      kind: str = "t", **kw) -> "Estimate":
-        """A mean with the `level` interval `[low, high]` a table gives (symmetric t interval over `n` units, e.g. a DiD over
-        seeds): the standard error is recovered as half-width / t quantile, so the interval can be re-drawn at another level."""
-        n = None if n is None or not np.isfinite(float(n)) else int(n)
-        df = (n - 1) if n and n >= 2 else math.inf
-        h = (float(high) - float(low)) / 2
-        se = h / t_quantile(level, df) if h >= 0 else None
-        sd = se * math.sqrt(n) if (se is not None and n) else None
-        return cls(label, float(mean), se, df, n, unit, sd, f"{kind} over {n} {unit}" if n else f"{kind} interval", test=kind, **kw)
-
-    @classmethod
-    def exact(cls, value: float, label: str, **kw) -> "Estimate":
-        "A value computed without sampling (e.g. the claim's 0, or a deterministic identity): its interval is the value."
-        return cls(label, float(value), 0.0, math.inf, None, "", 0.0, "exact", test="exact", **kw)
-
-    @classmethod
-    def prediction(cls, value: float, low: float, high: float, level: float, label: str, **kw) -> "Estimate":
-        "A forecast with its `level` prediction interval, compared as given (no standard error)."
-        return cls(label, float(value), None, math.inf, None, "", None, "prediction interval", fixed=(float(low), float(high), level), test="prediction", **kw)
-
     @property
     def has_interval(self) -> bool:
         "Whether the estimate has an interval (a standard error, exact, or a given prediction interval)."
@@ -117,6 +77,49 @@ class Estimate:
         if self.method == "exact" or iv is None: return f"{self.label} {self.mean:{fmt}}" + ("" if self.method == "exact" else f" ({self.method})")
         lv = self.fixed[2] if self.fixed is not None else level
         return f"{self.label} {self.mean:{fmt}} [{iv[0]:{fmt}}, {iv[1]:{fmt}}] ({level_pct(lv)} {self.method})"
+
+# %% ../nbs/96_measures.ipynb #454900c0
+@patch(cls_method=True)
+def from_values(cls: Estimate, values, label: str, unit: str = "states", **kw) -> "Estimate":
+    """The mean of the finite `values` (1-D) and its Student-t standard error over them (`n - 1` degrees of freedom,
+    `stats.t_interval`). One value gives a point estimate without an interval. Raises `NotRun` when no value is finite."""
+    v = np.asarray(values, dtype=float).ravel(); v = v[np.isfinite(v)]
+    if len(v) == 0: raise NotRun(f"{label}: no finite values")
+    if len(v) == 1: return cls(label, float(v[0]), None, math.inf, 1, unit, None, "point estimate: one value", test="none", **kw)
+    iv = t_interval(v)
+    return cls(label, iv.value, iv.se, iv.df, iv.n, unit, float(v.std(ddof=1)), f"t over {len(v)} {unit}", test="t", **kw)
+
+@patch(cls_method=True)
+def from_summary(cls: Estimate, mean: float, sd: float, n, label: str, unit: str = "states", **kw) -> "Estimate":
+    "A mean with the standard deviation `sd` of its `n` units (as tables print 'mean ± std'): t interval, n - 1 df."
+    n = None if n is None or not np.isfinite(float(n)) else int(n)
+    if n is None or n < 2 or sd is None or not np.isfinite(float(sd)):
+        why = "no spread in the table" if n and n >= 2 else ("n unknown" if n is None else f"one {unit.rstrip('s')}")
+        return cls(label, float(mean), None, math.inf, n, unit, None, f"point estimate: {why}", test="none", **kw)
+    return cls(label, float(mean), float(sd) / math.sqrt(n), n - 1, n, unit, float(sd), f"t over {n} {unit}", test="t", **kw)
+
+# %% ../nbs/96_measures.ipynb #b824b43c
+@patch(cls_method=True)
+def from_interval(cls: Estimate, mean: float, low: float, high: float, level: float, n, label: str, unit: str = "seeds",
+                  kind: str = "t", **kw) -> "Estimate":
+    """A mean with the `level` interval `[low, high]` a table gives (symmetric t interval over `n` units, e.g. a DiD over
+    seeds): the standard error is recovered as half-width / t quantile, so the interval can be re-drawn at another level."""
+    n = None if n is None or not np.isfinite(float(n)) else int(n)
+    df = (n - 1) if n and n >= 2 else math.inf
+    h = (float(high) - float(low)) / 2
+    se = h / t_quantile(level, df) if h >= 0 else None
+    sd = se * math.sqrt(n) if (se is not None and n) else None
+    return cls(label, float(mean), se, df, n, unit, sd, f"{kind} over {n} {unit}" if n else f"{kind} interval", test=kind, **kw)
+
+@patch(cls_method=True)
+def exact(cls: Estimate, value: float, label: str, **kw) -> "Estimate":
+    "A value computed without sampling (e.g. the claim's 0, or a deterministic identity): its interval is the value."
+    return cls(label, float(value), 0.0, math.inf, None, "", 0.0, "exact", test="exact", **kw)
+
+@patch(cls_method=True)
+def prediction(cls: Estimate, value: float, low: float, high: float, level: float, label: str, **kw) -> "Estimate":
+    "A forecast with its `level` prediction interval, compared as given (no standard error)."
+    return cls(label, float(value), None, math.inf, None, "", None, "prediction interval", fixed=(float(low), float(high), level), test="prediction", **kw)
 
 # %% ../nbs/96_measures.ipynb #cd9afc3a
 def level_pct(level: float) -> str:

@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from fastcore.basics import patch
 from torch import Tensor
 
 from .core import Policy, warn_constant_policy
@@ -296,42 +297,49 @@ class PrincipalDirection(Result):
         return pd.DataFrame({"state": np.arange(self.n_states), "action": self.actions, "grad_sq_norm": gn,
                              "standardized": (gn - gn.mean()) / sd if sd > 0 else np.zeros_like(gn), "name": self.name})
 
-    def plot(self, ax=None,                       # matplotlib Axes (a new small figure when None)
-             frames: Sequence[int] | None = None,  # which channels (stacked frames) to show; default all, oldest first
-             cmap: str = "RdBu_r", colorbar: bool = True):
-        "G_S rendered like the observation, frames side by side, colour scale symmetric about 0 with a colour bar (entries of the unit vector G_S; Figures 1, 4, 5). Returns the Axes."
-        if ax is None: _, ax = plt.subplots(figsize=(min(8, 2 * (len(frames) if frames else max(1, self.direction.shape[0]))), 2.2))
-        v = self.direction
-        if v.ndim == 1:
-            ax.bar(np.arange(v.size), v, color="C0"); ax.axhline(0, color="k", lw=0.5); ax.set_xlabel("feature")
-        else:
-            img = frames_image(v if v.ndim == 3 else v.reshape(-1, *v.shape[-2:]), frames)
-            lim = float(np.nanmax(np.abs(img))) or 1.0
-            im = ax.imshow(img, cmap=cmap, vmin=-lim, vmax=lim); ax.set_xticks([]); ax.set_yticks([])
-            if colorbar: ax.figure.colorbar(im, ax=ax, fraction=0.02, pad=0.01).set_label("entry of $\\mathcal{G}_S$ (unitless, unit-norm vector)", fontsize=8)
-        ax.set_title(f"$\\mathcal{{G}}_S$ {self.name} (n={self.n_states}, $\\lambda_1$={self.eigenvalue:.3g})", fontsize=8)
-        return ax
+# %% ../nbs/20_ranld.ipynb #ceb88b76
+@patch
+def plot(self: PrincipalDirection, ax=None,    # matplotlib Axes (a new small figure when None)
+         frames: Sequence[int] | None = None,  # which channels (stacked frames) to show; default all, oldest first
+         cmap: str = "RdBu_r", colorbar: bool = True):
+    "G_S rendered like the observation, frames side by side, colour scale symmetric about 0 with a colour bar (entries of the unit vector G_S; Figures 1, 4, 5). Returns the Axes."
+    if ax is None: _, ax = plt.subplots(figsize=(min(8, 2 * (len(frames) if frames else max(1, self.direction.shape[0]))), 2.2))
+    v = self.direction
+    if v.ndim == 1:
+        ax.bar(np.arange(v.size), v, color="C0"); ax.axhline(0, color="k", lw=0.5); ax.set_xlabel("feature")
+    else:
+        img = frames_image(v if v.ndim == 3 else v.reshape(-1, *v.shape[-2:]), frames)
+        lim = float(np.nanmax(np.abs(img))) or 1.0
+        im = ax.imshow(img, cmap=cmap, vmin=-lim, vmax=lim); ax.set_xticks([]); ax.set_yticks([])
+        if colorbar: ax.figure.colorbar(im, ax=ax, fraction=0.02, pad=0.01).set_label("entry of $\\mathcal{G}_S$ (unitless, unit-norm vector)", fontsize=8)
+    ax.set_title(f"$\\mathcal{{G}}_S$ {self.name} (n={self.n_states}, $\\lambda_1$={self.eigenvalue:.3g})", fontsize=8)
+    return ax
 
-    def spectrum(self, frame: int = -1) -> np.ndarray:
-        "log10 |FFT2(G_S[frame])|, zero frequency centred (fftshift), `(H, W)`; Figure 2. Raises `ValueError` for a non-image direction."
-        return log_spectrum(frame_of(self.direction, frame))
+# %% ../nbs/20_ranld.ipynb #5a91695f
+@patch
+def spectrum(self: PrincipalDirection, frame: int = -1) -> np.ndarray:
+    "log10 |FFT2(G_S[frame])|, zero frequency centred (fftshift), `(H, W)`; Figure 2. Raises `ValueError` for a non-image direction."
+    return log_spectrum(frame_of(self.direction, frame))
 
-    def plot_spectrum(self, ax=None, frame: int = -1, cmap: str = "magma"):
-        "The centred 2-D Fourier magnitude of G_S's frame `frame` (log scale), Figure 2."
-        if ax is None: _, ax = plt.subplots(figsize=(2.6, 2.4))
-        s = self.spectrum(frame); lo = np.percentile(s, 1)
-        im = ax.imshow(s, cmap=cmap, vmin=lo, vmax=s.max()); ax.set_xticks([]); ax.set_yticks([])
-        ax.figure.colorbar(im, ax=ax, fraction=0.04, pad=0.02).set_label("log10 |FFT of $\\mathcal{G}_S$| (unitless)", fontsize=8)
-        ax.set_title(f"log|FFT| {self.name} (frame {frame})", fontsize=8)
-        return ax
+@patch
+def plot_spectrum(self: PrincipalDirection, ax=None, frame: int = -1, cmap: str = "magma"):
+    "The centred 2-D Fourier magnitude of G_S's frame `frame` (log scale), Figure 2."
+    if ax is None: _, ax = plt.subplots(figsize=(2.6, 2.4))
+    s = self.spectrum(frame); lo = np.percentile(s, 1)
+    im = ax.imshow(s, cmap=cmap, vmin=lo, vmax=s.max()); ax.set_xticks([]); ax.set_yticks([])
+    ax.figure.colorbar(im, ax=ax, fraction=0.04, pad=0.02).set_label("log10 |FFT of $\\mathcal{G}_S$| (unitless)", fontsize=8)
+    ax.set_title(f"log|FFT| {self.name} (frame {frame})", fontsize=8)
+    return ax
 
-    def plot_grad_norms(self, ax=None, standardize: bool = True, label: str | None = None, **kw):
-        "Squared gradient norm ||g(s_i)||^2 per state in visiting order, z-scored when `standardize` (Figure 3)."
-        if ax is None: _, ax = plt.subplots(figsize=(6, 2))
-        y = self.to_frame()["standardized" if standardize else "grad_sq_norm"].to_numpy()
-        ax.plot(y, lw=0.8, label=label or self.name, **kw)
-        ax.set_xlabel("state (time)"); ax.set_ylabel("standardised $\\|\\nabla J\\|^2$" if standardize else "$\\|\\nabla J\\|^2$")
-        return ax
+# %% ../nbs/20_ranld.ipynb #7990c9a3
+@patch
+def plot_grad_norms(self: PrincipalDirection, ax=None, standardize: bool = True, label: str | None = None, **kw):
+    "Squared gradient norm ||g(s_i)||^2 per state in visiting order, z-scored when `standardize` (Figure 3)."
+    if ax is None: _, ax = plt.subplots(figsize=(6, 2))
+    y = self.to_frame()["standardized" if standardize else "grad_sq_norm"].to_numpy()
+    ax.plot(y, lw=0.8, label=label or self.name, **kw)
+    ax.set_xlabel("state (time)"); ax.set_ylabel("standardised $\\|\\nabla J\\|^2$" if standardize else "$\\|\\nabla J\\|^2$")
+    return ax
 
 # %% ../nbs/20_ranld.ipynb #c16b2a61
 def ranld(policy: Policy,              # any Policy (q-values or logits)

@@ -336,8 +336,8 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
     of steps whose greedy action it changed), `actions_S` and `actions` (distinct greedy actions in S and in the compared set,
     mean over runs), `table`, and the
     paper's `paper_mean`/`paper_std` where it reports the game (NaN otherwise). With `out`, each game's result is saved
-    to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun with the same shifts and
-    configuration; a saved result of other shifts or sizes is recomputed and replaced (with a warning). With a Policy or
+    to `out/<game>` as soon as it is done and loaded instead of recomputed on a rerun with the same agent (its `name`), shifts and
+    configuration; a saved result of another agent, shifts or sizes is recomputed and replaced (with a warning). With a Policy or
     (Policy, env_kwargs), every state set is played on a fresh `make_env(env_id, **env_kwargs)`, so the table depends
     only on the agent, env_id, env_kwargs, shifts and configuration (see `ranld_protocol`); with (Policy, env), on that
     environment, and the table can depend on what it played before. Raises `ValueError` for no agents."""
@@ -351,9 +351,9 @@ def ranld_tables(agents: dict,                     # {env_id: Policy}, {env_id: 
         game = game_name(env_id); folder = Path(out) / game if out is not None else None
         qt = QuotientTable.load(folder) if folder is not None and (folder / "result.json").exists() else None
         if qt is not None:
-            want = _protocol_params(cfg, _shift_items(shifts), env is None)
+            want = {**_protocol_params(cfg, _shift_items(shifts), env is None), "policy": policy.name}   # never another agent's table
             if {k: qt.params.get(k) for k in want} != want:
-                warnings.warn(f"{folder} holds a run with other shifts, sizes or environments; recomputing it."); qt = None
+                warnings.warn(f"{folder} holds a run of another agent, shifts, sizes or environments; recomputing it."); qt = None
         if qt is None:
             qt = ranld_protocol(policy, env if env is not None else env_id, shifts, cfg, progress=progress, env_kwargs=kw)
             if folder is not None: qt.save(folder)
@@ -565,11 +565,14 @@ def _demo_pairs() -> list[str]:
     return (sorted(set(z[z.pipeline == "sa-ddqn"].env_id) & set(z[z.pipeline == "ddqn"].env_id)) if len(z) else [])[:1]
 
 def _demo_compare_job(job: tuple):
-    """The RA-NLD demo's vanilla DDQN against SA-DDQN on `env_id` (Section 4.2), a unit `(env_id, scale)`: `ranld_study.compare_policies`
-    over 2 episodes (at most 300 steps at demo scale). Returns the `PolicyComparison`."""
-    from rlexplain.agent_zoo import load_best_agent
-    env_id, scale = job
-    return compare_policies({"DDQN": load_best_agent(env_id, "ddqn")[0], "SA-DDQN": load_best_agent(env_id, "sa-ddqn")[0]},
+    """The RA-NLD demo's vanilla DDQN against SA-DDQN on `env_id` (Section 4.2), a unit `(env_id, scale, agents)`, `agents` the
+    demo run's recorded zoo ids (`_demo_run`: `agents[env_id]` the DDQN, `agents["sa-ddqn " + env_id]` the SA-DDQN, loaded as
+    recorded, never chosen again): `ranld_study.compare_policies` over 2 episodes (at most 300 steps at demo scale). Returns the
+    `PolicyComparison`; raises `LookupError` when the record names no DDQN for `env_id` (none passes the quality gate)."""
+    from rlexplain.agent_zoo import load_agent, zoo_entry_dir
+    env_id, scale, agents = job
+    if env_id not in agents: raise LookupError(f"no DDQN agent of {env_id} passes the quality gate: no vanilla-vs-adversarial comparison.")
+    return compare_policies({"DDQN": load_agent(zoo_entry_dir(agents[env_id])), "SA-DDQN": load_agent(zoo_entry_dir(agents[f"sa-ddqn {env_id}"]))},
                             env_id, n_episodes=2, max_steps={"demo": 300, "reference": 1000}.get(scale))
 
 # %% ../nbs/21_ranld_study.ipynb #fd2fa23d
@@ -588,7 +591,7 @@ def demo_units(sec, scale: str) -> list[tuple]:
     from rlexplain.demo import game_slug, saved_units
     games, jobs, names, _ = demo_plan(scale, sec.dir)
     rd = _demo_run(sec, scale, games)
-    cmp = [(f"compare/{game_slug(e)}", _demo_compare_job, (e, scale)) for e in _demo_pairs()]
+    cmp = [(f"compare/{game_slug(e)}", _demo_compare_job, (e, scale, rd.config["agents"])) for e in _demo_pairs()]
     return saved_units(rd, [(n, _demo_job, j) for j, n in zip(jobs, names)] + cmp)
 
 def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
@@ -616,7 +619,7 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
                      "changed = fraction of steps whose observation the shift changed")
     ax = plot_tables(tabs); sec.figure("ranld_tables", ax.figure, "Ours (bars) against Korkmaz (2024) Tables 1-2 (ticks), gradients at the observed frames")
     for env_id in _demo_pairs():
-        cmp = rd.unit(f"compare/{game_slug(env_id)}", lambda: _demo_compare_job((env_id, scale)))   # saved by its unit
+        cmp = rd.unit(f"compare/{game_slug(env_id)}", lambda: _demo_compare_job((env_id, scale, rd.config["agents"])))   # saved by its unit
         sec.table("ranld_vanilla_vs_adversarial", cmp.table, f"Vanilla against adversarially trained on {env_id} (Section 4.2): spectral "
                   f"entropy and high-frequency share of G_S (Figure 2), top-1% mass (Figure 4), coefficient of variation of "
                   f"||grad J||^2 over time (Figure 3); overlap |<G_DDQN, G_SA-DDQN>| = {cmp.overlap[0, 1]:.3f}")

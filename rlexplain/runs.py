@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
 from torch import Tensor
 
 from .compute import chosen_settings, run_metadata
@@ -302,71 +303,83 @@ class RunDir:
             save_json(cfg_path, self.config)
         self._write_meta()
 
-    def _write_meta(self):
-        "Record `run_metadata()` (versions, machine, load, threads, compute settings) in `meta.json`."
-        self._meta_n = len(chosen_settings()); save_json(self.path / "meta.json", run_metadata())
-
     def __repr__(self): return f"RunDir({str(self.path)!r})"
     def __fspath__(self): return str(self.path)
     def __truediv__(self, name): return self.path / name
 
-    def _unit_base(self, name: str) -> Path: return self.path / "units" / encode_unit_name(name)
+# %% ../nbs/00b_runs.ipynb #ac50e265
+@patch
+def _unit_base(self: RunDir, name: str) -> Path: return self.path / "units" / encode_unit_name(name)
 
-    def _unit_path(self, name: str) -> Path | None:
-        base = self._unit_base(name)
-        if (base / "result.json").exists(): return base
-        for ext in _UNIT_EXTS:
-            p = base.parent / (base.name + ext)
-            if p.exists(): return p
-        return None
+@patch
+def _unit_path(self: RunDir, name: str) -> Path | None:
+    base = self._unit_base(name)
+    if (base / "result.json").exists(): return base
+    for ext in _UNIT_EXTS:
+        p = base.parent / (base.name + ext)
+        if p.exists(): return p
+    return None
 
-    def done(self, name: str) -> bool:
-        "Whether unit `name` has a saved result."
-        return self._unit_path(name) is not None
+@patch
+def done(self: RunDir, name: str) -> bool:
+    "Whether unit `name` has a saved result."
+    return self._unit_path(name) is not None
 
-    def load_unit(self, name: str) -> Any:
-        """The saved result of unit `name`. Raises `KeyError` if it is not done, `CorruptUnitError` naming the path when
-        its files cannot be read (a truncated `arrays.npz`, a cut JSON or Parquet file), and `ConfigMismatchError` naming the
-        path and both fingerprints when the unit was saved under another configuration than the folder records."""
+# %% ../nbs/00b_runs.ipynb #f80ef32e
+@patch
+def load_unit(self: RunDir, name: str) -> Any:
+    """The saved result of unit `name`. Raises `KeyError` if it is not done, `CorruptUnitError` naming the path when
+    its files cannot be read (a truncated `arrays.npz`, a cut JSON or Parquet file), and `ConfigMismatchError` naming the
+    path and both fingerprints when the unit was saved under another configuration than the folder records."""
+    p = self._unit_path(name)
+    if p is None: raise KeyError(f"unit {name!r} has no result in {self.path}")
+    try: value, fp = _read_unit(p)
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as e:
+        raise CorruptUnitError(f"the saved unit {name!r} at {p} cannot be read ({type(e).__name__}: {' '.join(str(e).split())[:200]})") from e
+    if self.fingerprint is None or fp == self.fingerprint: return value
+    if fp is not None:
+        raise ConfigMismatchError(f"the saved unit {name!r} at {p} was computed under configuration {fp}, but {self.path} records "
+                                  f"configuration {self.fingerprint} (config.json): a unit copied or left from another run; remove it, "
+                                  "or use --force / force=True to recompute.")
+    if str(self.path) not in _UNSTAMPED_WARNED:
+        _UNSTAMPED_WARNED.add(str(self.path))
+        warnings.warn(f"{self.path}: the saved unit {name!r} at {p} has no configuration fingerprint (saved by an older rlexplain); "
+                      f"it is taken as computed under the recorded configuration {self.fingerprint}. Further such units of this "
+                      "folder load without a warning.", UserWarning, stacklevel=2)
+    return value
+
+# %% ../nbs/00b_runs.ipynb #7098aac0
+@patch
+def _write_meta(self: RunDir):
+    "Record `run_metadata()` (versions, machine, load, threads, compute settings) in `meta.json`."
+    self._meta_n = len(chosen_settings()); save_json(self.path / "meta.json", run_metadata())
+
+@patch
+def save_unit(self: RunDir, name: str, value: Any) -> Any:
+    """Save the result of unit `name` atomically (a `Result`, DataFrame, dict of arrays, or JSON-able) with the folder's
+    configuration fingerprint (`_write_unit`); return `value`."""
+    _write_unit(self._unit_base(name), value, self.fingerprint)
+    if self._meta_n is not None and self._meta_n != len(chosen_settings()): self._write_meta()   # a network was calibrated meanwhile
+    return value
+
+# %% ../nbs/00b_runs.ipynb #a009f86e
+@patch
+def load_or_discard(self: RunDir, name: str) -> tuple[bool, Any]:
+    """`(True, result)` of a saved unit; `(False, None)` when there is none, or when it cannot be read: then its files are
+    removed with a warning naming them, so that the unit is computed again."""
+    if not self.done(name): return False, None
+    try: return True, self.load_unit(name)
+    except CorruptUnitError as e:
         p = self._unit_path(name)
-        if p is None: raise KeyError(f"unit {name!r} has no result in {self.path}")
-        try: value, fp = _read_unit(p)
-        except (zipfile.BadZipFile, EOFError, ValueError, OSError) as e:
-            raise CorruptUnitError(f"the saved unit {name!r} at {p} cannot be read ({type(e).__name__}: {' '.join(str(e).split())[:200]})") from e
-        if self.fingerprint is None or fp == self.fingerprint: return value
-        if fp is not None:
-            raise ConfigMismatchError(f"the saved unit {name!r} at {p} was computed under configuration {fp}, but {self.path} records "
-                                      f"configuration {self.fingerprint} (config.json): a unit copied or left from another run; remove it, "
-                                      "or use --force / force=True to recompute.")
-        if str(self.path) not in _UNSTAMPED_WARNED:
-            _UNSTAMPED_WARNED.add(str(self.path))
-            warnings.warn(f"{self.path}: the saved unit {name!r} at {p} has no configuration fingerprint (saved by an older rlexplain); "
-                          f"it is taken as computed under the recorded configuration {self.fingerprint}. Further such units of this "
-                          "folder load without a warning.", UserWarning, stacklevel=2)
-        return value
+        if p is not None: shutil.rmtree(p) if p.is_dir() else p.unlink()
+        warnings.warn(f"{e}; computing it again.", UserWarning, stacklevel=2)
+        return False, None
 
-    def load_or_discard(self, name: str) -> tuple[bool, Any]:
-        """`(True, result)` of a saved unit; `(False, None)` when there is none, or when it cannot be read: then its files are
-        removed with a warning naming them, so that the unit is computed again."""
-        if not self.done(name): return False, None
-        try: return True, self.load_unit(name)
-        except CorruptUnitError as e:
-            p = self._unit_path(name)
-            if p is not None: shutil.rmtree(p) if p.is_dir() else p.unlink()
-            warnings.warn(f"{e}; computing it again.", UserWarning, stacklevel=2)
-            return False, None
-
-    def save_unit(self, name: str, value: Any) -> Any:
-        """Save the result of unit `name` atomically (a `Result`, DataFrame, dict of arrays, or JSON-able) with the folder's
-        configuration fingerprint (`_write_unit`); return `value`."""
-        _write_unit(self._unit_base(name), value, self.fingerprint)
-        if self._meta_n is not None and self._meta_n != len(chosen_settings()): self._write_meta()   # a network was calibrated meanwhile
-        return value
-
-    def unit(self, name: str, fn: Callable[[], Any]) -> Any:
-        "Run `fn()` unless unit `name` is done (a saved unit that cannot be read is computed again); save and return its result."
-        ok, value = self.load_or_discard(name)
-        return value if ok else self.save_unit(name, fn())
+@patch
+def unit(self: RunDir, name: str, fn: Callable[[], Any]) -> Any:
+    "Run `fn()` unless unit `name` is done (a saved unit that cannot be read is computed again); save and return its result."
+    ok, value = self.load_or_discard(name)
+    return value if ok else self.save_unit(name, fn())
 
 # %% ../nbs/00b_runs.ipynb #fb07418a
 class RunFolderBusy(BlockingIOError):

@@ -35,7 +35,7 @@ from .attribution import Attribution, Explainer, explainer
 from . import attribution   # its `explain`, the one road to an explanation (called by module, so no second name for it here)
 from .attribution import score   # the one road to a score
 from .core import Policy
-from .compute import get_scale, map_batches, progress as progress_bar
+from .compute import get_scale, map_batches, progress as progress_bar, time_round_robin
 from .runs import Result, RunDir, load_json
 from .saliency import PAPER_PARAMS
 from .stats import t_quantile
@@ -531,11 +531,5 @@ def time_maps(policy: Policy,            # any Policy with image observations
     if not methods or len(set(methods)) != len(methods): raise ValueError(f"methods must be distinct and not empty; got {methods}.")
     bad = [m for m in methods if m != "random" and m not in PAPER_PARAMS]
     if bad: raise KeyError(f"unknown saliency method(s) {bad}; expected 'random' or keys of PAPER_PARAMS: {list(PAPER_PARAMS)}.")
-    if warmup:
-        for m in methods: bench_maps(m, policy, x[:1])
-    rows, M = [], len(methods)
-    for i in range(len(x)):
-        for pos, m in enumerate(methods[i % M:] + methods[:i % M]):
-            t0 = clock(); bench_maps(m, policy, x[i:i + 1]); t1 = clock()
-            rows.append({"state": i, "method": m, "position": pos, "seconds": float(t1 - t0)})
+    rows = time_round_robin(lambda m, i: bench_maps(m, policy, x[i:i + 1]), methods, len(x), warmup, clock)
     return pd.DataFrame(rows, columns=["state", "method", "position", "seconds"])

@@ -15,18 +15,19 @@ from typing import Any, Callable, Sequence
 
 # %% auto #0
 __all__ = ['PAPER_GAMES', 'PAPER_RUNTIMES', 'TUNING_METHODS', 'TIMING_COLUMNS', 'BenchConfig', 'MethodRun',
-           'paper_insertion_table', 'paper_tuning_table', 'paper_game', 'SaliencyBenchmark', 'game_stream',
-           'benchmark_jobs', 'run_benchmark', 'tuning_jobs', 'run_tuning', 'timing_jobs', 'run_timing', 'demo_units',
-           'demo_section']
+           'paper_insertion_table', 'paper_tuning_table', 'paper_game', 'SaliencyBenchmark', 'bench_run_config',
+           'game_stream', 'benchmark_jobs', 'run_benchmark', 'tuning_jobs', 'run_tuning', 'timing_jobs', 'run_timing',
+           'demo_units', 'demo_section']
 
 # %% ../nbs/33_saliency_study.ipynb #736e6306
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from fastcore.basics import patch
 
 from .agents import env_slug
-from .agent_zoo import best_zoo_entry
+from .agent_zoo import best_zoo_entry, zoo_entry_dir
 from .attribution import (
     check_int, INSERTION_METRICS, INSERTION_STARTS, InsertionResult, minmax, PAPER_PARAMS, SIMILARITY_METRICS, SUB_METRIC_LABELS)
 from .core import Policy
@@ -43,7 +44,7 @@ PAPER_GAMES = ("ALE/MsPacman-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5", "AL
 class BenchConfig(ScaledConfig):
     "A saliency benchmark run (Huber et al. 2022). `demo()`, `reference()`, `paper()`, `from_scale()`."
     games: tuple = ("ALE/Breakout-v5", "ALE/MsPacman-v5", "ALE/SpaceInvaders-v5", "ALE/Frostbite-v5")  # the paper's four; the first is tuned
-    agents: tuple | None = None          # per game: zoo folder or SB3 zip path; None: the zoo's best `algo` agent that passes the quality gate
+    agents: tuple | None = None          # per game: zoo folder, zoo id or SB3 zip path; None: the zoo's best `algo` agent that passes the quality gate
     algo: str = "dqn"                    # zoo algorithm when agents is None (the paper: DQN)
     methods: tuple = ("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic")
     baseline: bool = True                # add the random-map baseline ("random")
@@ -290,51 +291,80 @@ class SaliencyBenchmark(Result):
         out = out.sort_values(["game", "sub_metric"], key=lambda c: c.map(order) if c.name == "sub_metric" else c.map({g: i for i, g in enumerate(self.games)}))
         return out.reset_index(drop=True)
 
-    def sanity_summary(self) -> pd.DataFrame:
-        "Mean, std, 99% CI of the similarities per method, metric and number of randomised layers (Fig. 3)."
-        return SanityCheck(self.sanity).summary() if len(self.sanity) else pd.DataFrame()
 
-    def plot_sanity(self, axes=None):
-        "Figure 3: similarity to the original maps vs. randomised layers, one panel per metric. Multi-panel: returns the Figure."
-        return SanityCheck(self.sanity).plot(axes)
+# %% ../nbs/33_saliency_study.ipynb #162e07e8
+@patch
+def sanity_summary(self: SaliencyBenchmark) -> pd.DataFrame:
+    "Mean, std, 99% CI of the similarities per method, metric and number of randomised layers (Fig. 3)."
+    return SanityCheck(self.sanity).summary() if len(self.sanity) else pd.DataFrame()
 
-    plot = plot_sanity
+@patch
+def plot_sanity(self: SaliencyBenchmark, axes=None):
+    """Figure 3: similarity to the original maps vs. randomised layers (from the output layer), one panel per metric, each method's
+    mean and 99% CI band (`saliency_bench.SanityCheck.plot`); one compact legend beneath the panels (a method's line and band as one
+    entry, at most 3 columns), integer layer ticks, every text >= 8 pt. Multi-panel: returns the Figure."""
+    from matplotlib.legend_handler import HandlerTuple; from matplotlib.ticker import MaxNLocator
+    n = max(1, len([m for m in SIMILARITY_METRICS if m in set(self.sanity.get("metric", ()))]))
+    if axes is None: axes = plt.subplots(1, n, figsize=(min(8, 2.7 * n), 3.4), sharey=True, squeeze=False)[1][0]
+    fig = SanityCheck(self.sanity).plot(axes)
+    entries = {}   # method label -> (line, band)
+    for ax in axes:
+        if ax.get_legend() is not None: ax.get_legend().remove()
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True)); ax.tick_params(labelsize=8)
+        ax.set_xlabel("randomised layers\n(from the output)", fontsize=8)
+        by = dict(zip(*reversed(ax.get_legend_handles_labels())))
+        for lab, line in by.items():
+            if (band := by.get(f"{lab}: 99% CI")) is None: continue
+            band.set_label(lab); entries.setdefault(lab, (line, band))   # the band is named by its method's entry
+    ncol = min(3, max(1, len(entries))); rows = -(-len(entries) // ncol)
+    fig.legend(list(entries.values()), list(entries), loc="lower center", ncol=ncol, fontsize=8, title="mean and 99% CI",
+               title_fontsize=8, frameon=False, handler_map={tuple: HandlerTuple(ndivide=1)})
+    fig.tight_layout(rect=(0, min(0.5, (0.17 * (rows + 1) + 0.05) / fig.get_figheight()), 1, 1))
+    return fig
 
-    def plot_examples(self, axes=None, baseline: bool = False):
-        "Figure 2 / 5: every method's normalised map of each game's HIGHLIGHTS-DIV state over its newest frame. Multi-panel: returns the Figure."
-        ks = [k for k, m in enumerate(self.methods) if baseline or m != "random"]
-        G, M = self.examples.shape[0], len(ks)
-        if axes is None: axes = plt.subplots(G, M + 1, figsize=(min(8, 1.45 * (M + 1)), 1.6 * G), squeeze=False)[1]
-        for g in range(G):
-            frame = self.example_obs[g][-1].astype(np.float32) / 255.0
-            axes[g][0].imshow(frame, cmap="gray", vmin=0, vmax=1); axes[g][0].set_title(self.games[g].split("/")[-1], fontsize=8)
-            for i, k in enumerate(ks):
-                ax = axes[g][i + 1]
-                ax.imshow(frame, cmap="gray", vmin=0, vmax=1); ax.imshow(self.examples[g, k], cmap="jet", alpha=0.55)
-                ax.set_title(METHOD_LABELS.get(self.methods[k], self.methods[k]), fontsize=8)
-            for ax in axes[g]: ax.set_axis_off()
-        axes[0][0].figure.tight_layout()
-        return axes[0][0].figure
+SaliencyBenchmark.plot = SaliencyBenchmark.plot_sanity   # Figure 3 is the benchmark's figure
 
-    def plot_curves(self, axes=None, game: str | None = None):
-        "Mean insertion curves per method for the four sub-metrics of one game. Multi-panel: returns the Figure."
-        game = game or self.games[0]
-        c = self.curves[self.curves.game == game]
-        if axes is None: axes = plt.subplots(1, 4, figsize=(9, 2.8), sharex=True)[1]
-        for ax, sub in zip(axes, SUB_METRIC_LABELS.values()):
-            for meth, d in c[c.sub_metric == sub].groupby("method", sort=False):
-                ax.plot(d.fraction, d["mean"], lw=1, label=METHOD_LABELS.get(meth, meth))
-            ax.set_title(f"{game.split('/')[-1]}: {sub}", fontsize=8); ax.tick_params(labelsize=8); ax.set_xlabel("fraction inserted", fontsize=8)
-            ax.set_ylabel("Q(s', a) / Q(s, a)" if sub.startswith("Q-val") else "advantage\nQ(s', a) - mean Q(s', .)", fontsize=8)
-        axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)
-        axes[0].figure.tight_layout()
-        return axes[0].figure
 
-    def runtime_table(self, paper: bool = True) -> pd.DataFrame:
-        "Seconds per map for each game and method (App. D), with the paper's for the final parameters."
-        t = self.runtime.copy()
-        if paper: t["paper_s_per_map"] = t.method.map(PAPER_RUNTIMES)
-        return t
+# %% ../nbs/33_saliency_study.ipynb #f0853db8
+@patch
+def plot_examples(self: SaliencyBenchmark, axes=None, baseline: bool = False):
+    "Figure 2 / 5: every method's normalised map of each game's HIGHLIGHTS-DIV state over its newest frame. Multi-panel: returns the Figure."
+    ks = [k for k, m in enumerate(self.methods) if baseline or m != "random"]
+    G, M = self.examples.shape[0], len(ks)
+    if axes is None: axes = plt.subplots(G, M + 1, figsize=(min(8, 1.45 * (M + 1)), 1.6 * G), squeeze=False)[1]
+    for g in range(G):
+        frame = self.example_obs[g][-1].astype(np.float32) / 255.0
+        axes[g][0].imshow(frame, cmap="gray", vmin=0, vmax=1); axes[g][0].set_title(self.games[g].split("/")[-1], fontsize=8)
+        for i, k in enumerate(ks):
+            ax = axes[g][i + 1]
+            ax.imshow(frame, cmap="gray", vmin=0, vmax=1); ax.imshow(self.examples[g, k], cmap="jet", alpha=0.55)
+            ax.set_title(METHOD_LABELS.get(self.methods[k], self.methods[k]), fontsize=8)
+        for ax in axes[g]: ax.set_axis_off()
+    axes[0][0].figure.tight_layout()
+    return axes[0][0].figure
+
+@patch
+def plot_curves(self: SaliencyBenchmark, axes=None, game: str | None = None):
+    "Mean insertion curves per method for the four sub-metrics of one game. Multi-panel: returns the Figure."
+    game = game or self.games[0]
+    c = self.curves[self.curves.game == game]
+    if axes is None: axes = plt.subplots(1, 4, figsize=(9, 2.8), sharex=True)[1]
+    for ax, sub in zip(axes, SUB_METRIC_LABELS.values()):
+        for meth, d in c[c.sub_metric == sub].groupby("method", sort=False):
+            ax.plot(d.fraction, d["mean"], lw=1, label=METHOD_LABELS.get(meth, meth))
+        ax.set_title(f"{game.split('/')[-1]}: {sub}", fontsize=8); ax.tick_params(labelsize=8); ax.set_xlabel("fraction inserted", fontsize=8)
+        ax.set_ylabel("Q(s', a) / Q(s, a)" if sub.startswith("Q-val") else "advantage\nQ(s', a) - mean Q(s', .)", fontsize=8)
+    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)
+    axes[0].figure.tight_layout()
+    return axes[0].figure
+
+@patch
+def runtime_table(self: SaliencyBenchmark, paper: bool = True) -> pd.DataFrame:
+    "Seconds per map for each game and method (App. D), with the paper's for the final parameters."
+    t = self.runtime.copy()
+    if paper: t["paper_s_per_map"] = t.method.map(PAPER_RUNTIMES)
+    return t
+
 
 # %% ../nbs/33_saliency_study.ipynb #3ffa3e2b
 class _Agent:
@@ -348,18 +378,21 @@ class _Agent:
             card = load_json(Path(spec) / "card.json")
             self.env_kwargs, self.name = dict(card.get("env_kwargs") or {}), str(card.get("id", Path(spec).name))
         elif Path(spec).suffix == ".zip": self.env_kwargs, self.name = {}, Path(spec).stem
-        else: raise ValueError(f"agent must be a Policy, a zoo folder or an SB3 .zip; got {spec!r}.")
+        else: raise ValueError(f"agent must be a Policy, a zoo folder, a zoo id or an SB3 .zip; got {spec!r}.")
     def policy(self) -> Policy:
         if self._policy is None: self._policy = load_bench_agent(self.spec, self.device)[0]
         return self._policy
 
 # %% ../nbs/33_saliency_study.ipynb #b40cc334
 def _agent_spec(cfg: BenchConfig, game: str, agents: dict | None = None) -> Any:
-    """The agent of `game` (one of `cfg.games`): `agents[game]`, else `cfg.agents`' entry for it (a Policy, zoo folder or SB3 zip, used
-    as given; a zoo folder whose card records a failed quality gate gets a `UserWarning`), else the folder of the zoo's best `cfg.algo`
-    agent that passes the quality gate (`agent_zoo.best_zoo_entry(game, cfg.algo, plays=True)`; issue 36). Raises `LookupError`
-    naming the game when the zoo has no such agent: never a fallback to an agent that fails the gate."""
+    """The agent of `game` (one of `cfg.games`): `agents[game]`, else `cfg.agents`' entry for it (a Policy, zoo folder, zoo id or SB3
+    zip, used as given; a zoo id is its folder under `ZOO_DIR` (`zoo_entry_dir`); a zoo folder whose card records a failed gate gets a
+    `UserWarning`), else the folder of the zoo's best `cfg.algo` agent that passes the quality gate (`agent_zoo.best_zoo_entry(game,
+    cfg.algo, plays=True)`; issue 36). Raises `LookupError` naming the game when the zoo has no such agent (never a fallback to an
+    agent that fails the gate), `FileNotFoundError` / `ValueError` as `zoo_entry_dir` for a zoo id the zoo lacks or a bad path."""
     spec = (agents or {}).get(game) or (cfg.agents[cfg.games.index(game)] if cfg.agents else None)
+    if isinstance(spec, (str, Path)) and not Path(spec).is_dir() and Path(spec).suffix != ".zip":
+        spec = str(zoo_entry_dir(spec))   # a zoo id ("<env>/<pipeline>/seed<k>/<frames>") is its folder under ZOO_DIR
     if spec is None:
         try: return best_zoo_entry(game, cfg.algo, plays=True)
         except LookupError as e:
@@ -371,6 +404,23 @@ def _agent_spec(cfg: BenchConfig, game: str, agents: dict | None = None) -> Any:
                           f"plays): its maps explain an agent that does not play.", UserWarning, stacklevel=2)
     return spec
 
+
+# %% ../nbs/33_saliency_study.ipynb #371cb781
+def _resolve_agents(cfg: BenchConfig, agents: dict | None = None, games: Sequence[str] | None = None) -> dict:
+    "`{game: _Agent}` for `games` (default `cfg.games`), each resolved once (`_agent_spec`): the agents a run plans with and records."
+    return {g: _Agent(_agent_spec(cfg, g, agents), cfg.device) for g in (cfg.games if games is None else games)}
+
+def bench_run_config(cfg: BenchConfig | None = None, agents: dict | None = None) -> BenchConfig:
+    """The configuration a benchmark's run folder records and checks (`runs.RunDir`'s `config.json`): `cfg` (None: `from_scale()`)
+    with `agents` each game's agent as resolved now (`_agent_spec`; `agents` overrides `cfg.agents`): a zoo entry by its zoo id (the
+    card's `id`, `<env>/<pipeline>/seed<k>/<frames>`, which `BenchConfig.agents` accepts), an SB3 .zip by its stem, a Policy by
+    its `name`; so a resumed run whose agents changed raises `ConfigMismatchError` naming `agents`, never mixing two. Raises as `_agent_spec`."""
+    cfg = cfg or BenchConfig.from_scale()
+    return dataclasses.replace(cfg, agents=tuple(a.name for a in _resolve_agents(cfg, agents).values()))
+
+def _open_run(run_dir: str | Path | RunDir | None, cfg: BenchConfig, resolved: dict) -> RunDir | None:
+    "The run folder `run_dir` (None: none) recording `bench_run_config` of the agents `resolved`; raises `ConfigMismatchError` as `RunDir`."
+    return None if run_dir is None else RunDir(run_dir, config=dataclasses.replace(cfg, agents=tuple(resolved[g].name for g in cfg.games)))
 
 # %% ../nbs/33_saliency_study.ipynb #25134cd3
 def _stream(get_policy: Callable[[], Policy], env_kwargs: dict, game: str, cfg: BenchConfig, rd: RunDir | None) -> tuple[np.ndarray, np.ndarray]:
@@ -409,11 +459,12 @@ def _state_index(cfg: BenchConfig, n: int) -> np.ndarray:
     "The benchmark's insertion states `(k,)` int: `cfg.n_states` of a stream of `n` states, evenly spaced (all of them when None or more)."
     return np.arange(n) if cfg.n_states is None or cfg.n_states >= n else np.linspace(0, n - 1, cfg.n_states).round().astype(int)
 
-def _bench_plan(cfg: BenchConfig, agents: dict | None, rd: RunDir | None) -> tuple:
-    "`(fn, jobs, names, agent names, example states)`: the benchmark's jobs and what `run_benchmark` needs beside their results."
+def _bench_plan(cfg: BenchConfig, resolved: dict, rd: RunDir | None) -> tuple:
+    """`(fn, jobs, names, agent names, example states)`: the benchmark's jobs with the agents `resolved` (`_resolve_agents`: those
+    `rd` records) and what `run_benchmark` needs beside their results."""
     jobs, names, agent_names, ex_obs = [], [], {}, []
     for game in cfg.games:
-        agent = _Agent(_agent_spec(cfg, game, agents), cfg.device)
+        agent = resolved[game]
         agent_names[game] = agent.name
         obs, ep = _stream(agent.policy, agent.env_kwargs, game, cfg, rd)
         hl = _game_highlights(agent.policy, game, obs, ep, cfg, rd)
@@ -435,9 +486,11 @@ def benchmark_jobs(cfg: BenchConfig | None = None,    # None: BenchConfig.from_s
     `RunDir(run_dir).save_unit(name, fn(job))`; `run_benchmark` then loads them all and computes nothing.
 
     Building the jobs records each game's stream (`stream/<game>`) and HIGHLIGHTS-DIV states (`highlights/<game>`) in `run_dir`, loading
-    the agent only for what is not saved yet. Raises `LookupError` when a game has no agent, `ValueError` for an agent of another kind."""
+    the agent only for what is not saved yet, and `bench_run_config`. Raises `LookupError` when a game has no agent, `ValueError` for
+    an agent of another kind, `runs.ConfigMismatchError` (before any work) for a `run_dir` of another configuration or agents."""
     cfg = cfg or BenchConfig.from_scale()
-    return _bench_plan(cfg, agents, RunDir(run_dir) if run_dir is not None else None)[:3]
+    resolved = _resolve_agents(cfg, agents)
+    return _bench_plan(cfg, resolved, _open_run(run_dir, cfg, resolved))[:3]
 
 # %% ../nbs/33_saliency_study.ipynb #35ae1290
 def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scale()
@@ -447,11 +500,11 @@ def run_benchmark(cfg: BenchConfig | None = None,    # None: BenchConfig.from_sc
                   ) -> SaliencyBenchmark:
     """Run the saliency benchmark (Huber et al. 2022): per game a greedy stream, HIGHLIGHTS-DIV example state, and one
     job per (game, method) with the insertion metric, sanity checks and run time (`benchmark_jobs`). With `run_dir`, a rerun
-    after every job is saved loads everything and computes nothing (no agent is loaded). Raises `LookupError` when a game
-    has no agent."""
+    after every job is saved loads everything and computes nothing (no agent is loaded). Raises as `benchmark_jobs`."""
     cfg = cfg or BenchConfig.from_scale()
-    rd = RunDir(run_dir) if run_dir is not None else None
-    fn, jobs, names, agent_names, ex_obs = _bench_plan(cfg, agents, rd)
+    resolved = _resolve_agents(cfg, agents)
+    rd = _open_run(run_dir, cfg, resolved)
+    fn, jobs, names, agent_names, ex_obs = _bench_plan(cfg, resolved, rd)
     runs = run_jobs(fn, jobs, executor=executor, max_workers=max_workers, names=names if rd else None,
                     run_dir=rd, desc="saliency benchmark")
     ins, curves, sanity, rt = [], [], [], []
@@ -509,7 +562,7 @@ def tuning_jobs(cfg: BenchConfig | None = None,     # the benchmark's configurat
     The states are the first `budget` HIGHLIGHTS-DIV states of `game`'s stream with the benchmark's parameters (`cfg.highlights_*`,
     `cfg.seed`): the greedy choice with a smaller budget is the prefix of the benchmark's own (`highlights/<game>`, read from `run_dir`
     where `benchmark_jobs` saved it); a budget above `cfg.highlights_budget` selects again (saved as `highlights-<budget>/<game>`).
-    Raises `ValueError` for a budget < 1 or a method without a grid, `LookupError` when the game has no agent."""
+    Raises `ValueError` for a budget < 1 or a method without a grid, `LookupError` and `ConfigMismatchError` as `benchmark_jobs`."""
     cfg = cfg or BenchConfig.from_scale()
     budget = check_int("budget", budget, 1)
     game = game or cfg.games[0]
@@ -517,8 +570,8 @@ def tuning_jobs(cfg: BenchConfig | None = None,     # the benchmark's configurat
     grids = dict(grids or {})
     bad = [m for m in methods if m not in grids and m not in DEMO_GRIDS]
     if bad: raise ValueError(f"no parameter grid for {bad}; pass grids={{method: [{{...}}, ...]}} (DEMO_GRIDS has {list(DEMO_GRIDS)}).")
-    rd = RunDir(run_dir) if run_dir is not None else None
-    agent = _Agent(_agent_spec(cfg, game, agents), cfg.device)
+    resolved = _resolve_agents(cfg, agents, None if run_dir is not None else (game,))   # the folder records every game's agent
+    rd, agent = _open_run(run_dir, cfg, resolved), resolved[game]
     obs, ep = _stream(agent.policy, agent.env_kwargs, game, cfg, rd)
     hl = _game_highlights(agent.policy, game, obs, ep, cfg, rd, budget if budget > cfg.highlights_budget else None)
     states = obs[hl.indices[:budget]]
@@ -534,8 +587,8 @@ def run_tuning(cfg: BenchConfig | None = None, run_dir: str | Path | None = None
     """Run `tuning_jobs` (see there for the arguments) with `run_jobs`: with `run_dir` each method's `Tuning` is saved
     (`tuning/<game>/<method>`), and a rerun after they are saved loads them and computes nothing."""
     cfg = cfg or BenchConfig.from_scale()
+    fn, jobs, names = tuning_jobs(cfg, run_dir, budget, methods, grids, game, agents, max_seconds, seed)   # records the configuration
     rd = RunDir(run_dir) if run_dir is not None else None
-    fn, jobs, names = tuning_jobs(cfg, rd, budget, methods, grids, game, agents, max_seconds, seed)
     return run_jobs(fn, jobs, executor=executor, max_workers=max_workers, names=names if rd else None, run_dir=rd, desc="saliency tuning")
 
 # %% ../nbs/33_saliency_study.ipynb #00c3c4c2
@@ -562,13 +615,14 @@ def timing_jobs(cfg: BenchConfig | None = None,    # None: BenchConfig.from_scal
     `time_maps` (per-state latency; Huber et al. 2022, App. D measure seconds per map) of the game's first `cfg.n_timing`
     insertion states (state i is the benchmark's insertion state i) with `cfg.methods` (the random baseline explains nothing
     and is not timed), returning the game's rows of `TIMING_COLUMNS`. No jobs when `cfg.n_timing` is 0. Building the jobs
-    records each game's stream in `run_dir` as `benchmark_jobs` does. Raises `LookupError` when a game has no agent."""
+    records each game's stream and `bench_run_config` in `run_dir` as `benchmark_jobs` does (and raises as it does)."""
     cfg = cfg or BenchConfig.from_scale()
     if cfg.n_timing == 0: return _run_timing_job, [], []
-    rd = RunDir(run_dir) if run_dir is not None else None
+    resolved = _resolve_agents(cfg, agents)
+    rd = _open_run(run_dir, cfg, resolved)
     jobs, names = [], []
     for game in cfg.games:
-        agent = _Agent(_agent_spec(cfg, game, agents), cfg.device)
+        agent = resolved[game]
         obs, _ = _stream(agent.policy, agent.env_kwargs, game, cfg, rd)
         jobs.append(_TimingJob(cfg, game, agent.spec, obs[_state_index(cfg, len(obs))[:cfg.n_timing]]))
         names.append(f"timing/{env_slug(game)}")
@@ -581,9 +635,9 @@ def run_timing(cfg: BenchConfig | None = None, run_dir: str | Path | None = None
     method (`seconds`; `position` the method's place in its state's round-robin order). With `run_dir` each game's table is
     saved (`timing/<game>`) and a rerun loads it. An empty table (with the columns) when `cfg.n_timing` is 0."""
     cfg = cfg or BenchConfig.from_scale()
-    rd = RunDir(run_dir) if run_dir is not None else None
-    fn, jobs, names = timing_jobs(cfg, rd, agents)
+    fn, jobs, names = timing_jobs(cfg, run_dir, agents)   # records the configuration
     if not jobs: return pd.DataFrame(columns=TIMING_COLUMNS)
+    rd = RunDir(run_dir) if run_dir is not None else None
     tabs = run_jobs(fn, jobs, executor=executor, max_workers=max_workers, names=names if rd else None, run_dir=rd, desc="saliency timing")
     return pd.concat(tabs, ignore_index=True)[TIMING_COLUMNS]
 
@@ -600,10 +654,11 @@ def _demo_tuning_args(scale: str) -> dict:
 def demo_units(sec, scale: str) -> list[tuple]:
     """The saliency benchmark's units for `rlexplain.demo.run_demo`'s scheduler: one per (game, method) (`saliency_study.benchmark_jobs`, which
     records each game's stream and HIGHLIGHTS-DIV states in `<section>/run` first), one per tuned method (`tuning_jobs`) and one
-    per game's timing pass (`timing_jobs`), those not yet saved. The run folder records the configuration (`run/config.json`,
-    read back by the scoreboard's checks); a folder of another configuration is refused before any work."""
+    per game's timing pass (`timing_jobs`), those not yet saved. The run folder records the configuration with each game's
+    resolved agent (`bench_run_config`; `run/config.json`, read back by the scoreboard's checks); a folder of another
+    configuration or other agents is refused before any work."""
     from rlexplain.demo import saved_units
-    cfg = BenchConfig.from_scale(scale); rd = RunDir(sec.dir / "run", config=cfg)
+    cfg = BenchConfig.from_scale(scale); rd = RunDir(sec.dir / "run", config=bench_run_config(cfg))
     fn, jobs, names = benchmark_jobs(cfg, rd)
     tfn, tjobs, tnames = tuning_jobs(cfg, rd, **_demo_tuning_args(scale))
     mfn, mjobs, mnames = timing_jobs(cfg, rd)

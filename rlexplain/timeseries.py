@@ -351,6 +351,87 @@ class CausalImpact(Result):
         return a0.figure
 
 # %% ../nbs/50_shift_timeseries.ipynb #86fa84fd
+def _aligned_matrices(treatment: Any, control: Any, agent: str | None, treatment_condition: str | None,
+                      control_condition: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "Treatment and control as seeds x episodes DataFrames with the same seeds and episodes, >= 2 seeds, finite returns."
+    A = _as_matrix(treatment, "treatment", agent, treatment_condition)
+    B = _as_matrix(control, "control", agent, control_condition)
+    if A.shape != B.shape or list(A.index) != list(B.index) or list(A.columns) != list(B.columns):
+        raise ValueError(f"treatment and control are misaligned: treatment has seeds {list(A.index)[:10]} x {A.shape[1]} episodes, "
+                         f"control has seeds {list(B.index)[:10]} x {B.shape[1]} episodes; the fixed-seed design needs the same seeds and episodes in both.")
+    X1, X0 = A.to_numpy(np.float64), B.to_numpy(np.float64)
+    M, N = X1.shape
+    if M < 2: raise ValueError(f"causal_impact needs at least 2 seeds for its interval; got {M}.")
+    for nm, X in (("treatment", X1), ("control", X0)):
+        if not np.isfinite(X).all():
+            r, c = np.argwhere(~np.isfinite(X))[0]
+            raise ValueError(f"{nm} has NaN or infinite returns (first at seed {A.index[r]}, episode {A.columns[c]}); every seed needs every episode.")
+        if np.abs(X).max(initial=0.0) > 1e100:   # a guard far inside float64's range (the interval's variance of such returns overflows near 1e154)
+            raise ValueError(f"{nm} has returns of magnitude {np.abs(X).max():.3g}; rlexplain refuses returns above 1e100 (their variance overflows float64 near 1e154). Rescale the returns.")
+    return A, B
+
+# %% ../nbs/50_shift_timeseries.ipynb #fbaa614a
+def _did_placebo_T(T: Any, N: int, level: float, interval: str, n_boot: Any, agg: str, placebo_T: Any) -> int | None:
+    "Check `causal_impact`'s scalar arguments; return the placebo's fake T (None when T = 1 leaves no room for one)."
+    if not (isinstance(T, (int, np.integer)) and not isinstance(T, bool) and 1 <= T <= N - 1):
+        raise ValueError(f"T (the first shifted episode) must be an integer in [1, {N - 1}] so that both periods are non-empty; got {T!r} for N={N} episodes.")
+    if not 0 < level < 1: raise ValueError(f"level must be in (0, 1); got {level}.")
+    if interval not in INTERVALS: raise ValueError(f"interval must be one of {INTERVALS}; got {interval!r}.")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise ValueError(f"n_boot (bootstrap resamples) must be an integer >= 1, e.g. 2000; got {n_boot!r}.")
+    if agg not in AGGREGATES: raise ValueError(f"agg must be one of {AGGREGATES}; got {agg!r}.")
+    if placebo_T is None: pT = T // 2 if T >= 2 else None
+    elif isinstance(placebo_T, bool) or not isinstance(placebo_T, (int, np.integer)) or not 1 <= placebo_T <= T - 1:
+        raise ValueError(f"placebo_T (the fake T inside the pre-period t < T={T}) must be an integer in [1, {T - 1}]; got {placebo_T!r}.")
+    else: pT = int(placebo_T)
+    if agg == "iqm" and interval == "t":   # the t interval is for the mean of the per-seed DiDs, not the IQM series' DiD
+        raise ValueError("agg='iqm' needs interval='bootstrap': the t interval covers the mean of the per-seed DiDs, not the DiD of the IQM series.")
+    return pT
+
+# %% ../nbs/50_shift_timeseries.ipynb #b58e662f
+def _did_intervals(X1: np.ndarray, X0: np.ndarray, T: int, pT: int | None, agg: str, n_boot: int, level: float,
+                   seed: int, interval: str) -> dict:
+    "Per-seed DiDs and effects (M rows), their t intervals, the percentile bootstrap over seeds, and the bands by `interval`."
+    M, N = X1.shape
+    post = np.arange(N) >= T
+    # per seed: DiD (Eq. 4), pointwise and cumulative effects, placebo; the t intervals are over these M rows
+    d_seed = _did_batch(X1, X0, T)
+    pw_seed = X1 - X0; cum_seed = np.cumsum(np.where(post, pw_seed, 0.0), axis=1)
+    t_ci = t_bounds(d_seed, level)
+    # the percentile bootstrap: resample the paired seeds, aggregate, recompute
+    rng = np.random.default_rng(seed); idx = rng.integers(0, M, size=(int(n_boot), M))
+    B1, B0 = aggregate(X1[idx], agg, axis=1), aggregate(X0[idx], agg, axis=1)     # (n_boot, N)
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    b_ci = np.percentile(_did_batch(B1, B0, T), q)
+    pwb = B1 - B0; cumb = np.cumsum(np.where(post, pwb, 0.0), axis=1)
+    if interval == "t":
+        ci, (pw_lo, pw_hi), (cum_lo, cum_hi) = t_ci, t_bounds(pw_seed, level), t_bounds(cum_seed, level)
+    else:
+        ci = b_ci
+        pw_lo, pw_hi = np.percentile(pwb, q, axis=0); cum_lo, cum_hi = np.percentile(cumb, q, axis=0)
+    if pT is not None:
+        p_seed = _did_batch(X1[:, :T], X0[:, :T], pT)
+        plc_ci = t_bounds(p_seed, level) if interval == "t" else np.percentile(_did_batch(B1[:, :T], B0[:, :T], pT), q)
+    else: plc_ci, p_seed = [float("nan")] * 2, np.full(M, np.nan)
+    return dict(post=post, pw_seed=pw_seed, cum_seed=cum_seed, p_seed=p_seed, t_ci=t_ci, b_ci=b_ci, ci=ci, pw_lo=pw_lo,
+                pw_hi=pw_hi, cum_lo=cum_lo, cum_hi=cum_hi, plc_ci=plc_ci)
+
+# %% ../nbs/50_shift_timeseries.ipynb #7aac8da8
+def _did_point_estimates(X1: np.ndarray, X0: np.ndarray, T: int, pT: int | None, agg: str, iv: dict) -> tuple:
+    "The aggregated series, the per-seed Eq. 4-6 estimates, and the point estimates at the centre of the intervals `iv`."
+    x1, x0 = aggregate(X1, agg), aggregate(X0, agg)
+    per = [did_estimates(X1[i], X0[i], T) for i in range(len(X1))]
+    if agg == "mean":   # every estimate of the mean series is the mean of the per-seed ones: those, the centres of their t
+        # intervals by construction (computed from the mean series they differ by rounding, which matters for returns near 1e16)
+        did, did_post, pre_gap = (float(np.mean([e[k] for e in per])) for k in ("did", "did_post", "pre_gap"))
+        pw, cum, plc = iv["pw_seed"].mean(0), iv["cum_seed"].mean(0), float(iv["p_seed"].mean())
+    else:               # the IQM series' own estimates (Eq. 4-6 on the aggregated series)
+        est = did_estimates(x1, x0, T); did, did_post, pre_gap = est["did"], est["did_post"], est["pre_gap"]
+        pw = x1 - x0; cum = np.cumsum(np.where(iv["post"], pw, 0.0))
+        plc = did_estimates(x1[:T], x0[:T], pT)["did"] if pT is not None else float("nan")
+    return x1, x0, per, did, did_post, pre_gap, pw, cum, plc
+
+# %% ../nbs/50_shift_timeseries.ipynb #df9cc574
 def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes DataFrame, or a PerformanceSeries
                   control: Any,          # the same seeds and episodes without the shift
                   T: int,                # first shifted episode (1 <= T <= N-1)
@@ -376,68 +457,17 @@ def causal_impact(treatment: Any,        # (M, N) returns, a seeds x episodes Da
     [1, T-1], fewer than 2 seeds, NaN/inf returns, `n_boot` < 1, `level` outside (0, 1), an unknown `interval` or
     `agg`, `agg="iqm"` with the t interval, treatment and control not aligned (different seeds, episodes or shapes), or an
     array with more rows (seeds) than columns (episodes), which is how a transposed one looks (a DataFrame is taken as labelled)."""
-    A = _as_matrix(treatment, "treatment", agent, treatment_condition)
-    B = _as_matrix(control, "control", agent, control_condition)
-    if A.shape != B.shape or list(A.index) != list(B.index) or list(A.columns) != list(B.columns):
-        raise ValueError(f"treatment and control are misaligned: treatment has seeds {list(A.index)[:10]} x {A.shape[1]} episodes, "
-                         f"control has seeds {list(B.index)[:10]} x {B.shape[1]} episodes; the fixed-seed design needs the same seeds and episodes in both.")
+    A, B = _aligned_matrices(treatment, control, agent, treatment_condition, control_condition)
     X1, X0 = A.to_numpy(np.float64), B.to_numpy(np.float64)
-    M, N = X1.shape
-    if M < 2: raise ValueError(f"causal_impact needs at least 2 seeds for its interval; got {M}.")
-    for nm, X in (("treatment", X1), ("control", X0)):
-        if not np.isfinite(X).all():
-            r, c = np.argwhere(~np.isfinite(X))[0]
-            raise ValueError(f"{nm} has NaN or infinite returns (first at seed {A.index[r]}, episode {A.columns[c]}); every seed needs every episode.")
-        if np.abs(X).max(initial=0.0) > 1e100:   # a guard far inside float64's range (the interval's variance of such returns overflows near 1e154)
-            raise ValueError(f"{nm} has returns of magnitude {np.abs(X).max():.3g}; rlexplain refuses returns above 1e100 (their variance overflows float64 near 1e154). Rescale the returns.")
-    if not (isinstance(T, (int, np.integer)) and not isinstance(T, bool) and 1 <= T <= N - 1):
-        raise ValueError(f"T (the first shifted episode) must be an integer in [1, {N - 1}] so that both periods are non-empty; got {T!r} for N={N} episodes.")
-    if not 0 < level < 1: raise ValueError(f"level must be in (0, 1); got {level}.")
-    if interval not in INTERVALS: raise ValueError(f"interval must be one of {INTERVALS}; got {interval!r}.")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ValueError(f"n_boot (bootstrap resamples) must be an integer >= 1, e.g. 2000; got {n_boot!r}.")
-    if agg not in AGGREGATES: raise ValueError(f"agg must be one of {AGGREGATES}; got {agg!r}.")
-    if placebo_T is None: pT = T // 2 if T >= 2 else None
-    elif isinstance(placebo_T, bool) or not isinstance(placebo_T, (int, np.integer)) or not 1 <= placebo_T <= T - 1:
-        raise ValueError(f"placebo_T (the fake T inside the pre-period t < T={T}) must be an integer in [1, {T - 1}]; got {placebo_T!r}.")
-    else: pT = int(placebo_T)
+    pT = _did_placebo_T(T, X1.shape[1], level, interval, n_boot, agg, placebo_T)
     T = int(T)
-    if agg == "iqm" and interval == "t":   # the t interval is for the mean of the per-seed DiDs, not the IQM series' DiD
-        raise ValueError("agg='iqm' needs interval='bootstrap': the t interval covers the mean of the per-seed DiDs, not the DiD of the IQM series.")
-    x1, x0 = aggregate(X1, agg), aggregate(X0, agg)
-    post = np.arange(N) >= T
-    # per seed: DiD (Eq. 4), pointwise and cumulative effects, placebo; the t intervals are over these M rows
-    d_seed = _did_batch(X1, X0, T)
-    pw_seed = X1 - X0; cum_seed = np.cumsum(np.where(post, pw_seed, 0.0), axis=1)
-    t_ci = t_bounds(d_seed, level)
-    # the percentile bootstrap: resample the paired seeds, aggregate, recompute
-    rng = np.random.default_rng(seed); idx = rng.integers(0, M, size=(int(n_boot), M))
-    B1, B0 = aggregate(X1[idx], agg, axis=1), aggregate(X0[idx], agg, axis=1)     # (n_boot, N)
-    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-    b_ci = np.percentile(_did_batch(B1, B0, T), q)
-    pwb = B1 - B0; cumb = np.cumsum(np.where(post, pwb, 0.0), axis=1)
-    if interval == "t":
-        ci, (pw_lo, pw_hi), (cum_lo, cum_hi) = t_ci, t_bounds(pw_seed, level), t_bounds(cum_seed, level)
-    else:
-        ci = b_ci
-        pw_lo, pw_hi = np.percentile(pwb, q, axis=0); cum_lo, cum_hi = np.percentile(cumb, q, axis=0)
-    if pT is not None:
-        p_seed = _did_batch(X1[:, :T], X0[:, :T], pT)
-        plc_ci = t_bounds(p_seed, level) if interval == "t" else np.percentile(_did_batch(B1[:, :T], B0[:, :T], pT), q)
-    else: plc_ci, p_seed = [float("nan")] * 2, np.full(M, np.nan)
-    per = [did_estimates(X1[i], X0[i], T) for i in range(M)]
-    if agg == "mean":   # every estimate of the mean series is the mean of the per-seed ones: those, the centres of their t
-        # intervals by construction (computed from the mean series they differ by rounding, which matters for returns near 1e16)
-        did, did_post, pre_gap = (float(np.mean([e[k] for e in per])) for k in ("did", "did_post", "pre_gap"))
-        pw, cum, plc = pw_seed.mean(0), cum_seed.mean(0), float(p_seed.mean())
-    else:               # the IQM series' own estimates (Eq. 4-6 on the aggregated series)
-        est = did_estimates(x1, x0, T); did, did_post, pre_gap = est["did"], est["did_post"], est["pre_gap"]
-        pw = x1 - x0; cum = np.cumsum(np.where(post, pw, 0.0))
-        plc = did_estimates(x1[:T], x0[:T], pT)["did"] if pT is not None else float("nan")
+    iv = _did_intervals(X1, X0, T, pT, agg, n_boot, level, seed, interval)
+    x1, x0, per, did, did_post, pre_gap, pw, cum, plc = _did_point_estimates(X1, X0, T, pT, agg, iv)
+    ci, t_ci, b_ci, plc_ci = iv["ci"], iv["t_ci"], iv["b_ci"], iv["plc_ci"]
     table = pd.DataFrame({"episode": A.columns.to_numpy(), "treatment": x1, "control": x0, "pointwise": pw,
-                          "pointwise_lo": pw_lo, "pointwise_hi": pw_hi, "cumulative": cum, "cumulative_lo": cum_lo,
-                          "cumulative_hi": cum_hi, "period": np.where(post, "post", "pre")})
-    per_seed = pd.DataFrame([{"seed": s, **per[i], "placebo": float(p_seed[i])} for i, s in enumerate(A.index)])
+                          "pointwise_lo": iv["pw_lo"], "pointwise_hi": iv["pw_hi"], "cumulative": cum, "cumulative_lo": iv["cum_lo"],
+                          "cumulative_hi": iv["cum_hi"], "period": np.where(iv["post"], "post", "pre")})
+    per_seed = pd.DataFrame([{"seed": s, **per[i], "placebo": float(iv["p_seed"][i])} for i, s in enumerate(A.index)])
     return CausalImpact(table, per_seed, T, did, did_post, pre_gap, float(ci[0]), float(ci[1]),
                         -1 if pT is None else int(pT), float(plc), float(plc_ci[0]), float(plc_ci[1]), float(level), int(n_boot),
                         agg, label, interval, float(t_ci[0]), float(t_ci[1]), float(b_ci[0]), float(b_ci[1]))

@@ -492,23 +492,37 @@ def demo_outputs(study) -> tuple[list, dict, str]:
 
 # %% ../nbs/52_timeseries_study.ipynb #1dc9d2a8
 def _demo_run(folder: Path, scale: str, game: str, force: bool = False) -> tuple:
-    "`(config, RunDir)` of one game's time-series study in the demo section `folder`: `<folder>/run/<game>`, recording (or checking) the configuration."
+    """`(config, RunDir, agents)` of one game's time-series study in the demo section `folder`: `<folder>/run/<game>`, recording (or
+    checking) the configuration and the agents it explains, `agents` = `{algo: zoo id}` of the zoo's best agent of each of
+    `cfg.algos` (`agent_zoo.best_zoo_entry`, as `run_study` chooses), resolved once here: a rerun after the zoo gained a better
+    agent raises `ConfigMismatchError` naming `agents` instead of mixing two. Raises `LookupError` when the zoo lacks an agent."""
+    from rlexplain.agent_zoo import best_zoo_entry
+    from rlexplain.agents import load_card
     from rlexplain.demo import game_slug
     cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
-    return cfg, RunDir(Path(folder) / "run" / game_slug(game), config=cfg, force=force)
+    agents = {a: load_card(best_zoo_entry(game, a), ("id",))["id"] for a in cfg.algos}
+    return cfg, RunDir(Path(folder) / "run" / game_slug(game), config={**dataclasses.asdict(cfg), "agents": agents}, force=force), agents
+
+def _demo_study(cfg: TimeSeriesConfig, rd: RunDir, agents: dict, **kw) -> TimeSeriesStudy:
+    """`run_study` in `rd` on the recorded `agents` (`{algo: zoo id}`, loaded as recorded, never chosen again) and the last one's
+    card's `env_kwargs`, as `run_study` takes them from the zoo; `kw` as `run_study`'s. Raises `FileNotFoundError` for an id the zoo lacks."""
+    from rlexplain.agent_zoo import load_agent, zoo_entry_dir
+    from rlexplain.agents import load_card
+    paths = {a: zoo_entry_dir(i) for a, i in agents.items()}
+    policies = {a: load_agent(p, device="cpu") for a, p in paths.items()}
+    return run_study(cfg, policies, load_card(paths[cfg.algos[-1]]).get("env_kwargs", {}), run_dir=rd, **kw)
 
 def _demo_unit(job: tuple) -> None:
     """One game's time-series study `(game, scale, section folder)`, a `run_demo` unit run in a worker process: every control and
     treatment run is saved in the study's folder, so that `demo_section` afterwards only loads them."""
     game, scale, folder = job
-    cfg, rd = _demo_run(folder, scale, game)
-    run_study(cfg, run_dir=rd)
+    _demo_study(*_demo_run(folder, scale, game))
 
 def demo_units(sec, scale: str) -> list[tuple]:
     """The time-series section's units for `rlexplain.demo.run_demo`'s scheduler: one `_demo_unit` per game of `STUDY_GAMES`, each
     game's configuration recorded in `<section>/run/<game>` first (another raises `ConfigMismatchError`)."""
     from rlexplain.demo import game_slug
-    for game in STUDY_GAMES: _demo_run(sec.dir, scale, game)   # every configuration recorded (or refused) before any work
+    for game in STUDY_GAMES: _demo_run(sec.dir, scale, game)   # every configuration and its agents recorded (or refused) before any work
     return [(game_slug(g), _demo_unit, (g, scale, str(sec.dir))) for g in STUDY_GAMES]
 
 def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
@@ -516,9 +530,9 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
     A2C and PPO agents, saved in `<section>/run/<game>` (after the scheduler's units it only loads them; another configuration
     raises `ConfigMismatchError` unless `sec.force`), and each study's `demo_outputs`."""
     for game in STUDY_GAMES:
-        cfg, rd = _demo_run(sec.dir, scale, game, force=sec.force)
+        cfg, rd, agents = _demo_run(sec.dir, scale, game, force=sec.force)
         # full treatment runs (no share_pre): the pre-period gap and the placebo then test the fixed-seed assumption
-        study = run_study(cfg, executor=executor, max_workers=max_workers, run_dir=rd)
+        study = _demo_study(cfg, rd, agents, executor=executor, max_workers=max_workers)
         figs, tabs, text = demo_outputs(study)
         sec.note(text.split("\n")[0])
         for name, (df, cap) in tabs.items(): sec.table(name, df, cap)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,7 +26,7 @@ from torch import Tensor, nn
 
 from .attribution import as_states, gaussian_blur, resolve_actions, state_columns
 from .core import Policy
-from .compute import get_scale, ScaledConfig, progress as progress_bar
+from .compute import get_scale, ScaledConfig, progress as progress_bar, time_round_robin
 from .runs import Result, load_json, save_json, save_table
 
 # %% ../nbs/40_xrlbench.ipynb #a1c9578a
@@ -256,14 +255,11 @@ def time_per_state(policy: Policy,             # the agent
         key = registry_name(name)
         if key not in EXPLAINERS: raise ValueError(f"unknown explainer {name!r}; XRL-Bench's: {', '.join(TABULAR_METHODS)}.")
         cls = EXPLAINERS[key]
-        ex = cls(**{**cls.presets.get("xrlbench", {}), "background": background, "seed": seed, **method_params.get(name, {})})
-        ex.explain(policy, x[:1])                                         # warm-up: fits, caches, first-call costs
-        exs[getattr(cls, "key", key)] = ex
-    labels, rows = list(exs), []
-    for i in range(len(x)):
-        for m in labels[i % len(labels):] + labels[:i % len(labels)]:     # rotated: each method runs first on 1/M of the states
-            t0 = time.perf_counter(); exs[m].explain(policy, x[i:i + 1]); rows.append((m, i, time.perf_counter() - t0))
-    return pd.DataFrame(rows, columns=["method", "state", "seconds"])
+        exs[getattr(cls, "key", key)] = cls(**{**cls.presets.get("xrlbench", {}), "background": background, "seed": seed,
+                                               **method_params.get(name, {})})
+    # the warm-up (fits, caches, first-call costs), then the methods' order rotated by one per state: the shared loop
+    rows = time_round_robin(lambda m, i: exs[m].explain(policy, x[i:i + 1]), list(exs), len(x))
+    return pd.DataFrame([(m, i, s) for i, m, _, s in rows], columns=["method", "state", "seconds"])
 
 # %% ../nbs/40_xrlbench.ipynb #9d00f0d2
 def run_benchmark(policy: Policy,               # the agent
@@ -474,16 +470,16 @@ def image_agent(env_id: str,                       # e.g. "ALE/Pong-v5"
 
 # %% ../nbs/40_xrlbench.ipynb #1da3458e
 def _demo_job(job: tuple):
-    """One environment of the XRL-Bench demo, a `run_jobs` job `(kind, env_id, scale)`, run in a worker process (it loads its own
-    agent): kind "tabular" generates the agent's dataset and runs `run_benchmark` on `n_explain` of its states; "image"
-    runs `run_image_benchmark`. Returns the `XRLBenchResult`. Raises `LookupError` if the zoo has no agent for `env_id`."""
-    from rlexplain.agent_zoo import load_best_agent
-    kind, env_id, scale = job
+    """One environment of the XRL-Bench demo, a `run_jobs` job `(kind, env_id, scale, agent)`, run in a worker process: it loads
+    its own agent, the zoo entry of id `agent` that `demo_plan` chose and the run folder records (never chosen again, so a zoo
+    that gained a better agent since cannot slip it in); kind "tabular" generates the agent's dataset and runs `run_benchmark`
+    on `n_explain` of its states; "image" runs `run_image_benchmark`. Returns the `XRLBenchResult`. Raises `FileNotFoundError`
+    if the zoo lacks the entry."""
+    from rlexplain.agent_zoo import load_agent, zoo_entry_dir
+    kind, env_id, scale, agent_id = job
     cfg = XRLBenchConfig.from_scale(scale)
-    if kind == "image":
-        agent, card = image_agent(env_id)
-        return run_image_benchmark(agent, env_id, cfg, card.get("env_kwargs", {}))
-    agent, card = load_best_agent(env_id, "dqn")
+    path = zoo_entry_dir(agent_id); agent, card = load_agent(path), load_json(path / "card.json")
+    if kind == "image": return run_image_benchmark(agent, env_id, cfg, card.get("env_kwargs", {}))
     df = generate_dataset(agent, env_id, n_states=cfg.n_dataset, seed=cfg.seed, min_episodes=5)
     X, _ = dataset_arrays(df)
     idx = np.random.default_rng(cfg.seed).choice(len(X), min(cfg.n_explain, len(X)), replace=False)
@@ -492,27 +488,33 @@ def _demo_job(job: tuple):
 
 def demo_plan(scale: str) -> tuple:
     """The XRL-Bench demo's plan at `scale`: `(config, jobs, names, cards, notes)`, one `_demo_job` per environment of the
-    zoo (the tabular ones, then the image ones), the jobs' unit names (`tabular/cartpole`, `image/breakout`), the agents'
-    cards (read, not the agents loaded: the job loads its own) and a note per environment the zoo has no agent for."""
+    zoo (the tabular ones, then the image ones) naming its agent's zoo id, the jobs' unit names (`tabular/cartpole`,
+    `image/breakout`), the agents' cards (read, not the agents loaded: the job loads its own) and a note per environment the
+    zoo has no agent for."""
     from rlexplain.agent_zoo import best_zoo_entry
     from rlexplain.demo import game_slug
     cfg = XRLBenchConfig.from_scale(scale)
     jobs, cards, notes = [], {}, []
     for env_id in cfg.envs:
-        try: cards[env_id] = load_json(Path(best_zoo_entry(env_id, "dqn")) / "card.json"); jobs.append(("tabular", env_id, scale))
+        try: cards[env_id] = load_json(Path(best_zoo_entry(env_id, "dqn")) / "card.json"); jobs.append(("tabular", env_id, scale, cards[env_id]["id"]))
         except LookupError as e: notes.append(f"{env_id}: skipped ({e})")
     for env_id in cfg.image_envs:   # the zoo's DQN (or, without one that beats random play, its best agent)
-        try: cards[("image", env_id)] = image_agent(env_id)[1]; jobs.append(("image", env_id, scale))
+        try: cards[("image", env_id)] = image_agent(env_id)[1]; jobs.append(("image", env_id, scale, cards[("image", env_id)]["id"]))
         except LookupError as e: notes.append(f"{env_id} (image): skipped ({e})")
-    return cfg, jobs, [f"{k}/{game_slug(e)}" for k, e, _ in jobs], cards, notes
+    return cfg, jobs, [f"{k}/{game_slug(e)}" for k, e, *_ in jobs], cards, notes
+
+def _demo_run(sec, cfg: XRLBenchConfig, jobs: list, names: list[str], force: bool = False):
+    """The demo's run folder `<section>/run`, recording `cfg` and the agents the jobs explain (`agents`: unit name -> zoo id), so
+    that a rerun after the zoo's best agent changed raises `ConfigMismatchError` naming `agents` instead of mixing two agents."""
+    from rlexplain.runs import RunDir
+    return RunDir(sec.dir / "run", config={**dataclasses.asdict(cfg), "agents": {n: j[3] for n, j in zip(names, jobs)}}, force=force)
 
 def demo_units(sec, scale: str) -> list[tuple]:
     """The XRL-Bench section's units for `rlexplain.demo.run_demo`'s scheduler: one `_demo_job` per environment not yet
-    saved in `<section>/run` (whose configuration is recorded, or another refused, before any work)."""
+    saved in `<section>/run` (whose configuration and agents are recorded, or others refused, before any work: `_demo_run`)."""
     from rlexplain.demo import saved_units
-    from rlexplain.runs import RunDir
     cfg, jobs, names, _, _ = demo_plan(scale)
-    rd = RunDir(sec.dir / "run", config=cfg)
+    rd = _demo_run(sec, cfg, jobs, names)
     return saved_units(rd, [(n, _demo_job, job) for job, n in zip(jobs, names)])
 
 # %% ../nbs/40_xrlbench.ipynb #0b2cb08d
@@ -522,15 +524,14 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
     rerun resumes (another configuration raises `ConfigMismatchError` unless `sec.force`); the tables (Tables 2-4 and
     Figure 2 analogues, beside the paper's values) and AIM figures are then made in this process."""
     from rlexplain.compute import run_jobs
-    from rlexplain.runs import RunDir
     paper = paper_results()
     cfg, jobs, names, cards, notes = demo_plan(scale)
     for n in notes: sec.note(n)
-    rd = RunDir(sec.dir / "run", config=cfg, force=sec.force)   # resumable; never mixes two configurations
+    rd = _demo_run(sec, cfg, jobs, names, force=sec.force)   # resumable; never mixes two configurations or agents
     # run_jobs' own pool is spawned (`compute.process_pool`): this process has already used torch (agent cards, calibration)
     results = run_jobs(_demo_job, jobs, executor=executor, max_workers=max_workers, run_dir=rd, names=names, desc="XRL-Bench environments")
     tabs, times = [], {}
-    for (kind, env_id, _), r in zip(jobs, results):
+    for (kind, env_id, *_), r in zip(jobs, results):
         if kind != "tabular": continue
         card = cards[env_id]
         sec.note(f"{env_id}: agent {card['id']}, return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} "
@@ -544,7 +545,7 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
                   "the better of the |importance| and signed rankings as in the paper (Sec. 4.2; each ranking also in its own columns); RIS (Eq. 3); TabularSHAP's student agreement with the agent; next to the paper's values")
         sec.table("xrl_ms_per_sample", pd.DataFrame(times).reset_index(), "Figure 2 analogue: milliseconds per explained state (each "
                   "environment in its own worker process, side by side with the others)")
-    for (kind, env_id, _), r in zip(jobs, results):
+    for (kind, env_id, *_), r in zip(jobs, results):
         if kind != "image": continue
         card = cards[("image", env_id)]
         game = env_id.split("/")[-1].split("-")[0]
@@ -554,7 +555,7 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
                   f"random {card['evaluation']['random_mean']:.1f}); {cfg.n_image_explain} states, k every {cfg.image_pixel_step} pixels; "
                   "PGI_code and PGU_code: XRL-Bench's code perturbation of images (chosen pixels blurred, sigma 5) beside the paper's Gaussian noise")
         sec.figure(f"xrl_image_{game.lower()}_aim", r.plot(metric="AIM").figure, f"AIM curves on {env_id}: action agreement after masking the top-k pixels")
-    per = [r.times.assign(env=env_id) for (_, env_id, _), r in zip(jobs, results) if r.times is not None]
+    per = [r.times.assign(env=env_id) for (_, env_id, *_), r in zip(jobs, results) if r.times is not None]
     if per:
         sec.table("xrl_time_per_state", pd.concat(per, ignore_index=True)[["env", "method", "state", "seconds"]],
                   "Figure 2 with a spread: seconds each method takes to explain each state alone (time_per_state: a warm-up call "

@@ -212,6 +212,26 @@ def test_saliency_benchmark_figures_are_readable():
     check_figure(Tuning(tu, "occlusion", 1.0, "toybox/Breakout").plot().figure)
 
 
+def test_saliency_sanity_figure_is_readable():
+    """SaliencyBenchmark.plot_sanity (Figure 3): text >= 8 pt and every CI band in the legend, one compact legend (one entry per
+    method, its line and band together) beneath the panels and outside every one, and no two x tick labels of a panel overlapping."""
+    from rlexplain.saliency_study import SaliencyBenchmark
+    rng = np.random.default_rng(0); methods = ("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic")
+    san = pd.DataFrame([{"game": "g", "method": m, "variant": "shared", "n_randomized": k, "layer": f"l{k}", "state": s,
+                         "metric": met, "value": rng.random()}
+                        for m in methods for k in range(1, 8) for s in range(3) for met in ("spearman", "ssim", "hog")])
+    b = SaliencyBenchmark(pd.DataFrame(), pd.DataFrame(), san, pd.DataFrame(), rng.random((1, 1, 4, 4)),
+                          np.zeros((1, 1, 4, 4), np.uint8), ("toybox/Breakout",), methods)
+    fig = b.plot_sanity(); fig.canvas.draw(); r = fig.canvas.get_renderer()
+    legs = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert len(legs) == 1 and len(legs[0].get_texts()) == len(methods)
+    box = legs[0].get_window_extent(r)
+    assert all(not box.overlaps(ax.get_tightbbox(r)) for ax in fig.axes)
+    for ax in fig.axes:
+        ticks = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_text()]
+        assert len(ticks) >= 2 and all(not a.overlaps(c) for a, c in zip(ticks, ticks[1:]))
+    check_figure(fig)
+
 def test_effect_plots_are_readable():
     "TimeSeriesStudy.plot_effects, SwitchingStudy.plot_effects and PerformanceSeries.plot: text >= 8 pt."
     from rlexplain.switching import SwitchingConfig, SwitchingStudy

@@ -380,6 +380,25 @@ def test_timing_pass_table_pairs_methods_over_states_and_a_rerun_times_nothing(t
     assert none.empty and list(none.columns) == ss.TIMING_COLUMNS
 
 
+def test_time_maps_is_the_shared_round_robin_loop_on_a_fake_clock(monkeypatch):
+    """`time_maps` hands `compute.time_round_robin` the call `bench_maps(method, policy, obs[i:i+1])`: an untimed warm-up per
+    method on state 0, then one state per call in the rotated order, and seconds read off the injected clock (a fake one
+    that only the calls advance: occlusion 1 s, rise 2 s, random 4 s), so every time is exact whatever the machine's load."""
+    from rlexplain.compute import time_round_robin
+    cost, now, log = {"occlusion": 1.0, "rise": 2.0, "random": 4.0}, [0.0], []
+    def fake_bench(method, policy, x): log.append((method, len(x), int(x[0, 0, 0, 0]))); now[0] += cost[method]
+    monkeypatch.setattr(sb, "bench_maps", fake_bench)
+    obs = np.arange(4, dtype=np.uint8).reshape(4, 1, 1, 1) * np.ones((4, 4, 8, 8), np.uint8)   # state i is all i
+    t = sb.time_maps(None, obs, list(cost), clock=lambda: now[0])
+    assert list(t.columns) == ["state", "method", "position", "seconds"] and len(t) == 4 * 3
+    assert log[:3] == [(m, 1, 0) for m in cost]                                       # the warm-ups, on state 0
+    assert [(m, n, v) for m, n, v in log[3:]] == [(m, 1, i) for i, m in zip(t.state, t.method)]   # one state per call
+    expect = time_round_robin(lambda m, i: None, list(cost), 4, clock=lambda: 0.0)
+    assert list(t[["state", "method", "position"]].itertuples(index=False, name=None)) == [r[:3] for r in expect]
+    assert t.method.tolist()[3:6] == ["rise", "random", "occlusion"]                 # state 1: rotated left by one
+    assert t.seconds.tolist() == [cost[m] for m in t.method]
+
+
 def test_random_map_calibration_is_saved_and_read_back(tmp_path, monkeypatch):
     "With run_dir the calibration table is computed once: the saved table is the computed one, and a second call computes nothing."
     want = random_map_calibration(n_pairs=4, shape=(24, 24), seed=3)

@@ -1,5 +1,6 @@
 "Integration tests of rlexplain.xrlbench on hand-checkable linear agents and the XRL-Bench agents (when present)."
 import dataclasses
+import functools
 
 import numpy as np
 import pandas as pd
@@ -397,10 +398,14 @@ def test_time_per_state_rotates_the_methods_and_warms_each_up(data, monkeypatch)
     calls = []
     real = xb.EXPLAINERS["perturbation_saliency"].explain
     monkeypatch.setattr(xb.EXPLAINERS["perturbation_saliency"], "explain", lambda self, p, s, a=None: (calls.append(len(s)), real(self, p, s, a))[1])
+    now = [0.0]                                                    # a fake clock: each reading advances it by 1 s
+    def fake_clock(): now[0] += 1.0; return now[0]
+    monkeypatch.setattr(xb, "time_round_robin", functools.partial(xb.time_round_robin, clock=fake_clock))
     t = xb.time_per_state(pol, X, X[:4], methods=("PS", "IG", "SARFA"))
     assert calls == [1] * 5                                        # a warm-up, then one call per state, one state each
     assert [list(g) for g in np.split(t.method.to_numpy(), 4)] == [["PS", "IG", "SARFA"], ["IG", "SARFA", "PS"],
                                                                      ["SARFA", "PS", "IG"], ["PS", "IG", "SARFA"]]
-    assert (t.seconds > 0).all() and list(t.state) == [i for i in range(4) for _ in range(3)]
+    assert list(t.columns) == ["method", "state", "seconds"] and list(t.state) == [i for i in range(4) for _ in range(3)]
+    assert (t.seconds == 1.0).all() and now[0] == 2 * 12           # two readings per timed call, none around a warm-up
     with pytest.raises(ValueError, match="unknown explainer"): xb.time_per_state(pol, X, X[:2], methods=("Nope",))
     with pytest.raises(ValueError, match="n_time must be an int"): run_benchmark(pol, X, X[:2], methods=("PS",), n_time=-1)
