@@ -135,7 +135,8 @@ def saved_units(rd: RunDir,                          # the section's run folder,
 # VM; 2026-11-25's AMD EPYC VM took about 1.8x as long for the same units); the time series' and XRL-Bench's image units
 # from that day's run of the same code for them; docs: building the site (Sphinx) from the committed lessons, 2026-11-27 (45 s of CPU); docs_execute:
 # re-executing every notebook (2026-11-25: 10.2 min).
-DEMO_SECONDS = {"ir": 15, "ranld/roadrunner": 115, "ranld/compare/roadrunner": 5,   # RoadRunner: 35 s before the attack settings of issue 37 (2.3x as long, lesson 20), 80 s before its state sets took every 10th step of 400 (issue 36: about +35 s for the clean steps between, estimated from a run on the shared machine); Freeway: its DDQN fails the quality gate
+DEMO_SECONDS = {"ir": 15, "ranld/roadrunner": 115, "ranld/compare/roadrunner": 5,   # RoadRunner: 35 s before the attack settings of issue 37 (2.3x as long, lesson 20), 80 s before its state sets took every 10th step of 400 (issue 36: about +35 s for the clean steps between, estimated from a run on the shared machine)
+                "ranld/freeway": 70,   # an estimate, not yet measured by a demo run: RoadRunner's 115 s x 826 / 1339 s, the two games' units in the reference run of 2026-11-28
                 "saliency": 5, "xrlbench/image/breakout": 86, "xrlbench/image/pong": 83,
                 "xrlbench/tabular/lunarlander": 14, "xrlbench/tabular/flappybird": 15,
                 "xrlbench/tabular/cartpole": 8, "saliency_bench/bench/ale-breakout-v5/occlusion": 7,
