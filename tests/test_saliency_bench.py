@@ -356,7 +356,7 @@ def test_tuning_jobs_match_tune_on_the_highlights_states_and_rerun_computes_noth
 def test_timing_pass_table_pairs_methods_over_states_and_a_rerun_times_nothing(tmp_path, monkeypatch):
     """`run_timing` on a tiny benchmark: one row per (game, state, method) in `TIMING_COLUMNS`, on the benchmark's first `n_timing`
     insertion states of the saved stream, the methods' order rotated per state (each method once in each position); saved, a rerun
-    times nothing. Only the table's structure is tested, never the measured seconds beyond being positive and finite."""
+    times nothing. Only the table's structure is tested, never the measured seconds beyond being finite and not negative (a monotonic clock; its speed and the load are not tested)."""
     pytest.importorskip("ctoybox")
     import dataclasses
     from rlexplain.runs import RunDir
@@ -373,7 +373,7 @@ def test_timing_pass_table_pairs_methods_over_states_and_a_rerun_times_nothing(t
     assert (t.game == "toybox/Breakout").all() and sorted(t.state.unique()) == [0, 1, 2]
     m = list(cfg.methods)
     assert [t[t.state == i].sort_values("position").method.tolist() for i in range(3)] == [m[i:] + m[:i] for i in range(3)]
-    assert np.isfinite(t.seconds).all() and (t.seconds > 0).all()
+    assert np.isfinite(t.seconds).all() and (t.seconds >= 0).all()   # a monotonic clock never goes back; its speed is not tested
     monkeypatch.setattr(ss, "_run_timing_job", _boom); monkeypatch.setattr(pol, "forward", _boom)
     pd.testing.assert_frame_equal(ss.run_timing(cfg, tmp_path, agents=agents), t)   # loaded: nothing timed again
     none = ss.run_timing(dataclasses.replace(cfg, n_timing=0), tmp_path, agents=agents)
