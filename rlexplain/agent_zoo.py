@@ -14,7 +14,7 @@ from pathlib import Path
 __all__ = ['GATE', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO',
            'CAMPAIGN', 'list_zoo', 'load_agent', 'untrained_agent', 'evaluate_policy_returns', 'evaluate_entry',
            'action_diversity', 'q_spread', 'return_gap', 'gate_verdict', 'quality_gate', 'gate_zoo', 'train_zoo',
-           'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent', 'zoo_entry_dir']
+           'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent', 'zoo_entry_dir', 'zoo_id']
 
 # %% ../nbs/02a_agent_zoo.ipynb #b0bbd042
 import gymnasium as gym
@@ -26,7 +26,7 @@ from .core import Policy, SB3Head, sb3_class
 from .compute import progress, run_jobs
 from .runs import save_json
 from .envs import collect_rollout, is_multiagent, make_env, play_episodes, team_returns
-from .agents import (FEATURE_EXTRACTORS, LIST_KEYS, PIPELINES, TrainJob, ZOO_DIR, get_pipeline,
+from .agents import (FEATURE_EXTRACTORS, LIST_KEYS, PIPELINES, TrainJob, ZOO_DIR, entry_dir, get_pipeline,
                               load_card, train_agent, zero_output_heads)
 
 # %% ../nbs/02a_agent_zoo.ipynb #cbeb141d
@@ -175,7 +175,7 @@ def evaluate_entry(path: str | Path, n_episodes: int = 10, seed: int = 10_000, f
     return ev
 
 # %% ../nbs/02a_agent_zoo.ipynb #1050406e
-GATE = dict(n_episodes=30, confidence=0.95, max_modal_share=0.95)   # the gate's protocol (see the prose above)
+GATE = dict(n_episodes=30, confidence=0.95, max_modal_share=0.95, interval="bca")   # the gate's protocol (see the prose above)
 
 def action_diversity(actions: np.ndarray,   # (N,) int greedy actions on N visited states
                      n_actions: int,        # |A|
@@ -209,24 +209,36 @@ def q_spread(q: np.ndarray,   # (N, A) q-values on N visited states
 def return_gap(returns: np.ndarray,         # (n,) the agent's episode returns
                random_returns: np.ndarray,  # (m,) a uniformly random policy's returns (the same seeds)
                confidence: float = 0.95,
+               method: str = "bca",         # "bca" (the gate's) or "welch"
+               n_resamples: int = 9_999,    # bootstrap resamples ("bca")
+               seed: int = 0,               # the bootstrap's random generator ("bca"): the same returns give the same interval
                ) -> dict:
-    """Mean return minus random play's, with a `confidence` Welch interval (`scipy.stats.ttest_ind(equal_var=False)`;
-    two independent samples of episodes with unequal variances). When neither sample varies the difference is exact
-    and the interval is the point (`test` "exact"). Returns `diff`, `low`, `high`, `n`, `n_random`, `test`. Raises
-    `ValueError` for fewer than 2 episodes on either side, non-finite returns, or a confidence outside (0, 1)."""
+    """Mean return minus random play's, with a `confidence` interval for it. `method="bca"`: the bias-corrected and
+    accelerated bootstrap (Efron 1987; `scipy.stats.bootstrap(method="BCa")`, each sample resampled on its own), whose
+    interval follows a skewed sampling distribution of the mean; `"welch"`: Welch's t interval
+    (`scipy.stats.ttest_ind(equal_var=False)`), symmetric about the difference. When neither sample varies the difference
+    is exact and the interval is the point (`test` "exact"). Returns `diff`, `low`, `high`, `n`, `n_random`, `test`.
+    Raises `ValueError` for fewer than 2 episodes on either side, non-finite returns, a confidence outside (0, 1), or
+    an unknown method."""
     from scipy import stats
     a, b = np.asarray(returns, np.float64).ravel(), np.asarray(random_returns, np.float64).ravel()
     if len(a) < 2 or len(b) < 2: raise ValueError(f"return_gap needs >= 2 episodes on each side; got {len(a)} and {len(b)}.")
     if not (np.isfinite(a).all() and np.isfinite(b).all()): raise ValueError("returns hold NaN or inf values.")
     if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1); got {confidence}.")
+    if method not in ("bca", "welch"): raise ValueError(f"method must be 'bca' or 'welch'; got {method!r}.")
     d = float(a.mean() - b.mean())
-    if a.std() == 0 and b.std() == 0: lo = hi = d; test = "exact"
-    else:
+    if a.std() == 0 and b.std() == 0: lo = hi = d; method = "exact"
+    elif method == "welch":
         with warnings.catch_warnings():   # scipy warns of "catastrophic cancellation" when one side is constant: its variance is exactly 0
             warnings.filterwarnings("ignore", message="Precision loss occurred", category=RuntimeWarning)
             ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
-        lo, hi, test = float(ci.low), float(ci.high), "welch"
-    return {"diff": d, "low": lo, "high": hi, "n": len(a), "n_random": len(b), "test": test}
+        lo, hi = float(ci.low), float(ci.high)
+    else:
+        ci = stats.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis) - y.mean(axis), vectorized=True, paired=False,
+                             confidence_level=confidence, n_resamples=int(n_resamples), method="BCa",
+                             random_state=np.random.default_rng(seed)).confidence_interval
+        lo, hi = float(ci.low), float(ci.high)
+    return {"diff": d, "low": lo, "high": hi, "n": len(a), "n_random": len(b), "test": method}
 
 # %% ../nbs/02a_agent_zoo.ipynb #5a8d665b
 def gate_verdict(gap_low: float,      # lower end of the return difference's interval (return_gap)
@@ -237,6 +249,17 @@ def gate_verdict(gap_low: float,      # lower end of the return difference's int
     return bool(gap_low > 0 and modal_share <= max_modal_share)
 
 # %% ../nbs/02a_agent_zoo.ipynb #b6d79816
+_PLAY_KEYS = ("entropy_bits", "entropy_norm", "modal_share", "modal_action", "distinct", "n_states", "q_range_mean", "q_max_std")
+
+def _gate_record(proto: dict, ret, rnd, div: dict, spread: dict, multiagent: bool) -> dict:
+    "The stored gate from the played episodes: the interval of `proto`'s kind beside Welch's (`welch_low`, `welch_high`), and `plays`."
+    gap = return_gap(ret, rnd, proto["confidence"], method=proto["interval"])
+    welch = return_gap(ret, rnd, proto["confidence"], method="welch")
+    return {"protocol": proto, **gap, "welch_low": welch["low"], "welch_high": welch["high"],
+            "mean": float(np.mean(ret)), "random_mean": float(np.mean(rnd)), **div, **spread,
+            "plays": bool(gap["low"] > 0) if multiagent else gate_verdict(gap["low"], div["modal_share"]),
+            "returns": [float(r) for r in ret], "random_returns": [float(r) for r in rnd]}
+
 def quality_gate(path: str | Path,              # a zoo entry folder
                  n_episodes: int = GATE["n_episodes"],
                  seed: int = 10_000,             # episode i starts from seed + i, for the agent and for random play
@@ -246,30 +269,34 @@ def quality_gate(path: str | Path,              # a zoo entry folder
                  ) -> dict:
     """Measure the quality gate of a zoo entry on its own play, store it in its card under `gate`, and return it:
     `return_gap` of the agent against random play over `n_episodes` seeded episodes (the agent's played in lockstep by
-    `play_episodes`, random play by `evaluate_policy_returns`, same seeds), `action_diversity` of the greedy
-    action over every visited state, `q_spread` for value-based agents, and `plays` (`gate_verdict`). Multi-agent
-    teams are gated on their return only (`modal_share` None). A stored gate with the same protocol is returned as is
-    unless `force`. Raises `ValueError` for `n_episodes < 2` and as `load_card`."""
+    `play_episodes`, random play by `evaluate_policy_returns`, same seeds; the interval `GATE["interval"]`, Welch's beside
+    it), `action_diversity` of the greedy action over every visited state, `q_spread` for value-based agents, and `plays`
+    (`gate_verdict`). Multi-agent teams are gated on their return only (`modal_share` None). A stored gate with the same
+    protocol is returned as is unless `force`; one that differs only in the interval is re-derived from its stored
+    returns (no episode is played again). Raises `ValueError` for `n_episodes < 2` and as `load_card`."""
     path = Path(path); card = load_card(path)
     if int(n_episodes) < 2: raise ValueError(f"n_episodes must be >= 2; got {n_episodes}.")
     eps = float((card.get("evaluation") or {}).get("epsilon", 0.0)) if epsilon is None else float(epsilon)
     proto = {"n_episodes": int(n_episodes), "seed": int(seed), "epsilon": eps, "max_steps": max_steps,
-             "confidence": GATE["confidence"], "max_modal_share": GATE["max_modal_share"], "play": "play_episodes"}
-    old = card.get("gate") or {}
+             "confidence": GATE["confidence"], "max_modal_share": GATE["max_modal_share"], "play": "play_episodes",
+             "interval": GATE["interval"]}
+    old, multi = card.get("gate") or {}, is_multiagent(card["env_id"])
     if not force and old.get("protocol") == proto: return old
+    same_play = {k: v for k, v in (old.get("protocol") or {}).items() if k != "interval"} == {k: v for k, v in proto.items() if k != "interval"}
+    if not force and same_play and "returns" in old:   # the same episodes: only the interval is new
+        div = {k: old.get(k) for k in _PLAY_KEYS[:6]} if not multi else {"modal_share": None}
+        gate = _gate_record(proto, old["returns"], old["random_returns"], div, {k: old[k] for k in _PLAY_KEYS[6:] if k in old}, multi)
+        card["gate"] = gate; save_json(path / "card.json", card); return gate
     torch.set_num_threads(1)
     kw = card.get("env_kwargs", {}); pol = load_agent(path, device="cpu")
     rnd = _random_returns(card["env_id"], kw, n_episodes, seed, max_steps)
-    if is_multiagent(card["env_id"]):
+    if multi:
         ret, div, spread = evaluate_policy_returns(pol, card["env_id"], n_episodes, seed, kw), {"modal_share": None}, {}
     else:
         ro = play_episodes(card["env_id"], pol, n_episodes=n_episodes, seed=seed, max_steps=max_steps, epsilon=eps, env_kwargs=kw)
         ret, div = ro.returns(), action_diversity(ro.outputs.argmax(1), pol.n_actions)
         spread = q_spread(ro.outputs) if pol.kind == "q" else {}
-    gap = return_gap(ret, rnd, GATE["confidence"])
-    gate = {"protocol": proto, **gap, "mean": float(np.mean(ret)), "random_mean": float(np.mean(rnd)),
-            **div, **spread, "plays": gate_verdict(gap["low"], div["modal_share"]) if not is_multiagent(card["env_id"]) else bool(gap["low"] > 0),
-            "returns": [float(r) for r in ret], "random_returns": [float(r) for r in rnd]}
+    gate = _gate_record(proto, ret, rnd, div, spread, multi)
     card["gate"] = gate; save_json(path / "card.json", card)
     return gate
 
@@ -507,9 +534,17 @@ def zoo_entry_dir(entry: str | Path,              # a zoo entry folder (with car
     parts = str(entry).split("/")
     if len(parts) == 4 and all(parts) and parts[2].startswith("seed") and parts[2][4:].isdigit() and parts[3].isdigit():
         root = Path(root or ZOO_DIR)
-        d = root / parts[0] / parts[1] / parts[2] / f"{int(parts[3]):010d}"
+        d = entry_dir(root, parts[0], parts[1], int(parts[2][4:]), int(parts[3]))   # the slug is its own slug
         if (d / "card.json").is_file() and load_card(d, ("id",)).get("id") == str(entry): return d
         raise FileNotFoundError(f"the zoo {root} has no entry {str(entry)!r} (expected its card at {d / 'card.json'}); "
                                 "`rlexplain zoo list` lists the entries, `rlexplain zoo train` trains one.")
     raise ValueError(f"expected a zoo entry folder (holding card.json) or a zoo id '<env>/<pipeline>/seed<k>/<frames>' "
                      f"(e.g. 'ale-frostbite-v5/dqn/seed0/1200000'); got {entry!r}.")
+
+# %% ../nbs/02a_agent_zoo.ipynb #23e7a3cd
+def zoo_id(entry: str | Path,              # a zoo entry folder (with card.json) or a zoo id
+           root: str | Path | None = None, # the zoo an id is looked up in; default ZOO_DIR
+           ) -> str:                       # "<env slug>/<pipeline>/seed<k>/<frames>", the card's `id`
+    """The zoo id of an entry: its card's `id`. Raises as `zoo_entry_dir` for something that is no entry, and `ValueError`
+    naming the file for a corrupt card (`load_card`)."""
+    return load_card(zoo_entry_dir(entry, root), ("id",))["id"]

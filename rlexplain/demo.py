@@ -131,39 +131,40 @@ def saved_units(rd: RunDir,                          # the section's run folder,
 # Worker seconds per demo unit on one core, the scheduler's order (longest first) and the time-left estimate's first guess
 # until a run of this folder has measured its own (`<section>/done.json`): a section's key, or "<section>/<unit>" for the
 # sections split into units (a unit without an entry gets its section's time over its number of units).
-# Measured by `rlexplain demo --docs --workers 2` on 2026-11-27, nothing else running on the 2-core machine (an Intel Xeon
-# VM; 2026-11-25's AMD EPYC VM took about 1.8x as long for the same units); the time series' and XRL-Bench's image units
-# from that day's run of the same code for them; docs: building the site (Sphinx) from the committed lessons, 2026-11-27 (45 s of CPU); docs_execute:
-# re-executing every notebook (2026-11-25: 10.2 min).
-DEMO_SECONDS = {"ir": 15, "ranld/roadrunner": 115, "ranld/compare/roadrunner": 5,   # RoadRunner: 35 s before the attack settings of issue 37 (2.3x as long, lesson 20), 80 s before its state sets took every 10th step of 400 (issue 36: about +35 s for the clean steps between, estimated from a run on the shared machine)
-                "ranld/freeway": 70,   # an estimate, not yet measured by a demo run: RoadRunner's 115 s x 826 / 1339 s, the two games' units in the reference run of 2026-11-28
-                "saliency": 5, "xrlbench/image/breakout": 86, "xrlbench/image/pong": 83,
-                "xrlbench/tabular/lunarlander": 14, "xrlbench/tabular/flappybird": 15,
-                "xrlbench/tabular/cartpole": 8, "saliency_bench/bench/ale-breakout-v5/occlusion": 7,
-                "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 8,
-                "saliency_bench/bench/ale-breakout-v5/rise": 9, "saliency_bench/bench/ale-breakout-v5/sarfa": 16,
-                "saliency_bench/bench/ale-breakout-v5/random": 1,
-                "saliency_bench/bench/ale-mspacman-v5/occlusion": 6,
-                "saliency_bench/bench/ale-mspacman-v5/noise_sensitivity": 8,
-                "saliency_bench/bench/ale-breakout-v5/lime_slic": 21,
-                "saliency_bench/bench/ale-mspacman-v5/rise": 9, "saliency_bench/bench/ale-mspacman-v5/sarfa": 15,
-                "saliency_bench/bench/ale-mspacman-v5/random": 2,
-                "saliency_bench/tuning/ale-breakout-v5/occlusion": 1,
+# Measured by the README's `bash run.sh demo` (`rlexplain demo --docs --workers 2`) from a clean clone of ef50ce0 on
+# 2026-11-28, the campaign's training paused (an Intel Xeon VM, 2 cores, the two workers side by side): every unit's
+# `done.json`; docs_execute: re-executing every notebook (2026-11-25: 10.2 min), not part of that run.
+DEMO_SECONDS = {"compare": 24, "docs": 55, "docs_execute": 610, "ir": 15, "ranld/compare/roadrunner": 6,
+                "ranld/freeway": 140, "ranld/roadrunner": 152, "saliency": 6,
+                "saliency_bench/bench/ale-breakout-v5/lime_slic": 34,
+                "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 11,
+                "saliency_bench/bench/ale-breakout-v5/occlusion": 8,
+                "saliency_bench/bench/ale-breakout-v5/random": 2, "saliency_bench/bench/ale-breakout-v5/rise": 41,
+                "saliency_bench/bench/ale-breakout-v5/sarfa": 23,
+                "saliency_bench/bench/ale-frostbite-v5/lime_slic": 33,
+                "saliency_bench/bench/ale-frostbite-v5/noise_sensitivity": 12,
+                "saliency_bench/bench/ale-frostbite-v5/occlusion": 9,
+                "saliency_bench/bench/ale-frostbite-v5/random": 2, "saliency_bench/bench/ale-frostbite-v5/rise": 40,
+                "saliency_bench/bench/ale-frostbite-v5/sarfa": 23,
+                "saliency_bench/bench/ale-mspacman-v5/lime_slic": 27,
+                "saliency_bench/bench/ale-mspacman-v5/noise_sensitivity": 12,
+                "saliency_bench/bench/ale-mspacman-v5/occlusion": 9,
+                "saliency_bench/bench/ale-mspacman-v5/random": 2, "saliency_bench/bench/ale-mspacman-v5/rise": 38,
+                "saliency_bench/bench/ale-mspacman-v5/sarfa": 23,
+                "saliency_bench/bench/ale-spaceinvaders-v5/lime_slic": 30,
+                "saliency_bench/bench/ale-spaceinvaders-v5/noise_sensitivity": 11,
+                "saliency_bench/bench/ale-spaceinvaders-v5/occlusion": 8,
+                "saliency_bench/bench/ale-spaceinvaders-v5/random": 2,
+                "saliency_bench/bench/ale-spaceinvaders-v5/rise": 34,
+                "saliency_bench/bench/ale-spaceinvaders-v5/sarfa": 23, "saliency_bench/timing/ale-breakout-v5": 7,
+                "saliency_bench/timing/ale-frostbite-v5": 6, "saliency_bench/timing/ale-mspacman-v5": 7,
+                "saliency_bench/timing/ale-spaceinvaders-v5": 6,
                 "saliency_bench/tuning/ale-breakout-v5/noise_sensitivity": 1,
-                "saliency_bench/tuning/ale-breakout-v5/sarfa": 2,
-                "saliency_bench/timing/ale-breakout-v5": 10, "saliency_bench/timing/ale-mspacman-v5": 10,   # estimates (8 states x 5 methods, one at a time), not yet measured
-                "saliency_bench/bench/ale-mspacman-v5/lime_slic": 21,
-                # Space Invaders and Frostbite (issue 36): Ms. Pac-Man's times scaled per method by a timing of the four games'
-                # demo jobs on 6 states each (2026-11-28, shared machine; lesson 33), not yet measured by a demo run
-                "saliency_bench/bench/ale-spaceinvaders-v5/occlusion": 6, "saliency_bench/bench/ale-spaceinvaders-v5/noise_sensitivity": 7,
-                "saliency_bench/bench/ale-spaceinvaders-v5/sarfa": 15, "saliency_bench/bench/ale-spaceinvaders-v5/rise": 8,
-                "saliency_bench/bench/ale-spaceinvaders-v5/lime_slic": 21, "saliency_bench/bench/ale-spaceinvaders-v5/random": 1,
-                "saliency_bench/bench/ale-frostbite-v5/occlusion": 6, "saliency_bench/bench/ale-frostbite-v5/noise_sensitivity": 7,
-                "saliency_bench/bench/ale-frostbite-v5/sarfa": 16, "saliency_bench/bench/ale-frostbite-v5/rise": 11,
-                "saliency_bench/bench/ale-frostbite-v5/lime_slic": 26, "saliency_bench/bench/ale-frostbite-v5/random": 3,
-                "saliency_bench/timing/ale-spaceinvaders-v5": 10, "saliency_bench/timing/ale-frostbite-v5": 10,   # estimates, as Breakout's
-                "timeseries/pong": 119,
-                "timeseries/breakout": 116, "switching": 9, "compare": 17, "docs": 45, "docs_execute": 610}
+                "saliency_bench/tuning/ale-breakout-v5/occlusion": 1,
+                "saliency_bench/tuning/ale-breakout-v5/sarfa": 2, "switching": 13, "timeseries/breakout": 106,
+                "timeseries/pong": 110, "xrlbench/image/breakout": 116, "xrlbench/image/pong": 120,
+                "xrlbench/tabular/cartpole": 12, "xrlbench/tabular/flappybird": 23,
+                "xrlbench/tabular/lunarlander": 24}
 # The same at reference scale: the committed run of 2026-11-25 (results/reference/*/done.json), its sections in three
 # processes side by side on the shared 2-core machine at load 8-15, so these over-estimate a quiet machine's times.
 REFERENCE_SECONDS = {"ir": 430, "ranld": 2800, "saliency": 350, "xrlbench": 2970, "saliency_bench": 3950, "timeseries": 3270,

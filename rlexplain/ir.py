@@ -569,7 +569,9 @@ def ir_unit_name(job) -> str:
     """The run-folder unit of an IR job (a game, pipeline and checkpoint): `ir/<game>/<pipeline>/<frames>/g0-seed<k>-<frames>_seeds-<i>-<j>...`.
     It names the state sampler G_0 (seed and checkpoint) and the measured agents' seeds, because both depend on the zoo (the
     seeds that pass the quality gate at the last checkpoint with 3 of them, `_playing_seeds`): when a checkpoint joins it, a
-    resumed run computes the new agents' cells instead of loading the old ones' (one table never mixes two sets of agents)."""
+    resumed run computes the new agents' cells instead of loading the old ones' (one table never mixes two sets of agents).
+    `job`: an `_IRJob` (`ir_jobs`), whose `sampler` and `agents` are zoo entry folders `.../seed<k>/<frames>`. Raises
+    `AttributeError` for an object without the job's fields."""
     seed = lambda p: Path(p).parent.name.removeprefix("seed")
     return (f"ir/{job.game.replace('/', '-').lower()}/{job.pipeline}/{job.frames:010d}/"
             f"g0-seed{seed(job.sampler)}-{Path(job.sampler).name}_seeds-{'-'.join(seed(p) for p in job.agents)}")

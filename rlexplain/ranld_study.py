@@ -579,10 +579,10 @@ def _demo_compare_job(job: tuple):
 def _demo_run(sec, scale: str, games: dict):
     """The `runs.RunDir` of the RA-NLD demo's directions (one unit per game) and comparisons (`compare/<game>`), for this scale
     and these agents (never mixed: another raises `ConfigMismatchError` unless `sec.force`)."""
-    from rlexplain.agent_zoo import best_zoo_entry
-    from rlexplain.runs import RunDir, load_json
+    from rlexplain.agent_zoo import best_zoo_entry, zoo_id
+    from rlexplain.runs import RunDir
     agents = {e: c["id"] for e, (_, _, c) in games.items()}
-    agents.update({f"sa-ddqn {e}": load_json(Path(best_zoo_entry(e, "sa-ddqn")) / "card.json")["id"] for e in _demo_pairs()})
+    agents.update({f"sa-ddqn {e}": zoo_id(best_zoo_entry(e, "sa-ddqn")) for e in _demo_pairs()})
     return RunDir(sec.dir / "directions", config={"scale": scale, "agents": agents}, force=sec.force)
 
 def demo_units(sec, scale: str) -> list[tuple]:

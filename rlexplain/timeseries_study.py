@@ -496,11 +496,10 @@ def _demo_run(folder: Path, scale: str, game: str, force: bool = False) -> tuple
     checking) the configuration and the agents it explains, `agents` = `{algo: zoo id}` of the zoo's best agent of each of
     `cfg.algos` (`agent_zoo.best_zoo_entry`, as `run_study` chooses), resolved once here: a rerun after the zoo gained a better
     agent raises `ConfigMismatchError` naming `agents` instead of mixing two. Raises `LookupError` when the zoo lacks an agent."""
-    from rlexplain.agent_zoo import best_zoo_entry
-    from rlexplain.agents import load_card
+    from rlexplain.agent_zoo import best_zoo_entry, zoo_id
     from rlexplain.demo import game_slug
     cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
-    agents = {a: load_card(best_zoo_entry(game, a), ("id",))["id"] for a in cfg.algos}
+    agents = {a: zoo_id(best_zoo_entry(game, a)) for a in cfg.algos}
     return cfg, RunDir(Path(folder) / "run" / game_slug(game), config={**dataclasses.asdict(cfg), "agents": agents}, force=force), agents
 
 def _demo_study(cfg: TimeSeriesConfig, rd: RunDir, agents: dict, **kw) -> TimeSeriesStudy:

@@ -134,3 +134,37 @@ def test_explain_warns_once_when_the_policy_takes_one_action_in_every_state():
         warnings.simplefilter("always")
         explain("random", varied, xs)
     assert not [m for m in w if "takes action" in str(m.message)]
+
+
+def test_a_gate_of_an_older_interval_is_rederived_from_its_stored_returns_without_playing(tmp_path):
+    """A stored gate whose protocol differs only in the interval (Welch's, before the bootstrap) is re-derived from the
+    returns it stored: no episode is played (the entry here has no weights, so playing would raise), and `plays` follows
+    the new interval. Returns of a Toybox Breakout PPO seed's kind: 29 short episodes and one that clears the wall."""
+    import json
+    from rlexplain.agent_zoo import GATE, return_gap
+    d = tmp_path / "zoo" / "entry"; d.mkdir(parents=True)
+    ret = [float(r) for r in [1, 2, 3, 4, 5, 6] * 4 + [1, 2, 3, 2, 3]] + [188.0]
+    rnd = [float(r) for r in [0, 1, 0, 2, 1, 0] * 5]
+    old_proto = {"n_episodes": 30, "seed": 10000, "epsilon": 0.0, "max_steps": 5000, "confidence": 0.95,
+                 "max_modal_share": 0.95, "play": "play_episodes"}
+    welch = return_gap(ret, rnd, method="welch")
+    assert welch["low"] < 0                                      # the old gate failed this agent
+    card = {**load_card(CARTPOLE), "evaluation": None,   # a whole card, its weights left behind
+            "gate": {"protocol": old_proto, **welch, "plays": False, "returns": ret, "random_returns": rnd,
+                     "entropy_bits": 1.5, "entropy_norm": 0.75, "modal_share": 0.4, "modal_action": 2, "distinct": 4, "n_states": 900}}
+    (d / "card.json").write_text(json.dumps(card))
+    g = quality_gate(d, n_episodes=30)
+    assert g["protocol"] == {**old_proto, "interval": GATE["interval"]} and g["test"] == "bca"
+    assert g["low"] > 0 and g["plays"] is True                   # every resample's mean of the agent is above random play's
+    assert (g["welch_low"], g["welch_high"]) == (welch["low"], welch["high"])   # Welch's beside it
+    assert g["returns"] == ret and g["modal_share"] == 0.4 and load_card(d)["gate"] == g
+    assert g == quality_gate(d, n_episodes=30)                   # stored: asked again, the same
+
+
+def test_bootstrap_and_welch_agree_on_symmetric_returns():
+    "On returns without a long tail the bootstrap's interval is close to Welch's (both estimate the same difference of means)."
+    from rlexplain.agent_zoo import return_gap
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(5, 2, 200), rng.normal(1, 1, 200)
+    g, w = return_gap(a, b), return_gap(a, b, method="welch")
+    assert g["diff"] == w["diff"] and abs(g["low"] - w["low"]) < 0.1 and abs(g["high"] - w["high"]) < 0.1
