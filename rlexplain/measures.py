@@ -170,8 +170,8 @@ def _ir_breakout(run: RunTables, game: str = "breakout") -> pd.DataFrame:
     return b
 
 def _fr(f) -> str:
-    "50000 -> '5e4', 10000000 -> '1e7' (the paper's way of naming checkpoints)."
-    return f"{int(f):.0e}".replace("e+0", "e").replace("e+", "e")
+    "50000 -> '5e4', 1600000 -> '1.6e6', 10000000 -> '1e7' (the paper's way of naming checkpoints, two significant digits at most)."
+    m, e = f"{int(f):.1e}".split("e"); return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
 
 def _ir_frames(b: pd.DataFrame, pipeline: str, frames) -> int:
     r = b[b.pipeline == pipeline]

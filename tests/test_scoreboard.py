@@ -930,3 +930,9 @@ def test_an_xrl_table_made_before_the_better_of_two_rule_is_not_read_as_if_it_fo
     b = sb.score_run(run).set_index("id")
     row = b.loc["xrl-cartpole-aim-tabularshap"]
     assert row.verdict == "not comparable" and "ranking" in row.reason and "better-of-two" in row.reason
+
+
+def test_checkpoints_are_named_without_rounding_them_to_another():
+    "A checkpoint's name in a verdict's text keeps two significant digits: PPO's 1.6e6-frame agents are not called '2e6'."
+    from rlexplain.measures import _fr
+    assert [_fr(f) for f in (50_000, 640_000, 960_000, 1_600_000, 3_000_000, 10_000_000)] == ["5e4", "6.4e5", "9.6e5", "1.6e6", "3e6", "1e7"]
