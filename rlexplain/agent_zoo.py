@@ -32,8 +32,8 @@ from .agents import (FEATURE_EXTRACTORS, LIST_KEYS, PIPELINES, TrainJob, ZOO_DIR
 # %% ../nbs/02a_agent_zoo.ipynb #cbeb141d
 def list_zoo(root: str | Path | None = None) -> pd.DataFrame:
     """One row per zoo entry under `root` (default `ZOO_DIR`): id, env, pipeline, seed, frames, evaluation, the quality
-    gate (`plays`, the return difference's interval `gap_low`..`gap_high`, `modal_share`, `entropy_bits`, `q_range`;
-    None where `quality_gate` has not been measured), path.
+    gate (`plays`; `gap`, the gate's mean return minus random play's over its own episodes, and its interval
+    `gap_low`..`gap_high`; `modal_share`, `entropy_bits`, `q_range`; None where `quality_gate` has not been measured), path.
     A corrupt card is skipped with a `UserWarning` naming its file (loading that entry raises). Raises
     `FileNotFoundError` if `root` is not a folder."""
     root = Path(root or ZOO_DIR); rows = []
@@ -46,11 +46,11 @@ def list_zoo(root: str | Path | None = None) -> pd.DataFrame:
         rows.append({"id": c["id"], "env_id": c["env_id"], "pipeline": c["pipeline"], "algo": c["algo"], "seed": c["seed"],
                      "frames": c["frames"], "env_steps": c["env_steps"], "return_mean": ev.get("mean"),
                      "return_std": ev.get("std"), "random_mean": ev.get("random_mean"), "random_std": ev.get("random_std"),
-                     "plays": gt.get("plays"), "gap_low": gt.get("low"), "gap_high": gt.get("high"),
+                     "plays": gt.get("plays"), "gap": gt.get("diff"), "gap_low": gt.get("low"), "gap_high": gt.get("high"),
                      "modal_share": gt.get("modal_share"), "entropy_bits": gt.get("entropy_bits"), "q_range": gt.get("q_range_mean"),
                      "path": str(card_path.parent)})
     return pd.DataFrame(rows, columns=["id", "env_id", "pipeline", "algo", "seed", "frames", "env_steps", "return_mean",
-                                       "return_std", "random_mean", "random_std", "plays", "gap_low", "gap_high", "modal_share",
+                                       "return_std", "random_mean", "random_std", "plays", "gap", "gap_low", "gap_high", "modal_share",
                                        "entropy_bits", "q_range", "path"])
 
 # %% ../nbs/02a_agent_zoo.ipynb #8849c493

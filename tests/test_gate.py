@@ -44,6 +44,8 @@ def test_trained_agent_passes_the_gate_and_is_stored(tmp_path):
     assert load_card(d)["gate"]["plays"] is True                      # recorded in the card
     assert quality_gate(d, n_episodes=30) == load_card(d)["gate"]     # a stored gate of the same protocol is reused
     assert best_zoo_entry("cartpole-v1", root=root, plays=True) == str(d)
+    row = list_zoo(root).iloc[0]                                      # the list shows the gate's own figures
+    assert (row.plays, row.gap, row.gap_low, row.gap_high) == (True, g["diff"], g["low"], g["high"])
 
 
 @pytest.mark.parametrize("low,share,plays", [(0.1, 0.5, True), (0.0, 0.5, False), (-1, 0.5, False), (1, 0.951, False), (1, 0.95, True)])
