@@ -238,6 +238,8 @@ def return_gap(returns: np.ndarray,         # (n,) the agent's episode returns
                              confidence_level=confidence, n_resamples=int(n_resamples), method="BCa",
                              random_state=np.random.default_rng(seed)).confidence_interval
         lo, hi = float(ci.low), float(ci.high)
+        if not (np.isfinite(lo) and np.isfinite(hi)):   # scipy returns NaN for a degenerate bootstrap distribution
+            raise ValueError(f"the BCa interval is undefined for these returns (low {lo}, high {hi}); use method='welch'.")
     return {"diff": d, "low": lo, "high": hi, "n": len(a), "n_random": len(b), "test": method}
 
 # %% ../nbs/02a_agent_zoo.ipynb #5a8d665b
@@ -249,7 +251,9 @@ def gate_verdict(gap_low: float,      # lower end of the return difference's int
     return bool(gap_low > 0 and modal_share <= max_modal_share)
 
 # %% ../nbs/02a_agent_zoo.ipynb #b6d79816
-_PLAY_KEYS = ("entropy_bits", "entropy_norm", "modal_share", "modal_action", "distinct", "n_states", "q_range_mean", "q_max_std")
+_PLAY_PROTOCOL = ("n_episodes", "seed", "epsilon", "max_steps", "play")   # what decides the episodes played; the rest decides the verdict
+_DIVERSITY_KEYS = ("entropy_bits", "entropy_norm", "modal_share", "modal_action", "distinct", "n_states")   # action_diversity's
+_SPREAD_KEYS = ("q_range_mean", "q_max_std")                                                             # q_spread's
 
 def _gate_record(proto: dict, ret, rnd, div: dict, spread: dict, multiagent: bool) -> dict:
     "The stored gate from the played episodes: the interval of `proto`'s kind beside Welch's (`welch_low`, `welch_high`), and `plays`."
@@ -272,8 +276,8 @@ def quality_gate(path: str | Path,              # a zoo entry folder
     `play_episodes`, random play by `evaluate_policy_returns`, same seeds; the interval `GATE["interval"]`, Welch's beside
     it), `action_diversity` of the greedy action over every visited state, `q_spread` for value-based agents, and `plays`
     (`gate_verdict`). Multi-agent teams are gated on their return only (`modal_share` None). A stored gate with the same
-    protocol is returned as is unless `force`; one that differs only in the interval is re-derived from its stored
-    returns (no episode is played again). Raises `ValueError` for `n_episodes < 2` and as `load_card`."""
+    protocol is returned as is unless `force`; one that played the same episodes (`_PLAY_PROTOCOL`) under another verdict
+    (interval, confidence, modal share) is re-derived from its stored returns and action figures: no episode is played again. Raises `ValueError` for `n_episodes < 2` and as `load_card`."""
     path = Path(path); card = load_card(path)
     if int(n_episodes) < 2: raise ValueError(f"n_episodes must be >= 2; got {n_episodes}.")
     eps = float((card.get("evaluation") or {}).get("epsilon", 0.0)) if epsilon is None else float(epsilon)
@@ -282,10 +286,10 @@ def quality_gate(path: str | Path,              # a zoo entry folder
              "interval": GATE["interval"]}
     old, multi = card.get("gate") or {}, is_multiagent(card["env_id"])
     if not force and old.get("protocol") == proto: return old
-    same_play = {k: v for k, v in (old.get("protocol") or {}).items() if k != "interval"} == {k: v for k, v in proto.items() if k != "interval"}
-    if not force and same_play and "returns" in old:   # the same episodes: only the interval is new
-        div = {k: old.get(k) for k in _PLAY_KEYS[:6]} if not multi else {"modal_share": None}
-        gate = _gate_record(proto, old["returns"], old["random_returns"], div, {k: old[k] for k in _PLAY_KEYS[6:] if k in old}, multi)
+    played = lambda pr: {k: (pr or {}).get(k) for k in _PLAY_PROTOCOL}
+    if not force and played(old.get("protocol")) == played(proto) and "returns" in old:   # the same episodes, another verdict
+        div = {"modal_share": None} if multi else {k: old[k] for k in _DIVERSITY_KEYS}
+        gate = _gate_record(proto, old["returns"], old["random_returns"], div, {k: old[k] for k in _SPREAD_KEYS if k in old}, multi)
         card["gate"] = gate; save_json(path / "card.json", card); return gate
     torch.set_num_threads(1)
     kw = card.get("env_kwargs", {}); pol = load_agent(path, device="cpu")
@@ -534,7 +538,7 @@ def zoo_entry_dir(entry: str | Path,              # a zoo entry folder (with car
     parts = str(entry).split("/")
     if len(parts) == 4 and all(parts) and parts[2].startswith("seed") and parts[2][4:].isdigit() and parts[3].isdigit():
         root = Path(root or ZOO_DIR)
-        d = entry_dir(root, parts[0], parts[1], int(parts[2][4:]), int(parts[3]))   # the slug is its own slug
+        d = entry_dir(root, parts[0], parts[1], int(parts[2][4:]), int(parts[3]))   # env_slug of a slug is the slug
         if (d / "card.json").is_file() and load_card(d, ("id",)).get("id") == str(entry): return d
         raise FileNotFoundError(f"the zoo {root} has no entry {str(entry)!r} (expected its card at {d / 'card.json'}); "
                                 "`rlexplain zoo list` lists the entries, `rlexplain zoo train` trains one.")
