@@ -31,9 +31,12 @@ from .agents import (FEATURE_EXTRACTORS, LIST_KEYS, PIPELINES, TrainJob, ZOO_DIR
 
 # %% ../nbs/02a_agent_zoo.ipynb #cbeb141d
 def list_zoo(root: str | Path | None = None) -> pd.DataFrame:
-    """One row per zoo entry under `root` (default `ZOO_DIR`): id, env, pipeline, seed, frames, evaluation, the quality
-    gate (`plays`; `gap`, the gate's mean return minus random play's over its own episodes, and its interval
-    `gap_low`..`gap_high`; `modal_share`, `entropy_bits`, `q_range`; None where `quality_gate` has not been measured), path.
+    """One row per zoo entry under `root` (default `ZOO_DIR`): id, env, pipeline, seed, frames; the evaluation
+    (`return_mean`, `return_std`, `random_mean`, `random_std`: `evaluate_entry`'s 10 episodes, what `best_zoo_entry` ranks
+    by); the quality gate (`plays`; `gate_n` episodes, `gate_return` and `gate_random` the agent's and random play's mean
+    return over them, `gap` their difference and its interval `gap_low`..`gap_high`; `modal_share`, `entropy_bits`,
+    `q_range`; None where `quality_gate` has not been measured); path. The two return figures are separate samples: a
+    stochastic agent's heavy-tailed returns (Toybox Breakout's rare 190-point episodes) can differ a lot between them.
     A corrupt card is skipped with a `UserWarning` naming its file (loading that entry raises). Raises
     `FileNotFoundError` if `root` is not a folder."""
     root = Path(root or ZOO_DIR); rows = []
@@ -46,11 +49,13 @@ def list_zoo(root: str | Path | None = None) -> pd.DataFrame:
         rows.append({"id": c["id"], "env_id": c["env_id"], "pipeline": c["pipeline"], "algo": c["algo"], "seed": c["seed"],
                      "frames": c["frames"], "env_steps": c["env_steps"], "return_mean": ev.get("mean"),
                      "return_std": ev.get("std"), "random_mean": ev.get("random_mean"), "random_std": ev.get("random_std"),
-                     "plays": gt.get("plays"), "gap": gt.get("diff"), "gap_low": gt.get("low"), "gap_high": gt.get("high"),
+                     "plays": gt.get("plays"), "gate_n": gt.get("n"), "gate_return": gt.get("mean"),
+                     "gate_random": gt.get("random_mean"), "gap": gt.get("diff"), "gap_low": gt.get("low"), "gap_high": gt.get("high"),
                      "modal_share": gt.get("modal_share"), "entropy_bits": gt.get("entropy_bits"), "q_range": gt.get("q_range_mean"),
                      "path": str(card_path.parent)})
     return pd.DataFrame(rows, columns=["id", "env_id", "pipeline", "algo", "seed", "frames", "env_steps", "return_mean",
-                                       "return_std", "random_mean", "random_std", "plays", "gap", "gap_low", "gap_high", "modal_share",
+                                       "return_std", "random_mean", "random_std", "plays", "gate_n", "gate_return", "gate_random", "gap", "gap_low",
+                                       "gap_high", "modal_share",
                                        "entropy_bits", "q_range", "path"])
 
 # %% ../nbs/02a_agent_zoo.ipynb #8849c493
@@ -258,7 +263,7 @@ _SPREAD_KEYS = ("q_range_mean", "q_max_std")                                    
 def _gate_record(proto: dict, ret, rnd, div: dict, spread: dict, multiagent: bool) -> dict:
     "The stored gate from the played episodes: the interval of `proto`'s kind beside Welch's (`welch_low`, `welch_high`), and `plays`."
     gap = return_gap(ret, rnd, proto["confidence"], method=proto["interval"])
-    welch = return_gap(ret, rnd, proto["confidence"], method="welch")
+    welch = gap if proto["interval"] == "welch" else return_gap(ret, rnd, proto["confidence"], method="welch")
     return {"protocol": proto, **gap, "welch_low": welch["low"], "welch_high": welch["high"],
             "mean": float(np.mean(ret)), "random_mean": float(np.mean(rnd)), **div, **spread,
             "plays": bool(gap["low"] > 0) if multiagent else gate_verdict(gap["low"], div["modal_share"]),

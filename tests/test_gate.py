@@ -46,6 +46,20 @@ def test_trained_agent_passes_the_gate_and_is_stored(tmp_path):
     assert best_zoo_entry("cartpole-v1", root=root, plays=True) == str(d)
     row = list_zoo(root).iloc[0]                                      # the list shows the gate's own figures
     assert (row.plays, row.gap, row.gap_low, row.gap_high) == (True, g["diff"], g["low"], g["high"])
+    assert (row.gate_n, row.gate_return, row.gate_random) == (30, np.mean(g["returns"]), np.mean(g["random_returns"]))
+    assert row.gap == pytest.approx(row.gate_return - row.gate_random)   # the gap is of the gate's own episodes, not the evaluation's
+
+
+def test_zoo_list_shows_the_gate_and_says_what_plays_means(tmp_path, capsys):
+    from rlexplain.cli import ZOO_LIST_VIEW, main
+    root, d = _copy(tmp_path, zero_head=False); g = quality_gate(d, n_episodes=30)
+    assert main(["zoo", "list", "--root", str(root)]) == 0
+    head, row, note = capsys.readouterr().out.splitlines()
+    assert head.split() == list(ZOO_LIST_VIEW) and row.split()[:4] == [load_card(d)["id"], "60000", "True", "30"]
+    assert float(row.split()[4]) == pytest.approx(g["mean"], abs=0.005)
+    assert note.startswith("plays: the 95% BCa bootstrap interval of gap") and "<= 0.95" in note
+    assert main(["zoo", "list", "--root", str(root), "--wide"]) == 0
+    assert "return_mean" in capsys.readouterr().out.splitlines()[0]
 
 
 @pytest.mark.parametrize("low,share,plays", [(0.1, 0.5, True), (0.0, 0.5, False), (-1, 0.5, False), (1, 0.951, False), (1, 0.95, True)])
