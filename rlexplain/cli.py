@@ -246,8 +246,8 @@ def _executor(args):
     return None
 
 def _cmd_ir(args) -> None:
-    "`rlexplain ir`: the flags as an `IRConfig` (games as `ir.toybox_ids`), run by `ir.run_ir_to`; prints Tables 5-7."
-    from rlexplain.ir import IRConfig, run_ir_to, toybox_ids
+    "`rlexplain ir`: the flags as an `IRConfig` (games as `ir_study.toybox_ids`), run by `ir_study.run_ir_to`; prints Tables 5-7."
+    from rlexplain.ir_study import IRConfig, run_ir_to, toybox_ids
     games = toybox_ids(args.games) if args.games else None
     kw = {k: v for k, v in dict(games=tuple(games) if games else None, pipelines=tuple(args.pipelines) if args.pipelines else None,
                                 checkpoints=tuple(args.checkpoints) if args.checkpoints else None, n_agents=args.agents, p=args.states,

@@ -69,7 +69,7 @@ class DemoEntry(NamedTuple):
 DEMOS: dict[str, DemoEntry] = {
     "ir": DemoEntry("Interventional robustness (Avery et al. 2022)",
                     "R = 1 - JSD/log2(n) of the measured agents' actions on intervened Toybox states, per pipeline and checkpoint.",
-                    "rlexplain.ir:demo_section"),
+                    "rlexplain.ir_study:demo_section"),
     "ranld": DemoEntry("RA-NLD: principal non-Lipschitz directions (Korkmaz 2024)",
                        "The top eigenvector of the mean outer product of the cross-entropy gradients over visited states, and the "
                        "feature correlation quotient under the paper's four adversarial and five natural shifts (Tables 1-2) for the zoo's "

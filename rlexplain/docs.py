@@ -88,7 +88,7 @@ COURSE: dict[str, list[tuple[str, list[str]]]] = {   # part -> [(notebook stem, 
     "Week 1: why explain and stress-test agents, and the two tools every method uses": [
         ("0a_why", []), ("0b_primer", []), ("04_shifts", ["01_envs"]), ("05_attribution", [])],
     "Week 2: robustness of behaviour": [
-        ("10_ir", ["02_agents", "03_interventions"]), ("20_ranld", ["02_agents", "04_shifts"]), ("21_ranld_study", ["20_ranld"])],
+        ("10_ir", ["02_agents", "03_interventions"]), ("11_ir_study", ["10_ir", "02a_agent_zoo"]), ("20_ranld", ["02_agents", "04_shifts"]), ("21_ranld_study", ["20_ranld"])],
     "Week 3: explaining a decision": [
         ("30_saliency", ["02_agents"]), ("31_saliency_bench", ["30_saliency", "05_attribution"]),
         ("33_saliency_study", ["31_saliency_bench"]),
@@ -97,7 +97,7 @@ COURSE: dict[str, list[tuple[str, list[str]]]] = {   # part -> [(notebook stem, 
     "Week 4: evaluating under shift, and which claims held": [
         ("50_shift_timeseries", ["02_agents", "04_shifts"]), ("52_timeseries_study", ["50_shift_timeseries"]),
         ("51_switching", ["50_shift_timeseries", "52_timeseries_study"]),
-        ("95_scoreboard", ["10_ir", "21_ranld_study", "33_saliency_study", "40_xrlbench", "52_timeseries_study"])],
+        ("95_scoreboard", ["11_ir_study", "21_ranld_study", "33_saliency_study", "40_xrlbench", "52_timeseries_study"])],
     APPENDIX: [
         ("00_core", []), ("00a_compute", []), ("00b_runs", []), ("01_envs", []), ("02_agents", ["01_envs"]), ("02a_agent_zoo", ["02_agents"]), ("03_interventions", ["01_envs"]),
         ("90_cli", []), ("92_lessons", []), ("93_docs", [])],

@@ -248,7 +248,7 @@ def _ir_n_agents(run: RunTables, b: pd.DataFrame, pipeline: str) -> tuple[int | 
         try: ns.add(len(json.loads((d / "result.json").read_text())["fields"]["agents"]))
         except (OSError, ValueError, KeyError, TypeError): continue
     if len(ns) == 1: return ns.pop(), "the saved R matrices"
-    from rlexplain.ir import IRConfig
+    from rlexplain.ir_study import IRConfig
     c = run.config(IRConfig)
     return (c.n_agents, f"IRConfig.from_scale('{run.scale}')") if c is not None else (None, "")
 

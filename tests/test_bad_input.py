@@ -116,17 +116,17 @@ class _StopBeforeWork(Exception): pass
 @pytest.fixture
 def fake_ir(monkeypatch):
     "`run_ir` replaced by a stand-in that records its configuration and fails as the zoo lookup does (no agents)."
-    import rlexplain.ir
+    import rlexplain.ir_study
     seen = []
     def run_ir(cfg, **kw):
         seen.append(cfg); raise LookupError(f"the zoo has no {cfg.pipelines[0]} agents for {cfg.games[0]}")
-    monkeypatch.setattr(rlexplain.ir, "run_ir", run_ir)
+    monkeypatch.setattr(rlexplain.ir_study, "run_ir", run_ir)
     return seen
 
 
 def test_game_ids_are_matched_case_insensitively_or_listed(tmp_path, fake_ir, capsys):
     "`--games toybox/breakout` (lower case) ran and gave NaN returns."
-    from rlexplain.ir import toybox_ids
+    from rlexplain.ir_study import toybox_ids
     assert toybox_ids(["toybox/breakout", "TOYBOX/SPACEINVADERS", "toybox/amidar"]) == ["toybox/Breakout", "toybox/SpaceInvaders", "toybox/Amidar"]
     assert main(["ir", "--out", str(tmp_path / "o"), "--games", "toybox/breakout"]) == 2
     assert fake_ir[0].games == ("toybox/Breakout",)              # the canonical id reaches the study
@@ -140,7 +140,7 @@ def test_game_ids_are_matched_case_insensitively_or_listed(tmp_path, fake_ir, ca
 
 def test_toybox_ids_are_the_envs_games():
     from rlexplain.envs import TOYBOX_GAMES
-    from rlexplain.ir import TOYBOX_IDS, IRConfig
+    from rlexplain.ir_study import TOYBOX_IDS, IRConfig
     assert {g.split("/")[1].lower() for g in TOYBOX_IDS} == set(TOYBOX_GAMES) and set(IRConfig.paper().games) == set(TOYBOX_IDS)
 
 
@@ -369,15 +369,15 @@ def test_a_demo_into_an_ir_command_folder_refuses_to_replace_it(tmp_path, monkey
     import types
     import matplotlib.pyplot as plt
     import pandas as pd
-    import rlexplain.ir
+    import rlexplain.ir_study
     from rlexplain import report
     from rlexplain.demo import run_demo
     study = types.SimpleNamespace(table=lambda: pd.DataFrame({"pipeline": ["dqn"], "R": [0.5]}),
                                   to_frame=lambda: pd.DataFrame({"R": [0.5]}), plot=lambda g, normalized=False: plt.figure())
-    monkeypatch.setattr(rlexplain.ir, "run_ir", lambda cfg, **kw: study)
+    monkeypatch.setattr(rlexplain.ir_study, "run_ir", lambda cfg, **kw: study)
     monkeypatch.setattr(report, "_scoreboard_html", lambda out: "")
     def stop(*a, **kw): raise _StopBeforeWork("the demo's IR section started")
-    monkeypatch.setattr(rlexplain.ir, "demo_section", stop)                    # a demo that gets past its checks fails here, quickly
+    monkeypatch.setattr(rlexplain.ir_study, "demo_section", stop)                    # a demo that gets past its checks fails here, quickly
     assert main(["ir", "--out", str(tmp_path), "--games", "toybox/Breakout", "--states", "3"]) == 0
     assert json.loads((tmp_path / "ir" / "config.json").read_text())["command"] == "ir"
     before = _files(tmp_path)

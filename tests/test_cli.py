@@ -85,7 +85,7 @@ def test_zoo_card_warnings_are_one_line_each(tmp_path, capsys):
 
 def test_ir_rerun_with_other_configuration_is_refused_before_any_work(tmp_path, capsys):
     from rlexplain.runs import RunDir
-    from rlexplain.ir import IRConfig
+    from rlexplain.ir_study import IRConfig
     RunDir(tmp_path / "run", config=IRConfig.demo(p=5)).save_unit("u", [1])   # an earlier run with 5 states and a result
     assert main(["ir", "--out", str(tmp_path), "--states", "3", "--agents", "4"]) == 2
     err = capsys.readouterr().err

@@ -65,7 +65,8 @@ def test_helpers_catch_small_text_unlabelled_bands_and_bare_colour_bars():
 
 
 def _ir_study(rows: int = 40):
-    from rlexplain.ir import IRMatrix, IRStudy
+    from rlexplain.ir import IRMatrix
+    from rlexplain.ir_study import IRStudy
     rng = np.random.default_rng(0)
     names = ("none",) + tuple(f"paddle_width_{k}" if k < rows // 2 else f"drop_row_{k}" for k in range(1, rows))
     mats = tuple(IRMatrix(R=rng.random((rows, 12)), interventions=names, state_steps=tuple(range(-1, 11)), pipeline=p,

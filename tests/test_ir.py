@@ -1,4 +1,4 @@
-"Integration tests of rlexplain.ir on hand-checkable cases and on real Toybox states."
+"Integration tests of rlexplain.ir and rlexplain.ir_study on hand-checkable cases and on real Toybox states."
 import numpy as np
 import pytest
 import torch
@@ -75,7 +75,7 @@ import warnings
 
 from rlexplain.agents import ZOO_DIR
 from rlexplain.runs import ConfigMismatchError
-from rlexplain.ir import IRConfig, ir_jobs, run_ir
+from rlexplain.ir_study import IRConfig, ir_jobs, run_ir
 
 _TB_DQN = ZOO_DIR / "toybox-breakout" / "dqn"
 
@@ -274,7 +274,7 @@ def test_checkpoints_of_a_pipeline_share_the_sampled_states(monkeypatch):
     """Algorithm 3's states and their intervened observations depend on the pipeline's sampler G_0, not on the measured
     agents' checkpoint: `run_ir` samples them once per pipeline (the demo sampled them once per checkpoint), and every
     job computed alone, from scratch, gives the same R matrix."""
-    import rlexplain.ir as ir
+    import rlexplain.ir_study as ir
     if not _TB_DQN.exists(): pytest.skip("the demo zoo's Breakout DQN agents are absent")
     frames = sorted(int(p.name) for p in (_TB_DQN / "seed1").iterdir() if p.name.isdigit())
     cfg = IRConfig(pipelines=("dqn",), checkpoints=(50_000, frames[-1]), n_agents=2, plays=False, p=3, t=2, interventions=("paddle_width_48",))
@@ -318,5 +318,18 @@ def test_ir_measures_the_seeds_that_pass_the_quality_gate(tmp_path):
     assert all(j.sampler.endswith("seed1/0000640000") for j in jobs)                     # the lowest playing seed samples
     assert [p.split("/")[-2] for p in jobs[1].agents] == ["seed2", "seed4"]              # the next n_agents playing seeds
     assert [p.split("/")[-2] for p in jobs[0].agents] == ["seed2", "seed4"]              # the same runs at every checkpoint
-    with pytest.raises(ValueError, match="no pipeline of \\['a2c'\\] has 3 agents"), pytest.warns(UserWarning):
+    with pytest.raises(ValueError, match="no pipeline of \\['a2c'\\] has 4 agents"), pytest.warns(UserWarning):
         ir_jobs(IRConfig(pipelines=("a2c",), zoo=str(root)))
+
+
+def test_ir_does_not_move_to_a_checkpoint_where_too_few_agents_play_for_an_interval(tmp_path):
+    """With n_agents >= 3 a study ends at the last checkpoint where a sampler and 3 measured agents play (the fewest whose
+    jackknife interval exists), not at a later one where only 2 would be measured."""
+    root = tmp_path / "zoo"
+    for s in range(6): _gated_copy(root, "ppo", s, 640_000, s in (0, 1, 2, 4, 5))          # 5 play: sampler + 4 measured
+    for s in range(6): _gated_copy(root, "ppo", s, 1_600_000, s in (0, 1, 2))              # later: sampler + 2 measured only
+    cfg = IRConfig(pipelines=("ppo",), n_agents=5, p=3, t=2, interventions=("paddle_width_48",), zoo=str(root))
+    with pytest.warns(UserWarning, match=r"\[1600000\] have fewer than 4 agents"): jobs = ir_jobs(cfg)
+    assert [j.frames for j in jobs] == [640_000] and [p.split("/")[-2] for p in jobs[0].agents] == ["seed1", "seed2", "seed4", "seed5"]
+    two = ir_jobs(IRConfig(**{**cfg.__dict__, "n_agents": 2}))                          # a 2-agent study has no interval to keep
+    assert [j.frames for j in two] == [640_000, 1_600_000] and [p.split("/")[-2] for p in two[1].agents] == ["seed1", "seed2"]
