@@ -126,7 +126,7 @@ def untrained_agent(path: str | Path,        # a zoo entry folder: its card give
                     init: str | None = "card", # "card": the card's initialisation (e.g. ALL's zero heads); None: SB3's initialisers
                     ) -> Policy:
     """The architecture of a zoo entry with freshly initialised weights (`torch.manual_seed(seed)`): the "untrained agent"
-    of ad hoc switching (notebook 51), the IR paper's untrained agents (lesson 10) and a baseline anywhere. With
+    of ad hoc switching (notebook 51), the IR paper's untrained agents (lesson 11) and a baseline anywhere. With
     `init="card"` an entry of the IR paper's presets (card `init` "all-0.7.1") starts as ALL 0.7.1 starts, output heads at
     zero; `init=None` uses SB3's initialisers for every layer. Raises `FileNotFoundError` without a card, `ValueError` for a
     corrupt one (see `load_card`) or another `init`."""
@@ -356,7 +356,7 @@ EXTRA_ZOO = dict(env_id="toybox/Breakout", env_kwargs={"fire_on_life_loss": True
                  seeds=list(range(6)), checkpoints={"a2c": [50_000, 960_000, 2_400_000]})
 # The paper's design (Avery et al. 2022): 11 agents per pipeline, checkpoints at 5e4, 3e6, 5e6, 8e6, 1e7 frames, 3 games.
 # ALL counts these "frames" in agent steps (4 emulator frames each); the labels here are read in emulator frames, as at demo
-# scale, so the paper scale's runs are a quarter of the paper's length in frames (named in lesson 10).
+# scale, so the paper scale's runs are a quarter of the paper's length in frames (named in lesson 11).
 PAPER_ZOO = dict(env_ids=["toybox/Breakout", "toybox/Amidar", "toybox/SpaceInvaders"], env_kwargs={"fire_on_life_loss": True},
                  pipelines=["ppo", "a2c", "dqn", "qrdqn"], seeds=list(range(11)),
                  checkpoints=[50_000, 3_000_000, 5_000_000, 8_000_000, 10_000_000], features="nature")

@@ -351,7 +351,7 @@ def _all_presets(time_scale: float = 0.25) -> dict:
 
 # The IR study's value pipelines on Toybox games: ALL's presets at demo time (x 1/4). ALE games keep ATARI_PIPELINES (RL-Zoo's).
 # ALL's PPO preset is "ppo-all": trained to 4e5 frames (6 seeds, its clip and learning rate annealed over that short run) it
-# returned 0.2-0.5 per episode against random play's 0.8, so the demo zoo's Toybox PPO stays RL-Zoo's "ppo" (lesson 10).
+# returned 0.2-0.5 per episode against random play's 0.8, so the demo zoo's Toybox PPO stays RL-Zoo's "ppo" (lesson 11).
 _ALL = _all_presets(0.25)
 TOYBOX_PIPELINES = {k: _ALL[k] for k in ("dqn", "qrdqn")}
 PIPELINES["ppo-all"] = dataclasses.replace(_ALL["ppo"], name="ppo-all")
