@@ -11,10 +11,11 @@ import warnings
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['GATE', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO',
-           'CAMPAIGN', 'list_zoo', 'load_agent', 'untrained_agent', 'evaluate_policy_returns', 'evaluate_entry',
-           'action_diversity', 'q_spread', 'return_gap', 'gate_verdict', 'quality_gate', 'gate_zoo', 'train_zoo',
-           'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent', 'zoo_entry_dir', 'zoo_id']
+__all__ = ['GATE', 'GATE_COLUMNS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO',
+           'MPE_ZOO', 'CAMPAIGN', 'list_zoo', 'load_agent', 'untrained_agent', 'evaluate_policy_returns',
+           'evaluate_entry', 'action_diversity', 'q_spread', 'return_gap', 'gate_verdict', 'quality_gate', 'gate_zoo',
+           'gate_legend', 'train_zoo', 'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent',
+           'zoo_entry_dir', 'zoo_id']
 
 # %% ../nbs/02a_agent_zoo.ipynb #b0bbd042
 import gymnasium as gym
@@ -54,9 +55,9 @@ def list_zoo(root: str | Path | None = None) -> pd.DataFrame:
                      "modal_share": gt.get("modal_share"), "entropy_bits": gt.get("entropy_bits"), "q_range": gt.get("q_range_mean"),
                      "path": str(card_path.parent)})
     return pd.DataFrame(rows, columns=["id", "env_id", "pipeline", "algo", "seed", "frames", "env_steps", "return_mean",
-                                       "return_std", "random_mean", "random_std", "plays", "gate_n", "gate_return", "gate_random", "gap", "gap_low",
-                                       "gap_high", "modal_share",
-                                       "entropy_bits", "q_range", "path"])
+                                       "return_std", "random_mean", "random_std", "plays", "gate_n", "gate_return", "gate_random",
+                                       "gap", "gap_low", "gap_high", "modal_share", "entropy_bits", "q_range", "path"]
+                        ).astype({"gate_n": "Int64"})   # episodes: an integer, <NA> where no gate was measured
 
 # %% ../nbs/02a_agent_zoo.ipynb #8849c493
 def load_agent(path: str | Path, device: str | torch.device = "auto") -> Policy:
@@ -320,6 +321,16 @@ def gate_zoo(root: str | Path | None = None,  # zoo folder; default ZOO_DIR
     last = z.frames == z.groupby(["env_id", "pipeline", "seed"]).frames.transform("max")
     for path in progress(list(z[last].path) + list(z[~last].path), desc="quality gate"): quality_gate(path, force=force, **kw)
     return list_zoo(root)
+
+# %% ../nbs/02a_agent_zoo.ipynb #c24e8358
+GATE_COLUMNS = ("id", "frames", "plays", "gate_n", "gate_return", "gate_random", "gap", "gap_low", "gap_high", "modal_share",
+                "q_range")   # the columns of `list_zoo` that show the quality gate and the figures behind it
+
+def gate_legend(gate: dict = GATE) -> str:
+    "One line saying what `plays` means under the gate's protocol `gate` (`GATE`; `rlexplain zoo list` prints it under its table)."
+    kind = {"bca": "BCa bootstrap", "welch": "Welch"}.get(gate["interval"], gate["interval"])
+    return (f"plays: the {gate['confidence']:.0%} {kind} interval of gap = gate_return - gate_random over gate_n seeded episodes "
+            f"lies above 0, and modal_share (the share of the most frequent greedy action) <= {gate['max_modal_share']}.")
 
 # %% ../nbs/02a_agent_zoo.ipynb #f7c207ff
 def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],

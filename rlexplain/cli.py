@@ -22,7 +22,7 @@ from .report import BOARD_SHOWN
 from .runs import ConfigMismatchError, atomic_write, run_lock
 
 # %% auto #0
-__all__ = ['ZOO_LIST_VIEW', 'build_parser', 'subcommand_parsers', 'main']
+__all__ = ['build_parser', 'subcommand_parsers', 'main']
 
 # %% ../nbs/90_cli.ipynb #605381e4
 def _no_repeats(values: list, s: str) -> list:
@@ -139,8 +139,7 @@ def _add_zoo(sub):
     root = dict(default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
     zl = zs.add_parser("list", help="one line per agent: id, return mean +- std, random policy's, and the quality gate (plays, its figures)", epilog=_examples("zoo list"), **_PAR)
     zl.add_argument("--root", **root)
-    zl.add_argument("--wide", action="store_true", help="every column of `list_zoo` (the 10-episode evaluation, the gate's action entropy, "
-                    "env steps, ...), not only the gate's")
+    zl.add_argument("--wide", action="store_true", help="every column of `list_zoo` (its evaluation too), not only the gate's")
     zt = zs.add_parser("train", help="train (or resume) agents and evaluate their checkpoints",
                        epilog=_examples("zoo train --env toybox/Breakout --pipelines dqn --seeds 0,1 --checkpoints 5e4 --root runs/zoo"), **_PAR)
     zt.add_argument("--spec", choices=["demo", "custom", "campaign"], default="custom",
@@ -259,9 +258,6 @@ def _cmd_ir(args) -> None:
     study = run_ir_to(args.out, cfg, args.force, _executor(args), args.workers)
     print(study.table().round(3).to_string(index=False))
 
-ZOO_LIST_VIEW = ("id", "frames", "plays", "gate_n", "gate_return", "gate_random", "gap", "gap_low", "gap_high",
-                 "modal_share", "q_range")   # what `rlexplain zoo list` shows: the gate and the figures behind it (--wide: all)
-
 def _cmd_zoo(args) -> None:
     "`rlexplain zoo list|train|eval|gate` (`rlexplain.agent_zoo`): prints the zoo's entries."
     from rlexplain import agent_zoo as Z
@@ -269,10 +265,8 @@ def _cmd_zoo(args) -> None:
     if args.zoo_cmd == "list":
         df = Z.list_zoo(args.root)
         with pd.option_context("display.width", 250, "display.max_rows", 500):
-            show(df if args.wide else df[list(ZOO_LIST_VIEW)]) if len(df) else print("the zoo is empty")
-        g = Z.GATE
-        if len(df): print(f"plays: the {g['confidence']:.0%} { {'bca': 'BCa bootstrap', 'welch': 'Welch'}.get(g['interval'], g['interval'])} interval of gap = gate_return - gate_random over gate_n "
-              f"seeded episodes lies above 0, and modal_share (the greedy action's most frequent share) <= {g['max_modal_share']}.")
+            print(f"{(df if args.wide else df[list(Z.GATE_COLUMNS)]).drop(columns=['path'], errors='ignore').round(2).to_string(index=False)}\n"
+                  f"{Z.gate_legend()}" if len(df) else "the zoo is empty")
     elif args.zoo_cmd == "train":
         if args.spec == "demo": df = Z.train_demo_zoo(args.root, _executor(args), max(args.workers, 1))
         elif args.spec == "campaign":

@@ -51,11 +51,12 @@ def test_trained_agent_passes_the_gate_and_is_stored(tmp_path):
 
 
 def test_zoo_list_shows_the_gate_and_says_what_plays_means(tmp_path, capsys):
-    from rlexplain.cli import ZOO_LIST_VIEW, main
+    from rlexplain.agent_zoo import GATE_COLUMNS
+    from rlexplain.cli import main
     root, d = _copy(tmp_path, zero_head=False); g = quality_gate(d, n_episodes=30)
     assert main(["zoo", "list", "--root", str(root)]) == 0
     head, row, note = capsys.readouterr().out.splitlines()
-    assert head.split() == list(ZOO_LIST_VIEW) and row.split()[:4] == [load_card(d)["id"], "60000", "True", "30"]
+    assert head.split() == list(GATE_COLUMNS) and row.split()[:4] == [load_card(d)["id"], "60000", "True", "30"]
     assert float(row.split()[4]) == pytest.approx(g["mean"], abs=0.005)
     assert note.startswith("plays: the 95% BCa bootstrap interval of gap") and "<= 0.95" in note
     assert main(["zoo", "list", "--root", str(root), "--wide"]) == 0
