@@ -265,8 +265,8 @@ def _cmd_zoo(args) -> None:
     if args.zoo_cmd == "list":
         df = Z.list_zoo(args.root)
         with pd.option_context("display.width", 250, "display.max_rows", 500):
-            print(f"{(df if args.wide else df[list(Z.GATE_COLUMNS)]).drop(columns=['path'], errors='ignore').round(2).to_string(index=False)}\n"
-                  f"{Z.gate_legend()}" if len(df) else "the zoo is empty")
+            if len(df): show(df if args.wide else df[list(Z.GATE_COLUMNS)]); print(Z.gate_legend())
+            else: print("the zoo is empty")
     elif args.zoo_cmd == "train":
         if args.spec == "demo": df = Z.train_demo_zoo(args.root, _executor(args), max(args.workers, 1))
         elif args.spec == "campaign":
