@@ -13,9 +13,9 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['GATE', 'GATE_COLUMNS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO',
            'MPE_ZOO', 'CAMPAIGN', 'list_zoo', 'load_agent', 'untrained_agent', 'evaluate_policy_returns',
-           'evaluate_entry', 'action_diversity', 'q_spread', 'return_gap', 'gate_verdict', 'quality_gate', 'gate_zoo',
-           'gate_legend', 'train_zoo', 'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent',
-           'zoo_entry_dir', 'zoo_id']
+           'protocol_epsilon', 'evaluate_entry', 'action_diversity', 'q_spread', 'return_gap', 'gate_verdict',
+           'quality_gate', 'gate_zoo', 'gate_legend', 'train_zoo', 'train_demo_zoo', 'train_campaign', 'best_zoo_entry',
+           'load_best_agent', 'zoo_entry_dir', 'zoo_id']
 
 # %% ../nbs/02a_agent_zoo.ipynb #b0bbd042
 import gymnasium as gym
@@ -161,14 +161,21 @@ def _random_returns(env_id: str, env_kwargs: dict, n_episodes: int, seed: int, m
 
 
 # %% ../nbs/02a_agent_zoo.ipynb #7f292ca8
+def protocol_epsilon(env_id: str) -> float:
+    """The exploration rate of the zoo's evaluation protocol for `env_id`: 0.05 on ALE games (`ALE/...`; Mnih et al. 2015: in
+    the deterministic emulator a purely greedy agent can loop, e.g. never serve again in Breakout), 0 elsewhere (Toybox,
+    gymnasium's classic control, MPE teams, tabular games). Every pipeline of the zoo's specs and of `CAMPAIGN` follows it."""
+    return 0.05 if str(env_id).startswith("ALE/") else 0.0
+
 def evaluate_entry(path: str | Path, n_episodes: int = 10, seed: int = 10_000, force: bool = False,
                    max_steps: int | None = 5_000,
-                   epsilon: float = 0.0,   # epsilon-greedy evaluation (ALE DQN agents: 0.05, Mnih et al. 2015)
+                   epsilon: float | None = None,   # epsilon-greedy evaluation; None: `protocol_epsilon` of the entry's game
                    ) -> dict:
     """Evaluate a zoo entry over `n_episodes` seeded episodes next to a uniformly random policy on the same seeds,
     store the result in its card, and return it (`mean`, `std`, `random_mean`, `random_std`, `returns`, `epsilon`).
     A stored evaluation with another epsilon or fewer episodes than asked for is redone (more episodes are kept)."""
     path = Path(path); card = load_card(path)
+    epsilon = protocol_epsilon(card["env_id"]) if epsilon is None else float(epsilon)
     old = card.get("evaluation") or {}
     if old and not force and old.get("n_episodes", 0) >= n_episodes and old.get("epsilon", 0.0) == epsilon: return old
     torch.set_num_threads(1)
@@ -273,7 +280,7 @@ def _gate_record(proto: dict, ret, rnd, div: dict, spread: dict, multiagent: boo
 def quality_gate(path: str | Path,              # a zoo entry folder
                  n_episodes: int = GATE["n_episodes"],
                  seed: int = 10_000,             # episode i starts from seed + i, for the agent and for random play
-                 epsilon: float | None = None,   # None: the epsilon of the card's evaluation (ALE DQN agents: 0.05), else 0
+                 epsilon: float | None = None,   # None: `protocol_epsilon` of the entry's game
                  max_steps: int | None = 5_000,  # agent steps per episode at most
                  force: bool = False,
                  ) -> dict:
@@ -286,7 +293,7 @@ def quality_gate(path: str | Path,              # a zoo entry folder
     (interval, confidence, modal share) is re-derived from its stored returns and action figures: no episode is played again. Raises `ValueError` for `n_episodes < 2` and as `load_card`."""
     path = Path(path); card = load_card(path)
     if int(n_episodes) < 2: raise ValueError(f"n_episodes must be >= 2; got {n_episodes}.")
-    eps = float((card.get("evaluation") or {}).get("epsilon", 0.0)) if epsilon is None else float(epsilon)
+    eps = protocol_epsilon(card["env_id"]) if epsilon is None else float(epsilon)
     proto = {"n_episodes": int(n_episodes), "seed": int(seed), "epsilon": eps, "max_steps": max_steps,
              "confidence": GATE["confidence"], "max_modal_share": GATE["max_modal_share"], "play": "play_episodes",
              "interval": GATE["interval"]}
@@ -337,7 +344,7 @@ def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
               checkpoints: list[int] | dict,   # frames; or {pipeline: frames}
               root: str | Path | None = None, executor=None, max_workers: int = 1, features: str = "compact",
               eval_episodes: int = 10, env_kwargs: dict | None = None,
-              eval_epsilon: float = 0.0) -> pd.DataFrame:   # epsilon-greedy evaluation (see evaluate_entry)
+              eval_epsilon: float | None = None) -> pd.DataFrame:   # epsilon-greedy evaluation; None: `protocol_epsilon`
     """Train pipelines x seeds (in parallel on `executor`, seed-major order so that an interrupted run has
     every pipeline's first seeds), evaluate every checkpoint and measure its quality gate (`quality_gate`), and return
     `list_zoo(root)`. Resumable."""

@@ -154,7 +154,7 @@ def _add_zoo(sub):
     zt.add_argument("--episodes", type=_at_least(1), default=10, help="evaluation episodes per checkpoint")
     zt.add_argument("--root", default=None, help="zoo folder to write into (default: the package's zoo or $RLEXPLAIN_ZOO)")
     zt.add_argument("--fire-on-life-loss", action="store_true", help="press FIRE after a lost life (Toybox Breakout; the demo zoo does)")
-    zt.add_argument("--eval-epsilon", type=float, default=0.0, help="epsilon-greedy evaluation of the checkpoints (0.05 for ALE DQN agents)")
+    zt.add_argument("--eval-epsilon", type=float, default=None, help="epsilon-greedy evaluation of the checkpoints (default: 0.05 on ALE games, else 0)")
     _common(zt)
     ze = zs.add_parser("eval", help="evaluate zoo entries against a uniformly random policy (stored in their cards)",
                        epilog=_examples("zoo eval --episodes 10"), **_PAR)

@@ -548,9 +548,10 @@ def demo_plan(scale: str, out: Path) -> tuple:
     for env_id in PAPER_ENV_IDS:
         try: pol, card = load_best_agent(env_id, "ddqn", plays=True)
         except LookupError as e: notes.append(f"{env_id}: left out ({e})"); continue
-        games[env_id] = (pol, card.get("env_kwargs", {}), card); ev = card["evaluation"]
-        notes.append(f"{env_id}: agent {card['id']}, return {ev['mean']:.1f} +- {ev['std']:.1f} over {ev['n_episodes']} episodes "
-                     f"(epsilon {ev.get('epsilon', 0)}; random {ev['random_mean']:.1f}).")
+        games[env_id] = (pol, card.get("env_kwargs", {}), card); g = card["gate"]   # it passed the gate, so its card has one
+        notes.append(f"{env_id}: agent {card['id']}, return {g['mean']:.1f} against random play's {g['random_mean']:.1f} over the "
+                     f"gate's {g['protocol']['n_episodes']} episodes (epsilon {g['protocol']['epsilon']}; 95% interval of the gap "
+                     f"[{g['low']:.1f}, {g['high']:.1f}]).")
     if not games:   # no DDQN agent for the paper's games: the Toybox Breakout DQN of the demo zoo
         pol, card = load_best_agent("toybox/Breakout", "dqn", plays=True)
         games = {card["env_id"]: (pol, card.get("env_kwargs", {}), card)}

@@ -185,3 +185,42 @@ def test_bootstrap_and_welch_agree_on_symmetric_returns():
     a, b = rng.normal(5, 2, 200), rng.normal(1, 1, 200)
     g, w = return_gap(a, b), return_gap(a, b, method="welch")
     assert g["diff"] == w["diff"] and abs(g["low"] - w["low"]) < 0.1 and abs(g["high"] - w["high"]) < 0.1
+
+
+def test_protocol_epsilon_is_dqns_on_ale_and_greedy_elsewhere():
+    from rlexplain.agent_zoo import protocol_epsilon
+    assert protocol_epsilon("ALE/Pong-v5") == 0.05 and protocol_epsilon("ALE/Breakout-v5") == 0.05
+    assert protocol_epsilon("toybox/Breakout") == 0.0 and protocol_epsilon("CartPole-v1") == 0.0
+
+
+def test_an_unevaluated_ale_entry_is_gated_under_its_games_protocol_epsilon(tmp_path):
+    """`quality_gate(epsilon=None)` on an ALE entry whose card has no evaluation plays at 0.05 (`protocol_epsilon`), not at 0:
+    its stored gate, of the same episodes at 0.05 under an older interval, is re-derived without playing (the entry has no
+    weights, so playing would raise). Before the fix the card's missing evaluation meant epsilon 0, another protocol."""
+    import json
+    from rlexplain.agent_zoo import return_gap
+    d = tmp_path / "zoo" / "entry"; d.mkdir(parents=True)
+    ret, rnd = [-18.0, -19.0, -17.0] * 10, [-20.0, -21.0, -20.0] * 10
+    proto = {"n_episodes": 30, "seed": 10000, "epsilon": 0.05, "max_steps": 5000, "confidence": 0.95,
+             "max_modal_share": 0.95, "play": "play_episodes", "interval": "welch"}
+    card = {**load_card(CARTPOLE), "env_id": "ALE/Pong-v5", "evaluation": None,
+            "gate": {"protocol": proto, **return_gap(ret, rnd, method="welch"), "plays": True, "returns": ret, "random_returns": rnd,
+                     "entropy_bits": 1.5, "entropy_norm": 0.6, "modal_share": 0.3, "modal_action": 2, "distinct": 6, "n_states": 900}}
+    (d / "card.json").write_text(json.dumps(card))
+    g = quality_gate(d)
+    assert g["protocol"]["epsilon"] == 0.05 and g["plays"] is True and g["returns"] == ret
+    with pytest.raises(FileNotFoundError, match="weights"): quality_gate(d, epsilon=0.0)   # another protocol: it must play, and cannot
+
+
+def test_ranld_demo_plan_names_a_gated_agent_that_has_no_evaluation(monkeypatch, tmp_path):
+    "The RA-NLD demo's notes come from the gate (which every agent it picks has passed), not from an evaluation the card may lack."
+    import rlexplain.agent_zoo as az
+    from rlexplain.ranld_study import PAPER_ENV_IDS, demo_plan
+    gate = {"mean": -18.7, "random_mean": -20.0, "low": 0.57, "high": 1.97, "protocol": {"n_episodes": 30, "epsilon": 0.05}}
+    def fake(env_id, algo=None, root=None, device="auto", plays=True):
+        if env_id != "ALE/Pong-v5": raise LookupError(f"no {env_id} agent")
+        return object(), {"id": "ale-pong-v5/ddqn-frequent/seed0/400000", "env_id": env_id, "evaluation": None, "gate": gate}
+    monkeypatch.setattr(az, "load_best_agent", fake)
+    games, jobs, names, notes = demo_plan("demo", tmp_path)
+    assert list(games) == ["ALE/Pong-v5"] and len(jobs) == 1 and len(notes) == len(PAPER_ENV_IDS)
+    assert "return -18.7 against random play's -20.0 over the gate's 30 episodes (epsilon 0.05; 95% interval of the gap [0.6, 2.0])" in notes[0]
