@@ -73,7 +73,7 @@ DEMOS: dict[str, DemoEntry] = {
     "ranld": DemoEntry("RA-NLD: principal non-Lipschitz directions (Korkmaz 2024)",
                        "The top eigenvector of the mean outer product of the cross-entropy gradients over visited states, and the "
                        "feature correlation quotient under the paper's four adversarial and five natural shifts (Tables 1-2) for the zoo's "
-                       "DDQN agents that pass the quality gate (RoadRunner; the zoo's Freeway DDQN fails it and is left out), and a vanilla DDQN "
+                       "DDQN agents of the paper's games that pass the quality gate (its notes name each agent, or why a game is left out), and a vanilla DDQN "
                        "against an SA-DDQN (Figures 2-4).",
                        "rlexplain.ranld_study:demo_section", "rlexplain.ranld_study:demo_units"),
     "saliency": DemoEntry("Perturbation saliency maps (Huber et al. 2022)",
