@@ -25,7 +25,7 @@ from .runs import RunDir, atomic_write, load_json, run_lock, save_json, save_tab
 
 # %% auto #0
 __all__ = ['DEMOS', 'DEMO_SECONDS', 'REFERENCE_SECONDS', 'Section', 'DemoEntry', 'game_slug', 'saved_unit', 'saved_units',
-           'demo_schedule', 'with_finished_sections', 'run_demo']
+           'demo_schedule', 'zoo_state', 'zoo_change', 'with_finished_sections', 'run_demo']
 
 # %% ../nbs/91_demo.ipynb #62b45fef
 class Section:
@@ -278,14 +278,32 @@ def _docs_unit(job: tuple) -> None:
     nbs, folder = job
     build_docs(folder, nbs)
 
+def zoo_state(root: str | Path | None = None) -> dict:
+    """The zoo a section ran on, as `{entry id: plays}` (`plays` the quality gate's verdict, None if not gated) for every entry
+    of `agent_zoo.list_zoo(root)` ({} for an empty or missing zoo). A finished section records it in its `done.json`, so that
+    a rerun can tell the user when the zoo has changed since (`zoo_change`): the agents a section picks come from the zoo."""
+    from rlexplain.agent_zoo import list_zoo
+    try: z = list_zoo(root)
+    except FileNotFoundError: return {}
+    return {str(i): (None if pd.isna(p) else bool(p)) for i, p in zip(z.id, z.plays)} if len(z) else {}
+
+def zoo_change(old: dict, new: dict) -> str:
+    "How zoo state `new` differs from `old` (both `zoo_state`), e.g. '2 entries added, 1 entry with another gate verdict'; '' if alike."
+    parts = {"added": len(set(new) - set(old)), "removed": len(set(old) - set(new)),
+             "with another gate verdict": sum(old[i] != new[i] for i in set(old) & set(new))}
+    return ", ".join(f"{n} {'entry' if n == 1 else 'entries'} {w}" for w, n in parts.items() if n)
+
 def _plan(run: _DemoRun, docs: bool, nbs: str | Path) -> None:
     "Fill `run`'s sections and units (and, with `docs`, the docs unit); a units function that raises fails its section only."
     for k in run.keys:
         e = DEMOS[k]
         sec = run.sections[k] = Section(run.out, k, e.title, e.text)   # force was applied by _claim_sections, once
         if (sec.dir / "done.json").exists():
-            sec.items = [tuple(x) for x in load_json(sec.dir / "done.json")["items"]]
-            run.say(f"{k}: done earlier, skipped (use --force to redo)"); continue
+            done = load_json(sec.dir / "done.json"); sec.items = [tuple(x) for x in done["items"]]
+            moved = zoo_change(done.get("zoo"), zoo_state()) if "zoo" in done else ""
+            run.say(f"{k}: done earlier, skipped (use --force to redo)" if not moved else
+                    f"{k}: done earlier on a zoo that has changed since ({moved}): its results are kept, but its agents may not be "
+                    f"the ones it would pick today; use --force to redo it on today's zoo"); continue
         if e.units is None: run.units.append((k, k, _section_unit, (k, str(run.out), run.scale, e.title, e.text, e.builder))); continue
         try: us = _resolve(e.units)(sec, run.scale)
         except Exception as ex: _fail(run, k, ex); continue
@@ -308,7 +326,7 @@ def _finish(run: _DemoRun, k: str):
     mine = {n: s for (kk, n), s in run.spent.items() if kk == k}
     secs = sum(mine.values()) + time.perf_counter() - t0
     save_json(run.sections[k].dir / "done.json", {"items": run.sections[k].items, "seconds": round(secs, 1),
-                                                  "units": {n: round(s, 1) for n, s in mine.items()}})
+                                                  "units": {n: round(s, 1) for n, s in mine.items()}, "zoo": zoo_state()})
     _finished(run, k, secs, " of worker time" if run.workers > 1 else "")
 
 def _landed(run: _DemoRun, u: tuple, result, seconds: float):
@@ -319,7 +337,7 @@ def _landed(run: _DemoRun, u: tuple, result, seconds: float):
         save_json(run.out / "docs" / "done.json", {"seconds": round(seconds, 1), "execute": False}); _finished(run, "docs", seconds)
     elif not _is_split(k):
         run.sections[k].items = [tuple(x) for x in result]
-        save_json(run.sections[k].dir / "done.json", {"items": run.sections[k].items, "seconds": round(seconds, 1)})
+        save_json(run.sections[k].dir / "done.json", {"items": run.sections[k].items, "seconds": round(seconds, 1), "zoo": zoo_state()})
         _finished(run, k, seconds)
     elif k in run.left:
         run.left[k].discard(n); run.say(f"{k}/{n}: unit done in {seconds:.0f} s")

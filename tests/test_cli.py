@@ -402,3 +402,25 @@ def test_demo_seconds_name_every_unit_of_the_split_sections(tmp_path):
         sec = demo.Section(tmp_path, k, k)
         made |= {f"{k}/{n}" for n, _, _ in demo._resolve(e.units)(sec, "demo")}
     assert made == {k for k in demo.DEMO_SECONDS if "/" in k}
+
+
+def test_a_finished_section_says_when_the_zoo_has_changed_since(tmp_path, monkeypatch, capsys):
+    """A finished section records the zoo it ran on (`done.json`'s `zoo`); a rerun on a changed zoo keeps its results but says
+    so (an agent that began to pass the gate could change the section's picks), and a rerun on the same zoo skips quietly."""
+    from concurrent.futures import Future
+    from rlexplain import demo
+    _unit_demos(monkeypatch, {"split/bbb": 50, "split/a": 5, "split/cc": 20, "whole": 30})
+    class Now:   # runs each job at once, in this process
+        def submit(self, fn, job): f = Future(); f.set_result(fn(job)); return f
+    zoo = {"x/seed0/1": True, "x/seed1/1": False}
+    monkeypatch.setattr(demo, "zoo_state", lambda root=None: dict(zoo))
+    demo.run_demo(tmp_path, only=["split", "whole"], scale="demo", executor=Now(), max_workers=2)
+    assert load_json(tmp_path / "whole" / "done.json")["zoo"] == zoo == load_json(tmp_path / "split" / "done.json")["zoo"]
+    capsys.readouterr()
+    demo.run_demo(tmp_path, only=["whole"], scale="demo", executor=Now(), max_workers=2)
+    assert "whole: done earlier, skipped" in capsys.readouterr().out
+    zoo.update({"x/seed1/1": True, "x/seed2/1": True})
+    demo.run_demo(tmp_path, only=["whole"], scale="demo", executor=Now(), max_workers=2)
+    out = capsys.readouterr().out
+    assert "whole: done earlier on a zoo that has changed since (1 entry added, 1 entry with another gate verdict)" in out
+    assert "use --force to redo it" in out
