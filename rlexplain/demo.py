@@ -133,9 +133,10 @@ def saved_units(rd: RunDir,                          # the section's run folder,
 # sections split into units (a unit without an entry gets its section's time over its number of units).
 # Measured by the README's `bash run.sh demo` (`rlexplain demo --docs --workers 2`) from a clean clone of ef50ce0 on
 # 2026-11-28, the campaign's training paused (an Intel Xeon VM, 2 cores, the two workers side by side): every unit's
-# `done.json`; docs_execute: re-executing every notebook (2026-11-25: 10.2 min), not part of that run.
+# `done.json`; docs_execute: re-executing every notebook (2026-11-25: 10.2 min), not part of that run. ranld/pong (Pong's
+# DDQN joined the zoo later): a guess from the other two games until a run measures it.
 DEMO_SECONDS = {"compare": 24, "docs": 55, "docs_execute": 610, "ir": 15, "ranld/compare/roadrunner": 6,
-                "ranld/freeway": 140, "ranld/roadrunner": 152, "saliency": 6,
+                "ranld/freeway": 140, "ranld/pong": 150, "ranld/roadrunner": 152, "saliency": 6,
                 "saliency_bench/bench/ale-breakout-v5/lime_slic": 34,
                 "saliency_bench/bench/ale-breakout-v5/noise_sensitivity": 11,
                 "saliency_bench/bench/ale-breakout-v5/occlusion": 8,

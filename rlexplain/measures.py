@@ -273,11 +273,14 @@ def _diff(a: Estimate, b: Estimate, label: str) -> Estimate:
 @measure("ir.R_drop")
 def _m_ir_drop(run, pipeline: str, game: str = "breakout") -> list[Estimate]:
     """Original R at 5e4 frames minus at the run's last checkpoint of `pipeline` on `game` (Breakout, Amidar or Space
-    Invaders: Tables 6, 5, 7): how much the agents diverge with
-    training. Uninformative when every measured agent at either checkpoint takes one constant action in all states
-    (ir_table.csv `constant_agents` = `n_agents`, `_ir_constant`): R then counts which action each seed froze on, not how
-    trained state-dependent policies differ, which is what the paper's agents (3e6 and 1e7 frames) show."""
+    Invaders: Tables 6, 5, 7): how much the agents diverge with training (Welch over the two jackknife intervals: the
+    same seeds at both checkpoints, so this ignores their pairing and is conservative). Uninformative when every measured
+    agent at the *last* checkpoint takes one constant action in all states (ir_table.csv `constant_agents` = `n_agents`,
+    `_ir_constant`): R then counts which action each seed froze on, not how trained state-dependent policies differ, which is
+    what the paper's agents (3e6 and 1e7 frames) show. Constant agents at 5e4 frames are the paper's own baseline (its
+    untrained DQNs have R 1.000: every seed presses one button), so they do not make the difference uninformative."""
     a, b = _ir_original(run, pipeline, 50_000, game), _ir_original(run, pipeline, "last", game)
+    a = dataclasses.replace(a, excluded=())
     return [_diff(a, b, f"{pipeline} R(5e4) - R({b.label.split(' at ')[1]})")]
 
 @measure("ir.normalized")

@@ -936,3 +936,17 @@ def test_checkpoints_are_named_without_rounding_them_to_another():
     "A checkpoint's name in a verdict's text keeps two significant digits: PPO's 1.6e6-frame agents are not called '2e6'."
     from rlexplain.measures import _fr
     assert [_fr(f) for f in (50_000, 640_000, 960_000, 1_600_000, 3_000_000, 10_000_000)] == ["5e4", "6.4e5", "9.6e5", "1.6e6", "3e6", "1e7"]
+
+
+def test_a_drop_from_constant_untrained_agents_is_evidence_but_to_constant_trained_agents_is_not(tmp_path):
+    """R(5e4) - R(last): the paper's untrained agents press one button each (its DQNs' R is 1.000), so constant agents at 5e4
+    frames are the baseline the claim compares with, not a degenerate measurement; constant agents at the last checkpoint
+    make the difference hold by construction. A2C by hand: 0.30 (se 0.002, 3 agents) to 0.50 (se 0.14) is a rise of 0.20 whose
+    Welch interval straddles 0: inconclusive."""
+    rows = [("a2c", 50_000, 0.30, 0.002, 3), ("a2c", 12_000_000, 0.50, 0.14, 3)]
+    _csv(tmp_path, "ir", "ir_table", _ir_table(rows).assign(constant_agents=[3.0, 0.0]))
+    r = sb.score_run(tmp_path).set_index("id").loc["ir-a2c-rises"]
+    assert r.verdict == "inconclusive" and r.informative and "R(5e4) - R(1.2e7 frames) -0.2" in r.reason
+    _csv(tmp_path, "ir", "ir_table", _ir_table(rows).assign(constant_agents=[3.0, 3.0]))
+    r = sb.score_run(tmp_path).set_index("id").loc["ir-a2c-rises"]
+    assert r.verdict == "uninformative" and not r.informative and "at 1.2e7 frames plays one constant action" in r.reason
