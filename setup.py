@@ -34,7 +34,8 @@ setuptools.setup(
     packages=setuptools.find_packages(include=['rlexplain', 'rlexplain.*']) + ['rlexplain.zoo'],
     include_package_data=True,
     package_data={'rlexplain': ['claims.toml',   # the scoreboard's claims (rlexplain.scoreboard.load_claims)
-                                'data/*.csv', 'data/*.json'],   # results of papers' own code (bench/xrlbench_original.py)
+                                'data/*.csv', 'data/*.json',    # results of papers' own code (bench/xrlbench_original.py)
+                                'papers/*.csv', 'papers/*.toml'],   # the papers' published tables (rlexplain.papers)
                   'rlexplain.zoo': ['*/*/*/*/card.json', '*/*/*/*/weights.safetensors', '*.json', '*.md']},
     exclude_package_data={'rlexplain.zoo': ['_resume/**/*']},
     install_requires=requirements,

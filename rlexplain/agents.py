@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -15,10 +16,10 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['FEATURE_EXTRACTORS', 'ATARI_PIPELINES', 'SA_START', 'TABULAR_PIPELINES', 'MULTIAGENT_PIPELINES', 'PIPELINES',
-           'TOYBOX_PIPELINES', 'ZOO_DIR', 'LIST_KEYS', 'CARD_KEYS', 'CompactCNN', 'NatureConv', 'DuelingHead',
-           'DuelingQNetwork', 'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN', 'sa_margin', 'sa_regulariser', 'SADDQN',
-           'Pipeline', 'LinearSteps', 'CosineSteps', 'OnProgress', 'get_pipeline', 'zero_output_heads', 'env_slug',
-           'entry_dir', 'load_card', 'TrainJob', 'train_agent']
+           'TOYBOX_PIPELINES', 'ZOO_DIR', 'LIST_KEYS', 'CARD_KEYS', 'PRECISIONS', 'CompactCNN', 'NatureConv',
+           'DuelingHead', 'DuelingQNetwork', 'DuelingDQNPolicy', 'DuelingCnnPolicy', 'DDQN', 'sa_margin',
+           'sa_regulariser', 'SADDQN', 'Pipeline', 'LinearSteps', 'CosineSteps', 'OnProgress', 'get_pipeline',
+           'zero_output_heads', 'env_slug', 'entry_dir', 'load_card', 'TrainJob', 'set_compute', 'train_agent']
 
 # %% ../nbs/02_agents.ipynb #2f3ea5b9
 import gymnasium as gym
@@ -396,8 +397,7 @@ def _apply_schedules(model, pipe: Pipeline, total_steps: int) -> None:
 def _default_zoo() -> Path:
     "`settings().zoo` (`RLEXPLAIN_ZOO`) if set, else the zoo shipped inside the installed package (also when this lesson runs from nbs/)."
     if settings().zoo is not None: return settings().zoo
-    import rlexplain
-    return Path(rlexplain.__file__).parent / "zoo"
+    return Path(importlib.util.find_spec("rlexplain").origin).parent / "zoo"   # the package's folder, not importing it
 
 ZOO_DIR = _default_zoo()
 
@@ -468,6 +468,8 @@ class TrainJob:
     eval_episodes: int = 10
     save_every: int = 25_000    # env steps between resume snapshots
     env_kwargs: tuple = ()      # (key, value) pairs for make_env
+    precision: str = "fp32"     # the update's arithmetic: "fp32" or "bf16-update" (opt-in, `set_compute`)
+    layout: str | None = None   # conv memory order: "contiguous" or "channels_last"; None: settings().layout, else contiguous
 
 # %% ../nbs/02_agents.ipynb #3e478a8a
 def _make_vec_env(job: TrainJob, n_envs: int):
@@ -502,8 +504,7 @@ def _warm_start(job: TrainJob, model) -> None:
 
 def _build_model(job: TrainJob, env):
     pipe = get_pipeline(job.pipeline, job.env_id)
-    hp = {k: v for k, v in pipe.hyperparams.items()}
-    pk = dict(hp.pop("policy_kwargs", {}))
+    hp = dict(pipe.hyperparams); pk = dict(hp.pop("policy_kwargs", {}))
     image = len(env.observation_space.shape) == 3
     if image: pk.update(features_extractor_class=FEATURE_EXTRACTORS[_features(job)])
     policy = "CnnPolicy" if image else "MlpPolicy"
@@ -511,10 +512,45 @@ def _build_model(job: TrainJob, env):
     if is_multiagent(job.env_id):   # supersuit's vector env cannot be re-seeded by SB3: seed torch/numpy here instead
         from stable_baselines3.common.utils import set_random_seed
         set_random_seed(job.seed); seed = None
-    model = sb3_class(pipe.algo)(policy, env, seed=seed, verbose=0, device="cpu", policy_kwargs=pk, **hp)
+    model = _compute_class(sb3_class(pipe.algo))(policy, env, seed=seed, verbose=0, device="cpu", policy_kwargs=pk, **hp)
     if pipe.init == "all-0.7.1": zero_output_heads(model.policy)
     elif pipe.init is not None: raise ValueError(f"{pipe.name}: unknown init {pipe.init!r}; expected None or 'all-0.7.1'.")
     return model
+
+PRECISIONS = ("fp32", "bf16-update")   # how a run computes, not what it learns: the card's `compute`, never its `hyperparams`
+_COMPUTE_CLASSES: dict = {}
+
+def _compute_class(cls: type) -> type:
+    "`cls` (same name) whose `train` (the update, not acting) runs under bfloat16 autocast when `model._rlx_compute` asks for it."
+    def train(self, *a, **kw):
+        with torch.autocast("cpu", torch.bfloat16, enabled=getattr(self, "_rlx_compute", {}).get("update_precision") == "bf16-update"):
+            return cls.train(self, *a, **kw)
+    return _COMPUTE_CLASSES.setdefault(cls, type(cls.__name__, (cls,), {"train": train, "__doc__": cls.__doc__, "__module__": __name__}))
+
+def set_compute(model, layout: str = "contiguous", precision: str = "fp32", fused: bool = True) -> dict:
+    """How `model` (of `_build_model`) computes, in place, also mid-run. `layout`: memory order of the conv weights and their optimizer
+    state, "contiguous" or "channels_last" (bench/train_throughput.py says which is faster here); `precision`: "fp32" or "bf16-update"
+    (bfloat16 autocast around `train` only, acting stays float32); `fused`: torch's fused Adam/AdamW step (one kernel, same algorithm).
+    Returns the card's `compute` record (`model._rlx_compute`, kept in snapshots). Raises `ValueError` for an unknown layout or
+    precision, or for bf16-update on a CPU without native bfloat16."""
+    from .compute import LAYOUTS
+    if layout not in LAYOUTS: raise ValueError(f"layout must be one of {LAYOUTS}; got {layout!r}.")
+    if precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}; got {precision!r}.")
+    if precision == "bf16-update" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        raise ValueError("precision 'bf16-update' needs a CPU with native bfloat16 (avx512_bf16 or AMX); this one has none: use 'fp32'.")
+    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    model.policy.to(memory_format=fmt); opt = model.policy.optimizer
+    for st in opt.state.values(): st.update({k: v.contiguous(memory_format=fmt) for k, v in st.items() if torch.is_tensor(v) and v.dim() == 4})
+    fused = fused and type(opt) in (torch.optim.Adam, torch.optim.AdamW)
+    for g in opt.param_groups: g.update(fused=True, foreach=False) if fused else g.update(fused=None, foreach=None)
+    model._rlx_compute = {"layout": layout, "update_precision": precision, "optimizer": type(opt).__name__ + " fused" * fused, "threads": torch.get_num_threads()}
+    return model._rlx_compute
+
+def _job_compute(job, model, resumed: bool) -> dict:
+    "`set_compute` at `job`'s precision and layout (None: `settings().layout`, else contiguous). Raises `ValueError` if a resumed snapshot was updated in another precision."
+    if resumed and (was := (getattr(model, "_rlx_compute", None) or {}).get("update_precision", "fp32")) != job.precision:
+        raise ValueError(f"{job.pipeline} seed {job.seed} on {job.env_id} resumes a snapshot updated in {was!r}, not {job.precision!r}: use precision={was!r}.")
+    return set_compute(model, job.layout or settings().layout or "contiguous", job.precision)
 
 # %% ../nbs/02_agents.ipynb #0f16f404
 def _continue_entry(job: TrainJob, model, root: Path) -> int | None:
@@ -532,9 +568,10 @@ def _continue_entry(job: TrainJob, model, root: Path) -> int | None:
     if not done: return None
     src = entry_dir(root, job.env_id, job.pipeline, job.seed, done[-1]); card = load_card(src)
     hp = {k: _card_value(v) for k, v in get_pipeline(job.pipeline, job.env_id).hyperparams.items()}
-    if card.get("hyperparams") != hp or card.get("features") != _features(job):
-        raise ValueError(f"{src} was trained with other settings than pipeline {job.pipeline!r} has now "
-                         f"(card {card.get('hyperparams')}, features {card.get('features')}; now {hp}, {_features(job)}): "
+    prec = (card.get("compute") or {}).get("update_precision", "fp32")   # cards before the compute record: float32
+    if card.get("hyperparams") != hp or card.get("features") != _features(job) or prec != job.precision:
+        raise ValueError(f"{src} was trained with other settings than pipeline {job.pipeline!r} has now (card {card.get('hyperparams')}, "
+                         f"features {card.get('features')}, precision {prec}; now {hp}, {_features(job)}, {job.precision}): "
                          f"continue it in another --root, or delete the later checkpoints' folders.")
     from safetensors.torch import load_file
     sd = {k: v.float() for k, v in load_file(str(src / "weights.safetensors")).items()}
@@ -566,25 +603,34 @@ def _card_value(v):
 # %% ../nbs/02_agents.ipynb #79b4c519
 def _train_command(job: TrainJob) -> str:
     "The `rlexplain zoo train` command that trains `job` (its env kwargs as flags: the card must reproduce the run)."
-    flags = " --fire-on-life-loss" if dict(job.env_kwargs).get("fire_on_life_loss") else ""
+    flags = (" --fire-on-life-loss" if dict(job.env_kwargs).get("fire_on_life_loss") else "") + (f" --precision {job.precision}" if job.precision != "fp32" else "")
     return (f"rlexplain zoo train --env {job.env_id} --pipelines {job.pipeline} --seeds {job.seed} "
             f"--checkpoints {','.join(str(c) for c in job.checkpoints)}{flags}")
 
 # %% ../nbs/02_agents.ipynb #b39ab23f
 def train_agent(job: TrainJob) -> list[str]:
     """Train one agent (resuming if a snapshot exists) and write its zoo entries; returns their folders.
-    An off-policy run resumed from its snapshot refills its replay buffer (`_refill_steps`) before it updates again.
-    Raises `ValueError` if a resumed run is already past a checkpoint (frames) that has no zoo entry."""
+    A run whose every checkpoint has its entry returns at once, without building a model: a rerun of a finished campaign
+    stage costs nothing. An off-policy run resumed from its snapshot refills its replay buffer (`_refill_steps`) before it
+    updates again. Raises `ValueError` if a resumed run is already past a checkpoint (frames) that has no zoo entry, or if
+    the last checkpoint has its entry but an earlier one has none."""
     from stable_baselines3.common.callbacks import BaseCallback
     torch.set_num_threads(1)
     pipe = get_pipeline(job.pipeline, job.env_id)
     fps = _frames_per_step(job.env_id)
     ckpt_steps = [int(f) // fps for f in job.checkpoints]
     root = Path(job.root or ZOO_DIR)
+    have = [(entry_dir(root, job.env_id, job.pipeline, job.seed, f) / "card.json").exists() for f in job.checkpoints]
+    if all(have):   # a finished run: nothing to train (continuing from an earlier entry would retrain, and fork, its last stretch)
+        return sorted(str(entry_dir(root, job.env_id, job.pipeline, job.seed, f)) for f in job.checkpoints)
+    if have[-1]:
+        missing = [f for f, h in zip(job.checkpoints, have) if not h]
+        raise ValueError(f"{job.pipeline} seed {job.seed} on {job.env_id} has its last checkpoint ({job.checkpoints[-1]:,} frames) "
+                         f"but not {missing}: an earlier checkpoint cannot be written after a later one; drop them from --checkpoints.")
     snap = root / "_resume" / env_slug(job.env_id) / job.pipeline / f"seed{job.seed}.zip"
     env = _make_vec_env(job, pipe.n_envs)
     if snap.exists():
-        model = sb3_class(pipe.algo).load(snap, env=env, device="cpu")
+        model = _compute_class(sb3_class(pipe.algo)).load(snap, env=env, device="cpu")
         passed = [f for s, f in zip(ckpt_steps, job.checkpoints)
                   if s < model.num_timesteps and not (entry_dir(root, job.env_id, job.pipeline, job.seed, f) / "card.json").exists()]
         if passed:   # the checkpoint callback would save today's weights under these earlier names
@@ -598,7 +644,7 @@ def train_agent(job: TrainJob) -> list[str]:
         model = _build_model(job, env)
         if pipe.warm_start: _warm_start(job, model)
         else: _continue_entry(job, model, root)
-    _apply_schedules(model, pipe, ckpt_steps[-1])
+    _apply_schedules(model, pipe, ckpt_steps[-1]); _job_compute(job, model, resumed=snap.exists())
     t0, written = time.time(), []
     wall0 = float(getattr(model, "_rlx_wall", 0.0))
 
@@ -616,17 +662,17 @@ def train_agent(job: TrainJob) -> list[str]:
                 "n_envs": pipe.n_envs, "observation_shape": list(env.observation_space.shape),
                 "n_actions": int(env.action_space.n), "versions": _versions(),
                 "wall_clock_s": round(wall0 + time.time() - t0, 1),
-                "command": _train_command(job),
+                "command": _train_command(job), "compute": getattr(model, "_rlx_compute", None),
                 "continued_from": getattr(model, "_rlx_continued_from", None),
                 "evaluation": None}
         save_json(d / "card.json", card); written.append(str(d))
 
+    pending = [(s, f) for s, f, h in zip(ckpt_steps, job.checkpoints, have) if not h]
     class _Ckpt(BaseCallback):
         def _on_step(self) -> bool:
             n = self.model.num_timesteps
-            for s, f in zip(ckpt_steps, job.checkpoints):
-                if n >= s and not (entry_dir(root, job.env_id, job.pipeline, job.seed, f) / "card.json").exists():
-                    write_entry(int(f))
+            for s, f in [(s, f) for s, f in pending if n >= s]:   # only checkpoints without a card at the start: no stat per step
+                write_entry(int(f)); pending.remove((s, f))
             if n % job.save_every < self.model.n_envs:
                 self.model._rlx_wall = wall0 + time.time() - t0
                 atomic_write(snap, lambda p: self.model.save(p))

@@ -15,10 +15,9 @@ from typing import Callable
 
 import pandas as pd
 
-from . import demo
-from .compute import SCALES, use_settings
-from .demo import run_demo
-from .report import BOARD_SHOWN
+from .compute import SCALES, terminate_on_sigterm, use_settings
+from .report import BOARD_SHOWN, write_report
+from .sections import DEMOS, with_finished_sections
 from .runs import ConfigMismatchError, atomic_write, run_lock
 
 # %% auto #0
@@ -81,8 +80,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"rlexplain: error: {message} (see `{self.prog} --help`)\n")
 
 def _method_cmds() -> dict[str, str]:
-    "Subcommand -> demo section key for every section of `rlexplain.demo.DEMOS` but `ir` (which has its own options)."
-    return {k.replace("_", "-"): k for k in demo.DEMOS if k != "ir"}
+    "Subcommand -> demo section key for every section of `rlexplain.sections.DEMOS` but `ir` (which has its own options)."
+    return {k.replace("_", "-"): k for k in DEMOS if k != "ir"}
 
 def _examples(*lines: str) -> str:
     "An epilog of runnable examples, one `example: rlexplain ...` line each (tests parse every one with this parser)."
@@ -103,7 +102,7 @@ def _add_demo_and_docs(sub):
                        epilog=_examples("demo --out runs/demo --only saliency,xrlbench", "demo --out runs/demo --docs",
                                         "demo --scale reference --out results/reference"), **_PAR)
     d.add_argument("--out", default="runs/demo", type=_folder, help="run directory (reruns resume and skip finished methods)")
-    d.add_argument("--only", type=_csv, default=None, help=f"comma-separated subset of: {', '.join(demo.DEMOS)} (default: every job)")
+    d.add_argument("--only", type=_csv, default=None, help=f"comma-separated subset of: {', '.join(DEMOS)} (default: every job)")
     d.add_argument("--force", action="store_true", help="redo the selected methods from scratch: every unit, even those an earlier or another configuration's run saved")
     d.add_argument("--docs", action="store_true", help="also render the docs into OUT/docs, from the lessons' committed outputs (about a minute)")
     d.add_argument("--execute-docs", action="store_true", help="with --docs: execute every notebook again first (about 10 minutes on 2 cores)")
@@ -125,6 +124,7 @@ def _add_demo_and_docs(sub):
     co.add_argument("--nbs", default="nbs", help="folder of the lesson notebooks (a clone's nbs/)")
     co.add_argument("--student", metavar="DIR", default=None, type=_folder, help="write the lessons into DIR without their solution cells and without outputs (default: none, print the plan)")
     co.add_argument("--appendix", action="store_true", help="also list the appendix (the infrastructure notebooks)")
+    co.add_argument("--force", action="store_true", help="with --student: overwrite a folder that holds other files or a student's edited notebooks")
     rd = sub.add_parser("readme", help="regenerate README.md from nbs/index.ipynb (executed)", epilog=_examples("readme --out README.md"), **_PAR)
     rd.add_argument("--nb", default="nbs/index.ipynb", help="the index notebook")
     rd.add_argument("--out", default="README.md", help="where to write the Markdown")
@@ -137,7 +137,7 @@ def _add_zoo(sub):
                        epilog=_examples("zoo list", "zoo train --spec demo --workers 2"), **_PAR)
     zs = z.add_subparsers(dest="zoo_cmd", required=True)
     root = dict(default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
-    zl = zs.add_parser("list", help="one line per agent: id, return mean +- std, random policy's, and the quality gate (plays, its figures)", epilog=_examples("zoo list"), **_PAR)
+    zl = zs.add_parser("list", help="one line per agent: id, return mean +- std, random policy's, the quality gate (plays, its figures) and the second tier (plays_well, its published reference and source)", epilog=_examples("zoo list"), **_PAR)
     zl.add_argument("--root", **root)
     zl.add_argument("--wide", action="store_true", help="every column of `list_zoo` (its evaluation too), not only the gate's")
     zt = zs.add_parser("train", help="train (or resume) agents and evaluate their checkpoints",
@@ -188,7 +188,7 @@ def _add_methods(sub):
     i.add_argument("--zoo", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
     _common(i)
     for cmd, key in _method_cmds().items():
-        title, text = demo.DEMOS[key].title, demo.DEMOS[key].text
+        title, text = DEMOS[key].title, DEMOS[key].text
         m = sub.add_parser(cmd, help=title, description=f"{title}: {text} Runs the method's demo job at the chosen scale "
                            f"and writes its tables, figures and report.html into --out.", epilog=_examples(f"{cmd} --out runs/{key}"), **_PAR)
         m.add_argument("--out", default=f"runs/{key}", type=_folder, help="run directory (a rerun resumes; another scale is refused, see --force)")
@@ -204,7 +204,7 @@ def _add_methods(sub):
     ee.add_argument("--steps", type=_at_least(1), default=200, help="agent steps to play, 4 frames each (fewer when the episode ends first)")
     ee.add_argument("--every", type=_at_least(1), default=1, help="explain every k-th agent step")
     ee.add_argument("--out", default="runs/episode", type=_folder, help="folder for episode.mp4, episode.gif, episode.html and result/")
-    ee.add_argument("--seed", type=int, default=0, help="the episode's seed")
+    ee.add_argument("--seed", type=_at_least(0), default=0, help="the episode's seed")
     ee.add_argument("--algo", default=None, help="the zoo agent's algorithm, e.g. a2c (default: the best agent of any that passes the quality gate)")
     ee.add_argument("--scale", choices=["episode", "frame"], default="episode", help="one colour scale for the episode, or each frame its own")
     ee.add_argument("--fps", type=_at_least(1), default=10, help="frames per second of the movie")
@@ -255,7 +255,9 @@ def _cmd_ir(args) -> None:
     if args.t is not None and cfg.mode == "exact":
         raise ValueError(f"--t {args.t} has no effect with --mode exact (it compares the agents' exact action distributions; "
                          "--t is the number of sampled actions of --mode sample): leave --t out, or use --mode sample.")
-    study = run_ir_to(args.out, cfg, args.force, _executor(args), args.workers)
+    study, sec = run_ir_to(args.out, cfg, args.force, _executor(args), args.workers)
+    with run_lock(args.out):   # the CLI writes the report (a study never does): this section and the others finished in --out
+        write_report(args.out, with_finished_sections(args.out, [sec]), "rlexplain: interventional robustness")
     print(study.table().round(3).to_string(index=False))
 
 def _cmd_zoo(args) -> None:
@@ -265,7 +267,7 @@ def _cmd_zoo(args) -> None:
     if args.zoo_cmd == "list":
         df = Z.list_zoo(args.root)
         with pd.option_context("display.width", 250, "display.max_rows", 500):
-            if len(df): show(df if args.wide else df[list(Z.GATE_COLUMNS)]); print(Z.gate_legend())
+            if len(df): show(df if args.wide else df[[*Z.GATE_COLUMNS, *Z.TIER_COLUMNS]]); print(Z.gate_legend()); print(Z.tier_legend(df))
             else: print("the zoo is empty")
     elif args.zoo_cmd == "train":
         if args.spec == "demo": df = Z.train_demo_zoo(args.root, _executor(args), max(args.workers, 1))
@@ -277,7 +279,11 @@ def _cmd_zoo(args) -> None:
             df = Z.train_zoo(args.env, args.pipelines, args.seeds, args.checkpoints, args.root, _executor(args),
                              args.workers, args.features, args.episodes, kw, eval_epsilon=args.eval_epsilon)
         show(df)
-    elif args.zoo_cmd == "gate": show(Z.gate_zoo(args.root, args.env, force=args.force))
+    elif args.zoo_cmd == "gate":
+        envs = sorted(set(Z.list_zoo(args.root).env_id)) if args.env else []
+        if args.env and args.env.lower() not in {e.lower() for e in envs}:   # gate_zoo would gate nothing and list the whole zoo
+            raise LookupError(f"the zoo has no entry for --env {args.env}; its environments: {', '.join(envs) or 'none'}")
+        show(Z.gate_zoo(args.root, args.env, force=args.force))
     else:
         for path in Z.list_zoo(args.root).path: Z.evaluate_entry(path, args.episodes, force=args.force, epsilon=args.epsilon)
         show(Z.list_zoo(args.root))
@@ -298,7 +304,9 @@ def _cmd_scoreboard(args) -> None:
 def _cmd_demo(args) -> None:
     "`rlexplain demo`: `demo.run_demo` of the selected sections (and the docs)."
     if args.execute_docs and not args.docs: raise ValueError("--execute-docs renders the docs: add --docs.")
-    run_demo(args.out, args.only, args.scale, _executor(args), args.workers, args.force, docs=args.docs, execute_docs=args.execute_docs)
+    from rlexplain.demo import run_demo   # a command's module is imported when it runs: --help imports no study
+    run_demo(args.out, args.only, args.scale, _executor(args), args.workers, args.force, docs=args.docs, execute_docs=args.execute_docs,
+             report=write_report)
 
 def _cmd_episode(args) -> None:
     "`rlexplain explain-episode`: `episode.explain_episode_to` under the folder's lock; prints each file written."
@@ -310,7 +318,7 @@ def _cmd_course(args) -> None:
     "`rlexplain course`: the course plan, or the student edition with --student (`rlexplain.docs`)."
     from rlexplain.docs import course_plan, format_plan, write_student_edition
     if args.student:
-        w = write_student_edition(args.student, args.nbs)
+        w = write_student_edition(args.student, args.nbs, force=args.force)
         print(f"[rlexplain course] wrote {len(w)} student notebooks to {args.student}: "
               f"{int(w['solutions removed'].sum())} solution cells and every output removed")
     else: print(format_plan(course_plan(args.nbs, appendix=args.appendix)))
@@ -341,7 +349,9 @@ def _run(args) -> int:
     scale = getattr(args, "scale", None) if args.cmd != "explain-episode" else None
     with use_settings(scale=scale) if scale else contextlib.nullcontext():
         if args.cmd in _method_cmds():
-            run_demo(args.out, [_method_cmds()[args.cmd]], args.scale, _executor(args), args.workers, args.force, label=args.cmd)
+            from rlexplain.demo import run_demo
+            run_demo(args.out, [_method_cmds()[args.cmd]], args.scale, _executor(args), args.workers, args.force, label=args.cmd,
+                     report=write_report)
             return 0
         return _COMMANDS[args.cmd](args) or 0
 
@@ -378,8 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e: return int(e.code or 0)   # --help (0) or an argument mistake (2, one line printed)
     with warnings.catch_warnings():
         if not debug: warnings.showwarning = _one_line_warning
-        try: return _run(args)
-        except KeyboardInterrupt:   # Ctrl-C: one line; every finished unit is saved, and a rerun resumes from them
+        try:
+            with terminate_on_sigterm(): return _run(args)   # SIGTERM (`kill PID`) as Ctrl-C, the workers included
+        except KeyboardInterrupt:   # Ctrl-C or SIGTERM: one line; every finished unit is saved, and a rerun resumes from them
             if debug: raise
             out = getattr(args, "out", None) or getattr(args, "run_dir", None)
             print("rlexplain: interrupted" + (f"; the finished parts are saved in {out}: run the same command again to resume"

@@ -18,6 +18,9 @@ from .attribution import EXPLAINERS, METRICS, as_states, explain, model_layers, 
 from .core import Policy
 from .runs import Result
 from .stats import bootstrap_means, percentile_bounds
+from .agent_zoo import load_best_agent
+from .xrlbench import dataset_arrays, generate_dataset, image_states
+
 
 # %% auto #0
 __all__ = ['DEMO_EXPLAINERS', 'DEMO_METRICS', 'NOISE_METRICS', 'PAIRS', 'settings', 'Comparison', 'compare', 'rank_agreement',
@@ -229,8 +232,6 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
     8 background states) and LunarLander DQN (60 of 1000 dataset states at demo scale, else 500 of 5000), with `settings`
     at `scale`: per agent its finding, rank, value and rank-agreement tables and its rank figure. A game without such an
     agent is skipped with a note."""
-    from rlexplain.agent_zoo import load_best_agent
-    from rlexplain.xrlbench import dataset_arrays, generate_dataset, image_states
     runs = []
     try:
         agent, card = load_best_agent("ALE/Breakout-v5", "dqn")

@@ -17,16 +17,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
-import torch
-from torch import Tensor, nn
 from tqdm.std import tqdm   # text bars only (see `progress`)
 
-if TYPE_CHECKING: from rlexplain.runs import RunDir   # `run_jobs`' argument (runs imports this module)
+from ._io import save_json
+
+# torch is imported where it is used, not here: `import rlexplain.scoreboard` and `rlexplain --help` need settings and
+# progress bars, not torch (3 s). The names below are for type annotations only.
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor, nn
+    from rlexplain.runs import RunDir   # `run_jobs`' argument (runs imports this module)
 
 # %% auto #0
 __all__ = ['SCALES', 'PROGRESS_MODES', 'LAYOUTS', 'Settings', 'settings', 'use_settings', 'get_scale', 'ScaledConfig', 'progress',
            'fmt_num', 'torch_threads', 'init_torch_threads', 'ComputeSettings', 'compute_settings', 'map_batches',
-           'chosen_settings', 'run_metadata', 'time_round_robin', 'process_pool', 'run_jobs']
+           'chosen_settings', 'run_metadata', 'time_round_robin', 'process_pool', 'terminate_on_sigterm', 'run_jobs']
 
 # %% ../nbs/00a_compute.ipynb #3c655895
 SCALES = ("demo", "reference", "paper")              # experiment sizes, smallest first
@@ -46,6 +51,8 @@ def _checked(name: str, v: Any, label: str) -> Any:
         if v is None: return None
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{label} must be a positive integer{none}; got {v!r}.")
+        if name in ("threads", "workers") and v > (n := _cores()):   # more threads than cores only slows (30x at 5000) or crashes torch
+            raise ValueError(f"{label} must be at most {n}, the cores this process may run on; got {v!r}.")
         return int(v)
     if name == "progress_interval":
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) or v < 0:
@@ -199,7 +206,8 @@ def fmt_num(x: Any,        # a number: int, float, NumPy or one-element torch sc
     """`x` for a message or a table: `digits` significant digits (`f"{x:.{digits}g}"`), exact zeros as `0` (also `-0.0`),
     integers as integers, `nan` / `inf` as such. A value that is not exactly 0 keeps its digits (`1.8e-10` stays:
     it is the computation that should give 0, not the printing). Raises `TypeError` for a non-number."""
-    if isinstance(x, Tensor): x = x.item()
+    t = sys.modules.get("torch")   # a tensor exists only once torch is imported
+    if t is not None and isinstance(x, t.Tensor): x = x.item()
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
         raise TypeError(f"fmt_num takes a number; got {type(x).__name__} {x!r}.")
     if x == 0: return "0"
@@ -208,7 +216,15 @@ def fmt_num(x: Any,        # a number: int, float, NumPy or one-element torch sc
 
 
 # %% ../nbs/00a_compute.ipynb #c0a1b2f3
-_TORCH_DEFAULT_THREADS = torch.get_num_threads()   # torch's own choice at import: the number of cores
+_TORCH_DEFAULT_THREADS: int | None = None   # torch's own choice at import (the number of cores), read by `_torch`
+
+def _torch():
+    """torch, imported on first use; the first call records torch's thread count as its default (`torch_threads` keeps
+    a program's own `torch.set_num_threads` only when it differs from that default)."""
+    global _TORCH_DEFAULT_THREADS
+    import torch
+    if _TORCH_DEFAULT_THREADS is None: _TORCH_DEFAULT_THREADS = torch.get_num_threads()
+    return torch
 _THREADS_SET = False
 
 def torch_threads(n: int | None = None, # torch intra-op threads; None: `settings().threads`, else 1
@@ -218,6 +234,7 @@ def torch_threads(n: int | None = None, # torch intra-op threads; None: `setting
     `Policy`; a program that set `torch.set_num_threads` itself before keeps its choice unless `n` or the setting is given.
     Raises `ValueError` for a count < 1."""
     global _THREADS_SET
+    torch = _torch()
     if n is None:
         if settings().threads is not None: n = settings().threads
         elif torch.get_num_threads() != _TORCH_DEFAULT_THREADS and not _THREADS_SET: return torch.get_num_threads()
@@ -232,7 +249,7 @@ def init_torch_threads() -> int:
     """Apply `torch_threads()` once per process and return torch's thread count; later calls change nothing (so a
     `torch.set_num_threads` made after the first `Policy` is kept). The first `Policy` calls it."""
     if not _THREADS_SET: torch_threads()
-    return torch.get_num_threads()
+    return _torch().get_num_threads()
 
 def _cores() -> int:
     "The cores this process may run on."
@@ -264,6 +281,7 @@ def _settings_cache() -> Path:
 def _net_key(module: nn.Module, obs_shape: tuple, device: torch.device) -> str:
     "A network's signature on this machine: module classes, parameter shapes, input shape, device, torch, cores."
     import hashlib
+    torch = _torch()
     sig = [type(m).__name__ for m in module.modules()] + [tuple(p.shape) for p in module.parameters()]
     h = hashlib.sha1(repr((sig, tuple(obs_shape), str(device), torch.__version__, _cores())).encode()).hexdigest()[:16]
     return f"{type(module).__name__}-{h}"
@@ -305,6 +323,7 @@ def _calibrate(module: nn.Module, obs_shape: tuple, device: torch.device, second
     backward pass to the input (what gradient explainers run) among 16/32/64/128. Interleaved rounds, medians
     (`_time_rates`). Returns `{"layout", "batch_size", "img_per_s", "grad_batch_size", "grad_img_per_s"}`."""
     import copy
+    torch = _torch()
     old = torch.get_num_threads(); torch.set_num_threads(1)
     try:
         x0 = torch.rand(256, *obs_shape, device=device)
@@ -361,6 +380,7 @@ def compute_settings(policy: Any,                 # a `Policy` (its `module`, `o
     batch_size = _count(batch_size if batch_size is not None else settings().batch, "batch_size")
     if workers and layout and batch_size:   # everything given: nothing to calibrate
         return ComputeSettings(init_torch_threads(), workers, layout, batch_size, "override")
+    torch = _torch(); from torch import nn
     module, obs_shape, device = policy.module, tuple(policy.obs_shape), torch.device(policy.device)
     key = _net_key(module, obs_shape, device)
     calibrated = device.type == "cpu" and len(obs_shape) == 3 and any(isinstance(m, nn.Conv2d) for m in module.modules())
@@ -383,7 +403,6 @@ def compute_settings(policy: Any,                 # a `Policy` (its `module`, `o
             try:
                 old = json.loads(cache.read_text()) if cache.exists() else {}
                 mine = old.get(key) if isinstance(old.get(key), dict) and "threads" not in old.get(key, {}) else {}
-                from rlexplain.runs import save_json   # runs imports this module: import it on first use
                 save_json(cache, {**old, key: {**mine, cond: dataclasses.asdict(s)}})
             except (OSError, ValueError): pass   # a read-only home: the in-memory cache still holds
         else: s = ComputeSettings(threads, 1, "contiguous", 1024, "rule")
@@ -414,6 +433,7 @@ def map_batches(fn: Callable[[Tensor], Tensor], # maps a chunk (b, ...) to a (b,
     from concurrent.futures import ThreadPoolExecutor
     key = (os.getpid(), int(workers))   # a forked child (a process pool's worker) inherits the pool object but none of its threads
     if key not in _POOL: _POOL[key] = ThreadPoolExecutor(workers, thread_name_prefix="rlexplain")
+    torch = _torch()
     grad = torch.is_grad_enabled()
     def run(c):
         with torch.set_grad_enabled(grad): return fn(c)
@@ -429,6 +449,7 @@ def run_metadata() -> dict:
     "What a run's numbers depend on besides its configuration: versions, machine, load, torch threads and compute settings."
     import platform
     from importlib.metadata import PackageNotFoundError, version
+    torch = _torch()
     try: ver = version("rlexplain")
     except PackageNotFoundError: ver = "unknown"
     return {"rlexplain": ver, "python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__,
@@ -467,14 +488,28 @@ def time_round_robin(call: Callable[[str, int], Any],  # call(method, i): `metho
     return rows
 
 # %% ../nbs/00a_compute.ipynb #c0a1f2e4
-def _worker_init(parent: Settings) -> None:
+def _worker_init(parent: Settings, parent_pid: int | None = None) -> None:
     """A `process_pool` worker's start: its parent's `parent` settings (the scale included), one torch thread
     (`torch_threads`: `parent.threads`, else 1) and, unless `parent.workers` says otherwise, one chunk worker in
     `Policy.outputs`. Measured: an XRL-Bench image job took 101 CPU-s alone and about 185 beside another when each process
     ran a worker thread per core."""
     global _CURRENT
+    if parent_pid is not None: _exit_with_parent(parent_pid)   # first: the parent may die while this worker imports torch
     _CURRENT = parent if parent.workers is not None else dataclasses.replace(parent, workers=1)
     torch_threads()
+
+def _exit_with_parent(ppid: int, every: float = 0.5) -> None:
+    """Start a daemon thread that ends this worker (`os._exit(1)`) once its parent `ppid` is gone: a parent killed with
+    SIGKILL (or one whose SIGTERM handler never ran) otherwise leaves its spawned workers running as orphans, re-parented to
+    PID 1, each holding its memory until killed by hand. Polls `os.getppid()` every `every` seconds (a system call); `ppid`
+    is the parent's own pid, sent by the parent, so that a parent that died before the worker got here is noticed too."""
+    import threading
+    if os.getppid() != ppid: os._exit(1)
+    def watch():
+        while True:
+            time.sleep(every)
+            if os.getppid() != ppid: os._exit(1)
+    threading.Thread(target=watch, name="rlexplain-parent-watch", daemon=True).start()
 
 def process_pool(max_workers: int,          # worker processes, >= 1
                  ) -> ProcessPoolExecutor:  # the caller shuts it down (or uses it in a `with` block)
@@ -487,7 +522,29 @@ def process_pool(max_workers: int,          # worker processes, >= 1
     if isinstance(max_workers, bool) or not isinstance(max_workers, (int, np.integer)) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer; got {max_workers!r}.")
     import multiprocessing
-    return ProcessPoolExecutor(int(max_workers), mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init, initargs=(settings(),))
+    return ProcessPoolExecutor(int(max_workers), mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init, initargs=(settings(), os.getpid()))
+
+class terminate_on_sigterm:
+    """`with terminate_on_sigterm(): ...` handles SIGTERM (`kill PID`, `Popen.terminate()`) in the main thread as Ctrl-C:
+    it terminates this process's multiprocessing children (a pool's workers, which a SIGTERM to the parent alone does not
+    reach) and raises `KeyboardInterrupt`, so that the caller's `finally` blocks release locks and shut pools down and the
+    command prints its one interrupted line. Outside the main thread, or where SIGTERM does not exist, it does nothing.
+    The previous handler is restored on exit. (SIGKILL cannot be handled: the workers' watchdog, `_exit_with_parent`, ends
+    them instead.)"""
+    def __enter__(self):
+        import signal, threading
+        self._old = None
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+            def on_term(signum, frame):
+                import multiprocessing
+                for p in multiprocessing.active_children(): p.terminate()
+                raise KeyboardInterrupt("SIGTERM")
+            self._old = signal.signal(signal.SIGTERM, on_term)
+        return self
+    def __exit__(self, *exc):
+        import signal
+        if self._old is not None: signal.signal(signal.SIGTERM, self._old)
+        return False
 
 # %% ../nbs/00a_compute.ipynb #be4c88d9
 def _call_pickled(blob: bytes) -> bytes:

@@ -13,94 +13,21 @@ import time
 import traceback
 from concurrent.futures import as_completed
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
 import matplotlib
 import pandas as pd
 
 from .compute import get_scale, process_pool, use_settings
 from .docs import build_docs
-from .report import write_report
-from .runs import RunDir, atomic_write, load_json, run_lock, save_json, save_table
+from .envs import game_slug
+from .runs import RunDir, load_json, run_lock, save_json
+from .sections import DEMOS, DemoEntry, Section, saved_unit, saved_units, with_finished_sections
 
 # %% auto #0
-__all__ = ['DEMOS', 'DEMO_SECONDS', 'REFERENCE_SECONDS', 'Section', 'DemoEntry', 'game_slug', 'saved_unit', 'saved_units',
-           'demo_schedule', 'zoo_state', 'zoo_change', 'with_finished_sections', 'run_demo']
-
-# %% ../nbs/91_demo.ipynb #62b45fef
-class Section:
-    """One method's part of a run: title, text, tables and figures, written into `out/<key>/` (made at once) as they are
-    added. `items` lists them for the report as `(kind, caption, file)`, kind "table", "figure" or "note"; `digits` is the
-    rounding of the section's tables in the report (the last `table` call's `round`); `force` tells the section's builder
-    to recompute every unit (`RunDir(..., force=sec.force)`)."""
-    def __init__(self, out: str | Path, key: str, title: str, text: str = ""):
-        self.dir = Path(out) / key; self.dir.mkdir(parents=True, exist_ok=True)
-        self.key, self.title, self.text = key, title, text
-        self.items: list[tuple[str, str, str]] = []  # (kind, caption, file)
-        self.digits, self.force = 3, False
-
-    def table(self, name: str, df: pd.DataFrame, caption: str = "", round: int = 3) -> pd.DataFrame:
-        "Save `df` as `<name>.parquet` and `<name>.csv` and add it to the report (rounded to `round` digits there). Returns `df`."
-        save_table(self.dir / f"{name}.parquet", df)
-        atomic_write(self.dir / f"{name}.csv", df.to_csv(index=False))
-        self.items.append(("table", caption or name, f"{name}.csv")); self.digits = round
-        return df
-
-    def figure(self, name: str, fig, caption: str = "") -> Path:
-        "Save a matplotlib figure as `<name>.png` (dpi 110), close it and add it to the report. Returns the PNG's path."
-        import matplotlib.pyplot as plt
-        p = self.dir / f"{name}.png"
-        atomic_write(p, lambda tmp: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
-        plt.close(fig); self.items.append(("figure", caption or name, f"{name}.png"))
-        return p
-
-    def note(self, text: str):
-        "Add a line of text to the report."
-        self.items.append(("note", text, ""))
+__all__ = ['DEMO_SECONDS', 'REFERENCE_SECONDS', 'demo_schedule', 'zoo_state', 'zoo_change', 'run_demo']
 
 # %% ../nbs/91_demo.ipynb #e0365e7b
-class DemoEntry(NamedTuple):
-    "A registered demo section: its report title and text, its builder and (for a section split into units) its units function."
-    title: str
-    text: str
-    builder: str               # "module:function": (section, scale, executor=None, max_workers=1) -> None
-    units: str | None = None   # "module:function": (section, scale) -> [(unit name, picklable function, argument)]
-
-DEMOS: dict[str, DemoEntry] = {
-    "ir": DemoEntry("Interventional robustness (Avery et al. 2022)",
-                    "R = 1 - JSD/log2(n) of the measured agents' actions on intervened Toybox states, per pipeline and checkpoint.",
-                    "rlexplain.ir_study:demo_section"),
-    "ranld": DemoEntry("RA-NLD: principal non-Lipschitz directions (Korkmaz 2024)",
-                       "The top eigenvector of the mean outer product of the cross-entropy gradients over visited states, and the "
-                       "feature correlation quotient under the paper's four adversarial and five natural shifts (Tables 1-2) for the zoo's "
-                       "DDQN agents of the paper's games that pass the quality gate (its notes name each agent, or why a game is left out), and a vanilla DDQN "
-                       "against an SA-DDQN (Figures 2-4).",
-                       "rlexplain.ranld_study:demo_section", "rlexplain.ranld_study:demo_units"),
-    "saliency": DemoEntry("Perturbation saliency maps (Huber et al. 2022)",
-                          "Occlusion, Noise Sensitivity, SARFA, RISE and LIME on a zoo DQN agent, with the run time per map.",
-                          "rlexplain.saliency:demo_section"),
-    "xrlbench": DemoEntry("XRL-Bench: fidelity and stability of state explanations (Xiong et al. 2024)",
-                          "TabularSHAP, TabularLIME, PS, SARFA, DeepSHAP, GradientSHAP and IG on zoo DQN agents for CartPole, "
-                          "LunarLander and FlappyBird, and the five image methods on the zoo's ALE Breakout DQN, scored by AIM, AUM, PGI, PGU and RIS.",
-                          "rlexplain.xrlbench:demo_section", "rlexplain.xrlbench:demo_units"),
-    "saliency_bench": DemoEntry("Benchmarking perturbation saliency maps (Huber et al. 2022)",
-                                "Sanity checks (cascading re-initialisation), insertion AUCs against a random-map baseline, "
-                                "HIGHLIGHTS-DIV states, parameter tuning and run-times of the five perturbation methods.",
-                                "rlexplain.saliency_study:demo_section", "rlexplain.saliency_study:demo_units"),
-    "timeseries": DemoEntry("Time-series evaluation under distribution shift (Fujimoto et al. 2024)",
-                            "Fixed-seed control and FGSM treatment runs of the zoo's A2C and PPO agents on ALE Breakout and Pong: difference-in-differences with "
-                            "bootstrap intervals and a placebo, and damped-trend forecasts with 99% prediction intervals.",
-                            "rlexplain.timeseries_study:demo_section", "rlexplain.timeseries_study:demo_units"),
-    "switching": DemoEntry("Ad hoc agent switching as a distribution shift (Fujimoto et al. 2024, Fig. 4)",
-                           "A PPO team of simple_spread deployed with fixed seeds; from episode T some agents are replaced by another "
-                           "team's or by untrained agents: difference-in-differences per switch, with bootstrap intervals and a placebo.",
-                           "rlexplain.switching:demo_section"),
-    "compare": DemoEntry("Every explainer x every metric (Huber et al. 2022 and Xiong et al. 2024 together)",
-                         "All explainers of both papers scored by all of their metrics on the zoo's ALE Breakout and LunarLander DQNs: "
-                         "direction-aligned ranks with bootstrap intervals over states, and whether the two papers' metrics rank the methods alike.",
-                         "rlexplain.compare:demo_section"),
-}
-
 def _resolve(spec: str) -> Callable:
     "The function named by `spec`, \"module:function\". Raises `ImportError` / `AttributeError` when either is missing."
     mod, fn = spec.split(":"); return getattr(importlib.import_module(mod), fn)
@@ -108,24 +35,6 @@ def _resolve(spec: str) -> Callable:
 def _is_split(key: str) -> bool:
     "Whether demo section `key` is split into units (it registers a units function); the docs are not a section."
     return key in DEMOS and DEMOS[key].units is not None
-
-# %% ../nbs/91_demo.ipynb #22b56671
-def game_slug(env_id: str) -> str:
-    "`ALE/Pong-v5` -> `pong`, `toybox/Breakout` -> `breakout`: the game part of the demo's table and unit names."
-    return env_id.split("/")[-1].split("-")[0].lower()
-
-def saved_unit(job: tuple):
-    """A demo unit `(fn, arg, folder, name)` run in a worker: returns `fn(arg)`, which `run_demo` saves in the parent as unit
-    `name` of `RunDir(folder)`, where the section's own `run_jobs` finds it. The parent is the folder's only writer: two
-    workers opening one `RunDir` would each remove the other's unfinished atomic writes (`RunDir` cleans leftovers on opening)."""
-    fn, arg, folder, name = job
-    return fn(arg)
-
-def saved_units(rd: RunDir,                          # the section's run folder, where its builder looks for the units
-                jobs: list[tuple[str, Callable, Any]],  # (unit name, picklable function, argument)
-                ) -> list[tuple]:
-    "A units function's answer: `(name, saved_unit, (fn, arg, folder, name))` for every job whose unit `rd` has not saved yet."
-    return [(n, saved_unit, (fn, arg, str(rd.path), n)) for n, fn, arg in jobs if not rd.done(n)]
 
 # %% ../nbs/91_demo.ipynb #3dd59f4f
 # Worker seconds per demo unit on one core, the scheduler's order (longest first) and the time-left estimate's first guess
@@ -367,21 +276,6 @@ def _run_units(run: _DemoRun, pool, executor=None, max_workers: int = 1) -> None
         _landed(run, u, result, seconds)
 
 # %% ../nbs/91_demo.ipynb #309a6221
-def with_finished_sections(out: str | Path, sections: list[Section]) -> list[Section]:
-    """`sections` and every other demo section finished in `out` (a `done.json` with its items), in `DEMOS`' order and then
-    `sections`' own: the sections a report of `out` shows, so that a command writing one section into a folder of others
-    (a method's command into a demo folder) rebuilds the report from all of them instead of dropping theirs. A section
-    whose `done.json` cannot be read is left out of the report (its files stay)."""
-    out, mine = Path(out), {s.key: s for s in sections}
-    keys = [k for k in DEMOS if k in mine or (out / k / "done.json").is_file()] + [k for k in mine if k not in DEMOS]
-    shown = []
-    for k in keys:
-        if k in mine: shown.append(mine[k]); continue
-        try: items = [tuple(x) for x in load_json(out / k / "done.json")["items"]]
-        except (OSError, ValueError, KeyError, TypeError): continue
-        s = Section(out, k, DEMOS[k].title, DEMOS[k].text); s.items = items; shown.append(s)
-    return shown
-
 def _execute_docs(run: _DemoRun, nbs: str | Path, max_workers: int) -> None:
     "`--execute-docs`: every notebook executed again and rendered into `out/docs` (after the report), its time recorded."
     t0 = time.time(); run.say("docs: executing every notebook and rendering it ...")
@@ -396,9 +290,12 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
              execute_docs: bool = False,  # with docs: execute every notebook again instead of using committed outputs
              nbs: str | Path = "nbs",     # the notebooks the docs are rendered from
              label: str | None = None,    # the progress lines' tag (`[rlexplain <label>]`); default "demo"
+             report: Callable[[Path, list[Section]], Path] | None = None,  # writes the report: (out, sections) -> its path
              ) -> Path:
-    """Run every registered method's demo section (or those in `only`) into `out` and write `out/report.html`; with
-    `docs=True` also render the docs into `out/docs` (`rlexplain.docs.build_docs`).
+    """Run every registered method's demo section (or those in `only`) into `out` and, given `report`, write the report
+    from the finished sections (the CLI passes `rlexplain.report.write_report`, which writes `out/report.html`: the
+    scheduler sits below the report and the scoreboard and does not import them); with `docs=True` also render the docs
+    into `out/docs` (`rlexplain.docs.build_docs`). Returns the report's path, or `out` when `report` is None.
 
     Scheduling: every section's work is a list of units (`DEMOS` splits XRL-Bench, RA-NLD, the time series and the
     saliency benchmark per environment or game; any other section, and the docs, are one unit each), and all units of all
@@ -436,8 +333,10 @@ def run_demo(out: str | Path = "runs/demo", only: list[str] | None = None, scale
         try: _run_units(run, pool, executor, max_workers)
         finally:
             if pool is not None and pool is not executor: pool.shutdown(cancel_futures=True)
-        rep = write_report(out, with_finished_sections(out, [run.sections[k] for k in keys]))
-        run.say(f"report: {rep}")
+        rep = out
+        if report is not None:
+            rep = report(out, with_finished_sections(out, [run.sections[k] for k in keys]))
+            run.say(f"report: {rep}")
         if docs and execute_docs: _execute_docs(run, nbs, max_workers)
         if docs: run.say(f"docs: {out / 'docs' / 'index.html'}")
         if run.errors: raise RuntimeError(f"demo jobs failed: {[k for k, _ in run.errors]}; see {rep}") from run.errors[0][1]

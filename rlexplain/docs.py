@@ -13,16 +13,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pandas as pd
 
 from .runs import atomic_write
+from .lessons import run_notebook
+
 
 # %% auto #0
-__all__ = ['DIRECTIVE', 'SOURCE_LINK', 'APPENDIX', 'COURSE', 'SOLUTION', 'TEMPLATE', 'CONF', 'ATTRIBUTION_CORE', 'START_HERE',
-           'IMAGE', 'README_HEADER', 'directives', 'for_readers', 'docs_outputs', 'lesson_info', 'course_parts',
-           'course_plan', 'format_plan', 'is_solution', 'solutions', 'student_notebook', 'write_student_edition',
-           'template_gaps', 'build_docs', 'render_readme']
+__all__ = ['DIRECTIVE', 'SOURCE_LINK', 'APPENDIX', 'COURSE', 'SOLUTION', 'STUDENT_MANIFEST', 'TEMPLATE', 'CONF',
+           'ATTRIBUTION_CORE', 'START_HERE', 'IMAGE', 'README_HEADER', 'directives', 'for_readers', 'docs_outputs',
+           'lesson_info', 'course_parts', 'course_plan', 'format_plan', 'is_solution', 'solutions', 'student_notebook',
+           'write_student_edition', 'template_gaps', 'build_docs', 'render_readme']
 
 # %% ../nbs/93_docs.ipynb #551306f7
 DIRECTIVE = re.compile(r"^\s*#\s*\|")       # an nbdev directive line: `#| export`, `#| hide`, `#| default_exp core`, `#| slow` ...
@@ -181,16 +182,38 @@ def student_notebook(nb) -> tuple:
     nb["cells"] = kept
     return nb, len(cells) - len(kept)
 
+STUDENT_MANIFEST = ".rlexplain-student.json"   # in a student edition's folder: {file name: sha256 of what was written}
+
+def _sha256(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+def _student_work(dest: Path) -> list[str]:
+    """The files of folder `dest` that a student edition must not overwrite: every file there unless `dest` holds only
+    what `write_student_edition` wrote (its manifest), unchanged since. Empty for a missing or empty folder."""
+    if not dest.is_dir(): return []
+    files = sorted(p.name for p in dest.iterdir() if p.name != STUDENT_MANIFEST)
+    try: wrote = json.loads((dest / STUDENT_MANIFEST).read_text())
+    except (OSError, ValueError): wrote = {}
+    return [f for f in files if f not in wrote or not (dest / f).is_file() or _sha256(dest / f) != wrote[f]]
+
 def write_student_edition(dest: str | Path,      # the folder to write into (made if missing)
-                          nbs: str | Path = "nbs"  # the lessons' folder (a clone's nbs/)
+                          nbs: str | Path = "nbs", # the lessons' folder (a clone's nbs/)
+                          force: bool = False,     # overwrite a folder that holds other files or edited notebooks
                           ) -> pd.DataFrame:
     """Write every lesson of `COURSE`'s weeks (not the appendix) to `dest` as a student notebook (`student_notebook`),
     with `course.ipynb`; returns one row per notebook written: lesson, exercises, solutions removed, path. Raises
     `FileNotFoundError` when `nbs` holds none of the lessons, and `ValueError` when `dest` is `nbs` itself (that would
-    overwrite the instructor's notebooks)."""
+    overwrite the instructor's notebooks) or, unless `force`, when `dest` holds anything but an unchanged student edition
+    that this function wrote (a student's edited notebooks: the message names them). It records what it wrote in
+    `dest/STUDENT_MANIFEST` (a SHA-256 per file), so that writing the edition again into its own folder is allowed."""
     nbs, dest = Path(nbs), Path(dest)
     if dest.exists() and nbs.exists() and dest.resolve() == nbs.resolve():
         raise ValueError(f"--student {dest} is the lessons' own folder: choose another folder, or the solutions would be lost")
+    if not force and (work := _student_work(dest)):
+        shown = ", ".join(work[:5]) + (f" and {len(work) - 5} more" if len(work) > 5 else "")
+        raise ValueError(f"--student {dest} holds files that a student edition did not write or that were edited since ({shown}): "
+                         "choose an empty folder, or add --force to overwrite them")
     stems = [s for part, ss in course_parts(nbs).items() if part != APPENDIX for s in ss]
     if not stems: raise FileNotFoundError(f"no lessons in {nbs}: pass the notebooks folder of a clone of rlexplain (--nbs)")
     dest.mkdir(parents=True, exist_ok=True); rows = []
@@ -198,6 +221,7 @@ def write_student_edition(dest: str | Path,      # the folder to write into (mad
         nb, n = student_notebook(json.loads((nbs / f"{s}.ipynb").read_text()))
         path = atomic_write(dest / f"{s}.ipynb", json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         rows.append({"lesson": s, "exercises": len(lesson_info(nbs / f"{s}.ipynb")["exercises"]), "solutions removed": n, "path": str(path)})
+    atomic_write(dest / STUDENT_MANIFEST, json.dumps({Path(r["path"]).name: _sha256(Path(r["path"])) for r in rows}, indent=1))
     return pd.DataFrame(rows)
 
 # %% ../nbs/93_docs.ipynb #b452745e
@@ -257,6 +281,7 @@ def _module(path: Path) -> str | None:
 # %% ../nbs/93_docs.ipynb #2d6ab4a2
 def _page(path: Path, dest: Path):
     "Write notebook `path` to `dest` as the site shows it (`for_readers` without the setup block, `docs_outputs`)."
+    import nbformat   # on first use: nbformat's schema validation costs a second of start-up
     nb = docs_outputs(for_readers(nbformat.read(path, as_version=4), drop_setup=True))
     dest.parent.mkdir(parents=True, exist_ok=True); nbformat.write(nb, dest)
 
@@ -269,6 +294,7 @@ def _stage(nbs: Path, src: Path) -> dict[str, list[str]]:
     """Write the site's pages into the Sphinx source folder `src`; returns the sidebar: caption -> page names. Pages: the
     course's notebooks (`course_parts`), `nbs/attribution/`, `course.ipynb`, and the other pages of `nbs/` (Markdown files
     and notebooks whose name starts with a letter): those of `START_HERE` first in the sidebar, the rest under *Reference*."""
+    import nbformat   # on first use: nbformat's schema validation costs a second of start-up
     parts = course_parts(nbs)
     others = sorted(p for p in [*nbs.glob("*.md"), *nbs.glob("[a-z]*.ipynb")] if p.stem not in ("index", "course"))
     for p in others:
@@ -361,11 +387,11 @@ def render_readme(nb: str | Path = "nbs/index.ipynb", out: str | Path = "README.
                   ) -> Path:
     """Write notebook `nb` as Markdown with its outputs to `out` and return `out` (the nbdev convention: README from
     index); hidden cells and `#|` directives are left out (`for_readers`). The outputs are the committed ones unless `execute`."""
+    import nbformat   # on first use: nbformat's schema validation costs a second of start-up
     from nbconvert import MarkdownExporter
     nb_path = Path(nb); node = nbformat.read(nb_path, as_version=4)
     node.metadata.setdefault("language_info", {"name": "python"})   # committed notebooks keep the kernelspec only: ```python fences
     if execute:
-        from rlexplain.lessons import run_notebook
         run_notebook(node, nb_path.parent, 600)
     body, _ = MarkdownExporter().from_notebook_node(for_readers(node))
     return atomic_write(out, README_HEADER + body)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 # %% auto #0
-__all__ = ['TOYBOX_GAMES', 'ALE_ACTION_NAMES', 'toybox_game', 'ToyboxEnv', 'ChannelFirst', 'ALESeedWithoutReload', 'make_env',
-           'action_names', 'Rollout', 'collect_rollout', 'play_episodes', 'is_multiagent', 'make_parallel_env',
-           'team_returns']
+__all__ = ['TOYBOX_GAMES', 'ALE_ACTION_NAMES', 'game_slug', 'toybox_game', 'ToyboxEnv', 'ChannelFirst', 'ALESeedWithoutReload',
+           'make_env', 'action_names', 'Rollout', 'collect_rollout', 'play_episodes', 'is_multiagent',
+           'make_parallel_env', 'team_returns']
 
 # %% ../nbs/01_envs.ipynb #553f860d
 import cv2
@@ -32,6 +32,13 @@ from .runs import Result
 TOYBOX_GAMES = {"breakout": "breakout", "amidar": "amidar", "spaceinvaders": "space_invaders"}
 ALE_ACTION_NAMES = ["NOOP", "FIRE", "UP", "RIGHT", "LEFT", "DOWN", "UPRIGHT", "UPLEFT", "DOWNRIGHT", "DOWNLEFT",
                     "UPFIRE", "RIGHTFIRE", "LEFTFIRE", "DOWNFIRE", "UPRIGHTFIRE", "UPLEFTFIRE", "DOWNRIGHTFIRE", "DOWNLEFTFIRE"]
+
+def game_slug(env_id: str,  # e.g. "ALE/Pong-v5", "toybox/Breakout", "ALE/MsPacman-v5"
+              ) -> str:     # e.g. "pong", "breakout", "mspacman"
+    """The game of an env id as one lower-case word: the game part of table rows, unit names and file names in every
+    study and the demo (`ALE/Pong-v5` -> `pong`, `toybox/Breakout` -> `breakout`). Raises `TypeError` for a non-string."""
+    if not isinstance(env_id, str): raise TypeError(f"env_id must be a string such as 'ALE/Pong-v5'; got {type(env_id).__name__}.")
+    return env_id.split("/")[-1].split("-")[0].lower()
 
 def toybox_game(game: str,   # e.g. "breakout", "Space Invaders", "space_invaders"
                 ) -> str:     # ctoybox's name of the game, e.g. "space_invaders"

@@ -23,6 +23,12 @@ from .core import Policy
 from .compute import progress
 from .runs import Result, atomic_write
 from .envs import Rollout, action_names, make_env
+from .shifts import make_shift
+from .ranld import ranld
+from .stats import paired_t
+from .agents import load_card
+from .agent_zoo import best_zoo_entry, load_agent
+
 
 # %% auto #0
 __all__ = ['EPISODE_PARAMS', 'SCALE_MODES', 'OVERLAP_METHODS', 'play_episode', 'color_scale', 'EpisodeAttribution',
@@ -432,14 +438,12 @@ def attack_maps(policy: Policy,    # the attacked agent
                 ) -> np.ndarray:   # (N, H, W) float32: sum over frames of |delta|, in [0, 1] pixel units
     """Where an attack changes the input: `sum_c |shift(x, policy) - x|` per pixel (Goodfellow et al. 2015 for FGSM, Madry et al.
     2017 for PGD; lesson 04). Raises as `Shift.__call__` (e.g. `ValueError` for states of another shape than the policy's)."""
-    from rlexplain.shifts import make_shift
     sh = make_shift(shift); x = policy.obs(states)
     return (sh(x, policy) - x).abs().sum(1).detach().cpu().numpy().astype(np.float32)
 
 def ranld_map(policy: Policy, states: Any) -> np.ndarray:   # (H, W) float32: sum over frames of |G_S|
     """RA-NLD's principal non-Lipschitz direction of the state set (Korkmaz 2024, Algorithm 1; `rlexplain.ranld.ranld`) as a
     pixel map: `sum_c |G_S[c]|` (G_S has unit L2 norm). Raises as `ranld` (e.g. `ValueError` for an empty state set)."""
-    from rlexplain.ranld import ranld
     d = ranld(policy, states, keep_gradients=False, n_eigenvalues=0).direction
     return np.abs(d).sum(0).astype(np.float32)
 
@@ -459,7 +463,6 @@ class OverlapStudy(Result):
     env_id: str = ""
 
     def summary(self) -> pd.DataFrame:
-        from rlexplain.stats import paired_t
         rows = []
         for (m, r), g in self.table.groupby(["method", "reference"], sort=False):
             iv = paired_t(g.overlap.to_numpy(), g.random_overlap.to_numpy(), self.level)   # Student's t on the per-state differences
@@ -535,8 +538,6 @@ def episode_agent(env_id: str,                  # e.g. "ALE/Breakout-v5"
     """The zoo agent an episode is played with: `best_zoo_entry(env_id, algo, root, plays=True)`, among the agents that pass
     the zoo's quality gate the one with the highest evaluated return (ALE Breakout: A2C, 17.9 against a random policy's
     0.9). Raises `LookupError` naming the game when the zoo has no such agent."""
-    from rlexplain.agents import load_card
-    from rlexplain.agent_zoo import best_zoo_entry, load_agent
     path = best_zoo_entry(env_id, algo, root, plays=True)   # only agents that pass the zoo's quality gate
     return load_agent(path), load_card(path)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 from typing import Any, Callable
+from .envs import ToyboxEnv
+
 
 # %% auto #0
 __all__ = ['GAMES', 'SHIP_MAX_X', 'InterventionNotApplicable', 'canonical_game', 'Intervention', 'registry', 'get', 'catalogue',
@@ -265,7 +267,6 @@ def plot_interventions(game: str, state: dict | None = None, # None: the game's 
     "One panel for the original state and one per intervention. Returns the figure."
     g = canonical_game(game)
     if state is None:
-        from rlexplain.envs import ToyboxEnv
         state = ToyboxEnv(g, noop_max=0).start_state()
     ivs = [get(g, n) for n in names] if names else list({iv.family: iv for iv in reversed(registry(g))}.values())[::-1]
     fig, axs = plt.subplots(1, len(ivs) + 1, figsize=figsize)

@@ -9,6 +9,11 @@ import dataclasses
 import warnings
 from pathlib import Path
 from typing import Sequence
+from .agent_zoo import list_zoo, load_agent, quality_gate
+from .agents import ZOO_DIR, load_card
+from .interventions import registry
+from .runs import save_table, save_json
+
 
 # %% auto #0
 __all__ = ['TOYBOX_IDS', 'IRConfig', 'ir_jobs', 'IRStudy', 'ir_unit_name', 'run_ir', 'section_outputs', 'demo_section',
@@ -21,7 +26,8 @@ import pandas as pd
 import torch
 
 from .compute import run_jobs, ScaledConfig
-from .runs import Result, RunDir, load_json
+from .runs import RUN_LOCK, Result, RunDir, load_json, run_lock
+from .sections import Section
 from .envs import toybox_game, make_env
 from .ir import IRMatrix, intervened_observations, ir_matrix, sample_states
 
@@ -82,7 +88,6 @@ class IRConfig(ScaledConfig):
 
 def _check_interventions(games: Sequence[str], names: Sequence[str]) -> None:
     "Raise `ValueError` (listing the valid names) unless every name is an intervention of every game; `TypeError` for a string."
-    from rlexplain.interventions import registry
     if isinstance(names, str): raise TypeError(f"interventions must be a tuple of names; got the string {names!r} (write ({names!r},)).")
     if len(names) == 0: raise ValueError("interventions=() leaves only the null intervention; pass None for the game's whole catalogue.")
     for game in games:
@@ -94,7 +99,6 @@ def _check_interventions(games: Sequence[str], names: Sequence[str]) -> None:
 
 # %% ../nbs/11_ir_study.ipynb #a8693198
 def _zoo_entries(cfg: IRConfig, game: str, pipeline: str) -> pd.DataFrame:
-    from rlexplain.agent_zoo import list_zoo
     z = list_zoo(cfg.zoo)
     z = z[(z.env_id.str.lower() == game.lower()) & (z.pipeline == pipeline)]
     if cfg.checkpoints is not None: z = z[z.frames.isin(cfg.checkpoints)]
@@ -117,9 +121,6 @@ def _ir_cells(job: _IRJob) -> tuple:
     """`(states, interventions, obs, valid)` of a job: Algorithm 3's states sampled by G_0 and every intervened observation.
     They depend on the game, the sampler (the pipeline's last seed-0 checkpoint) and the configuration, not on the checkpoint
     of the measured agents, so the checkpoints of one pipeline (consecutive jobs) share them: the last one is kept."""
-    from rlexplain.agents import load_card
-    from rlexplain.agent_zoo import load_agent
-    from rlexplain.interventions import registry
     c = job.cfg
     key = (job.game, job.sampler, c.p, c.seed, c.intervention_base, c.interventions)
     hit = _IR_CELLS.get(key)
@@ -136,7 +137,6 @@ def _ir_cells(job: _IRJob) -> tuple:
 
 # %% ../nbs/11_ir_study.ipynb #4d956cd3
 def _run_ir_job(job: _IRJob) -> IRMatrix:
-    from rlexplain.agent_zoo import load_agent
     torch.set_num_threads(1)
     states, ivs, obs, valid = _ir_cells(job)
     agents = [load_agent(a, device="auto") for a in job.agents]
@@ -155,7 +155,6 @@ def _playing_seeds(cfg: IRConfig, z: pd.DataFrame, game: str, pipe: str) -> tupl
     measured agents) pass the quality gate (`rlexplain.agent_zoo.quality_gate`, measured here where a card lacks it), and
     those seeds (at most n_agents + 1). Later checkpoints, with fewer playing seeds, are named in a warning. When no
     checkpoint has enough playing seeds, returns the reason instead, with each seed's gate figures at the last checkpoint."""
-    from rlexplain.agent_zoo import quality_gate
     need = _needed_seeds(cfg)
     for frames in sorted(z.frames.unique(), reverse=True):
         g = z[z.frames == frames].sort_values("seed")
@@ -180,7 +179,6 @@ def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
     `ValueError` when the zoo lacks the agents: no entry of a pipeline, no sampler, fewer than `cfg.n_agents` measured
     agents (seeds 1..n) at a checkpoint, or (with `plays`) no pipeline with enough playing seeds; a pipeline without them is
     left out with a `UserWarning` that gives each seed's gate figures."""
-    from rlexplain.agents import ZOO_DIR
     root = Path(cfg.zoo or ZOO_DIR)
     if not root.is_dir(): raise FileNotFoundError(f"the zoo folder {root} does not exist (IRConfig.zoo={cfg.zoo!r}).")
     jobs = []
@@ -222,7 +220,6 @@ class IRStudy(Result):
     def save(self, path):
         path = Path(path)
         for i, m in enumerate(self.matrices): m.save(path / f"m{i:03d}")
-        from rlexplain.runs import save_table, save_json
         save_table(path / "performance.parquet", self.performance)
         save_json(path / "result.json", {"type": "IRStudy", "n": len(self.matrices), "games": list(self.games)})
         return path
@@ -315,7 +312,6 @@ def run_ir(cfg: IRConfig | None = None,      # None: IRConfig.from_scale()
     mats = run_jobs(_run_ir_job, jobs, executor=executor, max_workers=max_workers, names=names if rd else None,
                     run_dir=rd, desc="IR jobs")
     rows = []
-    from rlexplain.agents import load_card
     for path in sorted({p for j in jobs for p in j.agents}):
         card = load_card(path)
         for r in (card.get("evaluation") or {}).get("returns", []):
@@ -363,7 +359,6 @@ def check_zoo(cfg: IRConfig) -> None:
     """Check that the zoo has `cfg`'s pipelines and checkpoints on each of its games, before anything is written. Raises
     `ValueError` naming the flag, listing what the zoo has and the nearest choice (`--pipelines dqnn`, `--checkpoints 123`)."""
     import difflib
-    from rlexplain.agent_zoo import list_zoo
     z = list_zoo(cfg.zoo)
     near = lambda x, xs: (lambda m: f" (did you mean {m[0]}?)" if m else "")(difflib.get_close_matches(str(x), [str(v) for v in xs], 1, 0.5))
     for game in cfg.games:
@@ -384,7 +379,6 @@ def check_zoo(cfg: IRConfig) -> None:
 # %% ../nbs/11_ir_study.ipynb #8bdddacc
 def _run_has_results(path: Path) -> bool:
     "Whether run folder `path` holds a saved result: any file but its records (config.json, meta.json, the run lock, temporaries)."
-    from rlexplain.runs import RUN_LOCK
     return any(f.is_file() and f.name not in ("config.json", "meta.json", RUN_LOCK) and not (f.name.startswith(".") and f.name.endswith(".tmp"))
                for f in Path(path).rglob("*"))
 
@@ -392,16 +386,14 @@ def run_ir_to(out: str | Path,            # the run folder: `out/run` (units), `
               cfg: IRConfig,
               force: bool = False,        # recompute every unit, replacing another configuration's results in `out/run`
               executor=None, max_workers: int = 1,
-              ) -> IRStudy:
+              ) -> tuple[IRStudy, Section]:
     """`rlexplain ir`: `run_ir(cfg)` saved in `out/run` under `out`'s lock, its tables and figures (`section_outputs`) in
-    section `out/ir`, recorded as the command's, and `out/report.html` with every demo section finished in `out` too.
+    section `out/ir`, recorded as the command's. Returns `(study, section)`; a study writes no report: the caller (the CLI)
+    writes `out/report.html` from the section and the demo sections finished in `out`.
     Raises `ValueError` (`check_zoo`) before anything is written when the zoo lacks an agent, and when `out` holds a
     demo's finished ir section; `ConfigMismatchError` for another configuration's results unless `force`. A run that
     saved nothing leaves no `out/run` behind."""
     import shutil
-    from rlexplain.demo import Section, with_finished_sections
-    from rlexplain.report import write_report
-    from rlexplain.runs import run_lock
     out = Path(out)
     check_zoo(cfg)   # the agents exist (pipelines, checkpoints) before anything is written
     if (out / "ir" / "done.json").is_file():
@@ -419,5 +411,4 @@ def run_ir_to(out: str | Path,            # the run folder: `out/run` (units), `
         RunDir(out / "ir", config={"command": "ir", "config": cfg}, force=True)
         sec = Section(out, "ir", "Interventional robustness")
         section_outputs(sec, study, cfg.games)
-        write_report(out, with_finished_sections(out, [sec]), "rlexplain: interventional robustness")
-    return study
+    return study, sec

@@ -5,6 +5,7 @@
 # %% ../nbs/92_lessons.ipynb #3c01e226
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -210,7 +211,7 @@ def code_hash(path: str | Path,              # an .ipynb file
     path = Path(path)
     if not path.exists(): raise FileNotFoundError(f"no notebook at {path}")
     if lib is None:
-        import rlexplain; lib = Path(rlexplain.__file__).resolve().parent
+        lib = Path(importlib.util.find_spec("rlexplain").origin).resolve().parent   # the installed package's folder
     cells = [_TEST_FLAG_LINE.sub("", "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
              for c in json.loads(path.read_text())["cells"] if c.get("cell_type") == "code"]
     code = "\n#%%\n".join(cells)

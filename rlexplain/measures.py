@@ -16,13 +16,12 @@ import numpy as np
 import pandas as pd
 from fastcore.basics import patch
 
-from .ranld_study import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS
-from .runtables import NotComparable, NotRun, RunTables, read_table
-from .saliency_bench import PAPER_CALIBRATION
+from .runtables import NotComparable, NotRun, RunTableError, RunTables, read_table, recorded_config
+from .papers import RANLD_ADVERSARIAL, RANLD_BASELINE, RANLD_NATURAL, calibration
 from .stats import t_from_se, t_interval, t_quantile, welch_df
 
 # %% auto #0
-__all__ = ['LEVEL', 'MEASURES', 'NOOP_L2', 'BENCH_UNITS', 'Estimate', 'level_pct', 'random_policy_R', 'measure',
+__all__ = ['LEVEL', 'MEASURES', 'NOOP_L2', 'SHARED_VARIANT', 'Estimate', 'level_pct', 'random_policy_R', 'measure',
            'condition_group']
 
 # %% ../nbs/96_measures.ipynb #81284477
@@ -184,28 +183,13 @@ def _ir_frames(b: pd.DataFrame, pipeline: str, frames) -> int:
         raise NotComparable(f"agent training length: no {_fr(frames)}-frame {pipeline} checkpoint (the run has {[_fr(f) for f in have]})")
     return int(frames)
 
-def _ir_matrix_dirs(run: RunTables) -> list[Path]:
-    "Folders of the R matrices the run saved (`rlexplain demo`: ir/run/units/ir/<game>/...; `rlexplain ir`: run/units/ir/<game>/...)."
-    out = []
-    for base in (run.path / "ir" / "run" / "units" / "ir", run.path / "run" / "units" / "ir"):
-        for p in sorted(base.glob("*/*/*/result.json")):
-            try:
-                if json.loads(p.read_text()).get("type") == "IRMatrix": out.append(p.parent)
-            except (OSError, ValueError): continue
-    return out
-
 def _ir_cells(run: RunTables, game: str = "breakout") -> pd.DataFrame | None:
-    "The run's R cells on Breakout: ir/ir_cells.csv, else the saved R matrices (`IRMatrix.to_frame`), else None."
-    if run.has("ir_cells"):
-        c = read_table(run, "ir_cells")
-        return c[c.game.astype(str).str.replace(r"[^a-z]", "", regex=True, case=False).str.lower().str.contains(game)] if "game" in c else c
-    from rlexplain.ir import IRMatrix
-    frames = []
-    for d in _ir_matrix_dirs(run):
-        if game not in re.sub(r"[^a-z]", "", d.parent.parent.name.lower()): continue
-        try: frames.append(IRMatrix.load(d).to_frame())
-        except Exception: continue
-    return pd.concat(frames, ignore_index=True) if frames else None
+    """The run's R cells of `game`: ir/ir_cells.csv (`ir_study.section_outputs` writes it beside ir_table.csv, for `rlexplain
+    demo` and `rlexplain ir` alike), None when the run has no such table (the measures then fall back to ir_table.csv). The
+    saved R matrices under `run/units` are the study's internals and are never read here."""
+    if not run.has("ir_cells"): return None
+    c = read_table(run, "ir_cells")
+    return c[c.game.astype(str).str.replace(r"[^a-z]", "", regex=True, case=False).str.lower().str.contains(game)] if "game" in c else c
 
 def _ir_constant(r: pd.Series) -> tuple:
     """`('uninformative', reason)` when every measured agent of the IR table row `r` plays one constant action in every
@@ -240,24 +224,21 @@ def _m_ir_R(run, pipeline: str, frames) -> list[Estimate]:
     return [_ir_original(run, pipeline, frames)]
 
 def _ir_n_agents(run: RunTables, b: pd.DataFrame, pipeline: str) -> tuple[int | None, str]:
-    "Measured agents of `pipeline` and where the number comes from: ir_table.csv, the saved R matrices, else the scale's IRConfig."
+    """Measured agents of `pipeline` and where the number comes from: ir_table.csv's `n_agents`, else the IR configuration
+    the section recorded (ir/run/config.json, plain data), else the run scale's (`runtables.CONFIGS['IRConfig']`); `(None, '')`
+    when none says."""
     r = b[b.pipeline == pipeline]
     if "n_agents" in r and r.n_agents.notna().any(): return int(r.n_agents.dropna().iloc[0]), "ir_table.csv"
-    ns = set()
-    for d in _ir_matrix_dirs(run):
-        try: ns.add(len(json.loads((d / "result.json").read_text())["fields"]["agents"]))
-        except (OSError, ValueError, KeyError, TypeError): continue
-    if len(ns) == 1: return ns.pop(), "the saved R matrices"
-    from rlexplain.ir_study import IRConfig
-    c = run.config(IRConfig)
-    return (c.n_agents, f"IRConfig.from_scale('{run.scale}')") if c is not None else (None, "")
+    if recorded_config(run.path / "ir", "IRConfig") is not None: return int(run.config("IRConfig")["n_agents"]), "ir/run/config.json"
+    c = run.config("IRConfig")
+    return (int(c["n_agents"]), f"IRConfig.from_scale('{run.scale}')") if c is not None else (None, "")
 
 @measure("ir.R_minus_random")
 def _m_ir_random(run, pipeline: str, frames) -> list[Estimate]:
     """Original R of `pipeline` minus the R of uniformly random policies with the run's number of agents and Breakout's
     4 actions (`random_policy_R`): 0 when the agents act like random ones. Raises `NotRun` without the number of agents."""
     e = _ir_original(run, pipeline, frames); n, src = _ir_n_agents(run, _ir_breakout(run), pipeline)
-    if n is None: raise NotRun("the number of measured agents (ir_table.csv n_agents, the saved R matrices or the run's scale) is unknown")
+    if n is None: raise NotRun("the number of measured agents (ir_table.csv n_agents, ir/run/config.json or the run's scale) is unknown")
     ref = random_policy_R(n, _BREAKOUT_ACTIONS)
     return [dataclasses.replace(e, mean=e.mean - ref, label=f"{e.label} - random R({n} agents from {src}, 4 actions) {ref:.3f}")]
 
@@ -286,7 +267,7 @@ def _m_ir_drop(run, pipeline: str, game: str = "breakout") -> list[Estimate]:
 @measure("ir.normalized")
 def _m_ir_norm(run) -> list[Estimate]:
     """Table 6 'Normalized' per pipeline and checkpoint (Breakout): the mean change of R under the interventions, t over
-    the intervened cells (ir_cells.csv or the saved R matrices), else the table's mean alone."""
+    the intervened cells (ir_cells.csv), else the table's mean alone."""
     b = _ir_breakout(run); c = _ir_cells(run); out = []
     for _, r in b.iterrows():
         label = f"{r.pipeline} at {_fr(r.frames)}"
@@ -298,20 +279,28 @@ def _m_ir_norm(run) -> list[Estimate]:
     return out
 
 # %% ../nbs/96_measures.ipynb #e3e3f5b5
+def _count(x) -> str:
+    "A count from a table (a float column, NaN when unknown) as text: 3.0 -> '3', NaN -> 'unknown'."
+    try: x = float(x)
+    except (TypeError, ValueError): return "unknown"
+    return str(int(x)) if math.isfinite(x) else "unknown"
+
 def _ranld_constant(run: RunTables, game: str) -> tuple:
-    """`('uninformative', reason)` when the agent of RA-NLD game `game` plays one constant action: the run's saved quotient
-    table names it (`ranld/quotient_tables/<game>/result.json`, `params.policy`, a zoo id) and its zoo card (`agents.ZOO_DIR`)
-    records a quality gate with one greedy action in every visited state (`distinct` 1 or `modal_share` 1): S-hat and S then
-    differ only by the environment's randomness. `()` where the run names no agent or the card has no such gate."""
-    try:
-        pid = str(json.loads((Path(run.path) / "ranld" / "quotient_tables" / str(game) / "result.json").read_text())["fields"]["params"]["policy"])
-        env, pipe, seed, frames = pid.split("/")
-        from rlexplain.agents import ZOO_DIR   # lazily: the zoo's loader pulls in stable-baselines3
-        c = json.loads((Path(ZOO_DIR) / env / pipe / seed / f"{int(frames):010d}" / "card.json").read_text()); g = c.get("gate") or {}
-    except (OSError, ValueError, KeyError, TypeError): return ()
-    if c.get("id") != pid or not (g.get("distinct") == 1 or float(g.get("modal_share") or 0) >= 1): return ()
-    return ("uninformative", f"the agent {pid} plays one constant action (action {g.get('modal_action')}) in every one of the {g.get('n_states')} "
-                             f"states of its quality gate (zoo card): S-hat and S differ only by the environment's randomness, so Λ(S-hat, S) holds by construction")
+    """`('uninformative', reason)` when the agent of RA-NLD game `game` plays one constant action: the run's
+    `ranld/ranld_agents.csv` (the study's record of each game's agent and its quality gate at run time) gives it one greedy
+    action in every visited state of the gate (`distinct` 1 or `modal_share` 1): S-hat and S then differ only by the
+    environment's randomness. `()` when the agent plays, when its gate counted no actions (NaN), or when the run has no
+    such table (a run made before the study recorded its agents names none). Raises `RunTableError` naming the table
+    when it names no agent of `game`."""
+    if not run.has("ranld_agents"): return ()
+    t = read_table(run, "ranld_agents"); r = t[t.game.astype(str) == str(game)]
+    if r.empty: raise RunTableError(f"{run.file('ranld_agents')} names no agent of {game} (it names {sorted(set(t.game.astype(str)))}), "
+                                    "though ranld_tables.csv has its rows: the study writes one row per game it ran")
+    r = r.iloc[0]
+    if not (float(r.distinct) == 1 or float(r.modal_share) >= 1): return ()   # NaN compares False: no gate, no exclusion
+    return ("uninformative", f"the agent {r.agent} plays one constant action (action {_count(r.modal_action)}) in every one of the "
+                             f"{_count(r.gate_states)} states of its quality gate (ranld_agents.csv, recorded when the run was made): "
+                             f"S-hat and S differ only by the environment's randomness, so Λ(S-hat, S) holds by construction")
 
 # %% ../nbs/96_measures.ipynb #5073c8c2
 _RANLD_PAPER_GAMES = ("RoadRunner", "Freeway", "BankHeist", "Pong")
@@ -338,7 +327,7 @@ def _noop(r: pd.Series, grp: str) -> tuple:
 def condition_group(cond: str) -> str:
     """The group of RA-NLD condition `cond` (Korkmaz 2024, Tables 1-2): 'baseline' (the unmodified S-hat), 'adversarial'
     (Table 1's attacks), 'natural' (Table 2's shifts), else 'other'."""
-    return "baseline" if cond == BASELINE else "adversarial" if cond in ADVERSARIAL_CONDITIONS else "natural" if cond in NATURAL_CONDITIONS else "other"
+    return "baseline" if cond == RANLD_BASELINE else "adversarial" if cond in RANLD_ADVERSARIAL else "natural" if cond in RANLD_NATURAL else "other"
 
 @measure("ranld.quotient")
 def _m_ranld(run, games="all", groups=("baseline", "adversarial", "natural"), conditions=None) -> list[Estimate]:
@@ -388,26 +377,18 @@ def _paper_game(game: str) -> str | None:
     g = re.sub(r"[^a-z]", "", str(game).split("/")[-1].split("-v")[0].lower())
     return _PAPER_GAME.get(g)
 
-BENCH_UNITS = Path("saliency_bench") / "run" / "units" / "bench"   # <game>/<method>/: one saved MethodRun per job (run_benchmark)
-
 def _bench_aucs(run: RunTables) -> pd.DataFrame:
-    """Per-state insertion AUCs of every saved (game, method) job of the run (`MethodRun.insertion.to_frame`, with the
-    run scale's `BenchConfig.auc`, trapezoid when unknown): paper_game, method, state, sub_metric, auc. Raises `NotRun`
-    when the run saved none: a verdict from the table's rounded 'mean ± std' could not pair the states."""
+    """Per-state insertion AUCs of every (game, method) job of the run, from saliency_bench_insertion_states.csv (the study
+    writes them with its configuration's AUC, `BenchConfig.auc`): game, method, state, sub_metric, auc, and `paper_game`.
+    Raises `NotRun` when the run has no such table: a verdict from the Table 1 analogue's rounded 'mean ± std' could not
+    pair the states; `RunTableError` as `read_table` for a broken one."""
     key = ("bench_aucs",)
     if key in run._cache: return run._cache[key]
-    from rlexplain.saliency_study import BenchConfig, MethodRun
-    c = run.config(BenchConfig); kind = getattr(c, "auc", "trapezoid")
-    frames = []
-    for p in sorted((run.path / BENCH_UNITS).glob("*/*/result.json")):
-        try:
-            if json.loads(p.read_text()).get("type") != "MethodRun": continue
-            f = MethodRun.load(p.parent).insertion.to_frame(kind)
-        except (OSError, ValueError, KeyError): continue
-        frames.append(f.assign(paper_game=f.game.map(_paper_game)))
-    if not frames: raise NotRun(f"the per-state insertion AUCs are missing ({BENCH_UNITS}/<game>/<method>/, saved by run_benchmark): "
-                                "the table's rounded 'mean ± std' cannot pair the states, and no verdict is drawn from it")
-    run._cache[key] = out = pd.concat(frames, ignore_index=True)
+    try: a = read_table(run, "saliency_bench_insertion_states")
+    except NotRun as e:
+        raise NotRun(f"the per-state insertion AUCs are missing ({e}): the table's rounded 'mean ± std' cannot pair the states, "
+                     "and no verdict is drawn from it") from None
+    run._cache[key] = out = a.assign(paper_game=a.game.map(_paper_game))
     return out
 
 @measure("sal.insertion")
@@ -433,25 +414,20 @@ def _m_insertion(run, games, sub_metrics, exclude=("random",)) -> list[Estimate]
     return out
 
 # %% ../nbs/96_measures.ipynb #94e63cfd
+SHARED_VARIANT = "shared"   # the default variant of a sanity check: the explainer's own draws (attribution.SANITY_MASKS[0]; a test holds them equal)
+
 def _sanity(run: RunTables) -> pd.DataFrame:
     "The sanity summary; a run made before the variants (issue 37) lacks `variant` and used the shared draws only: its rows are the default."
-    from .attribution import SANITY_MASKS   # SANITY_MASKS[0] = "shared": the default variant (the authors' code)
     s = read_table(run, "saliency_bench_sanity_summary")
-    return s.assign(variant=s["variant"].fillna(SANITY_MASKS[0]) if "variant" in s else SANITY_MASKS[0])
+    return s.assign(variant=s["variant"].fillna(SHARED_VARIANT) if "variant" in s else SHARED_VARIANT)
 
 def _sanity_states(run: RunTables) -> pd.DataFrame | None:
-    """Per-state similarities of the sanity checks (`sanity.parquet` beside each saved job under `BENCH_UNITS`): game,
-    method, variant (a job saved before the variants: "shared"), n_randomized, state, metric, value; None when the run saved none."""
-    from .attribution import SANITY_MASKS
+    """Per-state similarities of the sanity checks, from saliency_bench_sanity_states.csv: game, method, variant,
+    n_randomized, state, metric, value; None when the run has no such table (the measures then read the summary). Raises
+    as `read_table` (`NotRun` for a table without rows, `RunTableError` for a broken one)."""
     key = ("sanity_states",)
     if key not in run._cache:
-        frames = []
-        for p in sorted((run.path / BENCH_UNITS).glob("*/*/sanity.parquet")):
-            try: f = pd.read_parquet(p); f = f.assign(variant=f["variant"].fillna(SANITY_MASKS[0]) if "variant" in f else SANITY_MASKS[0])
-            except Exception: continue
-            if {"game", "method", "n_randomized", "state", "metric", "value"} <= set(f.columns):
-                frames.append(f[["game", "method", "variant", "n_randomized", "state", "metric", "value"]])
-        run._cache[key] = pd.concat(frames, ignore_index=True) if frames else None
+        run._cache[key] = read_table(run, "saliency_bench_sanity_states") if run.has("saliency_bench_sanity_states") else None
     return run._cache[key]
 
 # %% ../nbs/96_measures.ipynb #958b192e
@@ -473,15 +449,14 @@ def _m_sanity(run, metric: str, layers, methods=None, exclude=("random",), varia
     ("shared" draws, the authors' code): `layers` 1 (the output layer) or 'all'; t over the per-state values the run saved, paired
     by game and state (`_sanity_estimate`). `variants=True`: the other variants of a method (RISE's fresh masks and mean-mask
     correction, `saliency_bench.SANITY_VARIANTS`) ride in its label with their intervals, so the reason names them; never scored."""
-    from .attribution import SANITY_MASKS
     s = _sanity(run); s = s[(s.metric == metric) & ~s.method.isin(exclude)]; per = _sanity_states(run); out = []
     def txt(m, v):
         try: return _sanity_estimate(s, per, m, metric, layers, v, v).text(LEVEL, ".3g")
         except NotRun as err: return f"{v}: {err}"
     for m in (list(dict.fromkeys(s.method)) if methods is None else list(methods)):
-        e = _sanity_estimate(s, per, m, metric, layers, SANITY_MASKS[0], m)
-        others = [v for v in dict.fromkeys(s[s.method == m].variant) if v != SANITY_MASKS[0]] if variants else []
-        if others: e = dataclasses.replace(e, label=f"{m} ({SANITY_MASKS[0]} masks; other variants, not scored: {'; '.join(txt(m, v) for v in others)})")
+        e = _sanity_estimate(s, per, m, metric, layers, SHARED_VARIANT, m)
+        others = [v for v in dict.fromkeys(s[s.method == m].variant) if v != SHARED_VARIANT] if variants else []
+        if others: e = dataclasses.replace(e, label=f"{m} ({SHARED_VARIANT} masks; other variants, not scored: {'; '.join(txt(m, v) for v in others)})")
         out.append(e)
     if not out: raise NotRun(f"the sanity checks have no {metric} rows")
     return out
@@ -489,18 +464,18 @@ def _m_sanity(run, metric: str, layers, methods=None, exclude=("random",), varia
 # %% ../nbs/96_measures.ipynb #4e68fc85
 @measure("sal.calibration")
 def _m_calibration(run, paper_pairs: int | None = 100) -> list[Estimate]:
-    """Our minus the paper's (Huber et al. App. B.1, `saliency_bench.PAPER_CALIBRATION`) mean similarity of random map pairs,
+    """Our minus the paper's (Huber et al. App. B.1, `papers.calibration()`) mean similarity of random map pairs,
     one item per distribution and metric, its `group` the metric (a claim may give each metric its own band). The paper's
     six values are means over `paper_pairs` random pairs (App. B.1: 100) whose spread it does not print: its standard
     error is taken as ours (`<metric>_std` / sqrt(paper_pairs)), and the difference gets a Welch t interval over both sets
     of pairs; `paper_pairs=None` treats the paper's values as exact (t over our pairs alone). A point estimate where the
     table has no `<metric>_std` or `n_pairs`. Raises `ValueError` for `paper_pairs` < 2, `NotRun` for neither distribution."""
     if paper_pairs is not None and int(paper_pairs) < 2: raise ValueError(f"paper_pairs must be >= 2 or None; got {paper_pairs}.")
-    t = read_table(run, "saliency_bench_calibration").set_index("distribution"); out = []
+    t = read_table(run, "saliency_bench_calibration").set_index("distribution"); out = []; paper = calibration()
     for dist in t.index:
-        if dist not in PAPER_CALIBRATION.index: continue
+        if dist not in paper.index: continue
         for m in ("spearman", "ssim", "hog"):
-            e = Estimate.from_summary(float(t.loc[dist, m]) - float(PAPER_CALIBRATION.loc[dist, m]), t.loc[dist].get(f"{m}_std"),
+            e = Estimate.from_summary(float(t.loc[dist, m]) - float(paper.loc[dist, m]), t.loc[dist].get(f"{m}_std"),
                                       t.loc[dist].get("n_pairs"), f"{dist} {m} - paper", "pairs", group=m)
             if paper_pairs is not None and e.se is not None:   # the paper's mean is a sample too (Welch-Satterthwaite df)
                 k = int(paper_pairs); se, df = welch_df(e.se, e.df, e.sd / math.sqrt(k), k - 1)
@@ -567,9 +542,8 @@ def _m_xrl(run, env: str, metric: str) -> list[Estimate]:
     sd = pd.to_numeric(t[f"{metric}_std"], errors="coerce") if f"{metric}_std" in t else pd.Series(np.nan, index=t.index)
     if metric == "RIS" and "RIS_n" in t: n = pd.to_numeric(t["RIS_n"], errors="coerce")   # RIS is scored on the first RIS_n states
     elif "n_states" in t: n = pd.to_numeric(t["n_states"], errors="coerce")
-    else:
-        from rlexplain.xrlbench import XRLBenchConfig
-        c = run.config(XRLBenchConfig); k = None if c is None else (c.n_image_explain if env in ("Breakout", "Pong") else c.n_explain)
+    else:   # the explained states the section recorded (xrlbench/run/config.json, plain data), else the run scale's
+        c = run.config("XRLBenchConfig"); k = None if c is None else (c["n_image_explain"] if env in ("Breakout", "Pong") else c["n_explain"])
         n = pd.Series(k, index=t.index, dtype=float)
     out = [Estimate.from_summary(float(v[m]), None if not np.isfinite(sd[m]) else float(sd[m]), n[m], m, "states", group=m)
            for m in t.index if np.isfinite(v[m])]

@@ -11,6 +11,9 @@ import math
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
+from .runs import load_json, save_json
+from .envs import collect_rollout
+
 
 # %% auto #0
 __all__ = ['PD_METHODS', 'DENSE_MAX_D', 'LANCZOS_MIN', 'nld_gradients', 'rayleigh', 'principal_direction', 'top_eigenvalues',
@@ -399,8 +402,6 @@ def episode_direction(policy: Policy,                  # the agent
     the same arguments and the same weights (SHA-1 of the network's state dict), loaded instead of recomputed: so a
     worker process can compute it and its parent read it. A saved result of other arguments or weights is recomputed
     and replaced. Raises `ValueError` as `collect_rollout` and `ranld` do, and `TypeError` for an env_id that is not a string."""
-    from rlexplain.runs import load_json, save_json
-    from rlexplain.envs import collect_rollout
     if not isinstance(env_id, str): raise TypeError(f"env_id must be a string such as 'ALE/RoadRunner-v5'; got {type(env_id).__name__}.")
     env_kwargs = dict(env_kwargs or {}); name = env_id.split("/")[-1] if name is None else str(name)
     key = json.loads(json.dumps(dict(env_id=env_id, env_kwargs=env_kwargs, n_episodes=int(n_episodes), seed=int(seed),

@@ -10,6 +10,10 @@ import json
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
+from .agent_zoo import best_zoo_entry, list_zoo, load_agent, load_best_agent, zoo_entry_dir, zoo_id
+from .envs import collect_rollout
+from .ranld import episode_direction
+
 
 # %% auto #0
 __all__ = ['BASELINE', 'PAPER_ENV_IDS', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS', 'NESTEROV_READINGS', 'RANLDConfig',
@@ -25,9 +29,11 @@ import pandas as pd
 import torch
 
 from .core import Policy
-from .compute import SCALES, get_scale, ScaledConfig, progress as progress_bar
-from .runs import Result, json_default
-from .envs import make_env
+from .compute import SCALES, get_scale, ScaledConfig, progress as progress_bar, run_jobs
+from .runs import Result, RunDir, json_default
+from .envs import game_slug, make_env
+from .papers import RANLD_ADVERSARIAL, RANLD_BASELINE, RANLD_NATURAL, ranld_tables as _paper_ranld_tables
+from .sections import saved_units
 from .ranld import feature_correlation_quotient, frame_of, frames_image, game_name, log_spectrum, ranld
 from .shifts import Identity, Shift, ShiftedRollout, collect_shifted_rollout, make_shift
 
@@ -261,34 +267,17 @@ def ranld_protocol(policy: Policy,                 # the agent
     return QuotientTable(pd.DataFrame(rows), np.stack(dirs), tuple(labels), np.asarray(base_norms), params)
 
 # %% ../nbs/21_ranld_study.ipynb #97166142
-_T1 = {  # Korkmaz (2024) Table 1: mean, std of Lambda per game; conditions in the paper's column order
-    "Freeway":    [(0.9917, 0.0023), (0.9499, 0.02056), (0.7868, 0.02162), (0.6869, 0.02981), (0.72590, 0.0592)],
-    "BankHeist":  [(0.8360, 0.0116), (0.2837, 0.02316), (0.3407, 0.02412), (0.1748, 0.04421), (0.30917, 0.0521)],
-    "RoadRunner": [(0.7652, 0.0385), (0.1621, 0.02199), (0.3826, 0.03118), (0.5353, 0.03127), (0.52506, 0.0782)],
-    "Pong":       [(0.4934, 0.0391), (0.0408, 0.04056), (0.3444, 0.01981), (0.3277, 0.02871), (0.10529, 0.0629)]}
-_T2 = {  # Korkmaz (2024) Table 2 (its first row repeats Table 1's base observations)
-    "Freeway":    [(0.86756, 0.0271), (0.90564, 0.237), (0.1381, 0.0081), (0.3010, 0.0281), (0.2657, 0.0148)],
-    "BankHeist":  [(0.3095, 0.0429), (0.38814, 0.022), (0.2951, 0.0062), (0.1723, 0.0311), (0.0954, 0.0127)],
-    "RoadRunner": [(0.4369, 0.0334), (0.24358, 0.0204), (0.3350, 0.0050), (0.3308, 0.0274), (0.2496, 0.0162)],
-    "Pong":       [(0.1678, 0.0427), (0.49341, 0.0191), (0.13648, 0.0032), (0.4278, 0.0196), (0.0847, 0.0083)]}
-BASELINE = "unmodified (S-hat)"
+BASELINE = RANLD_BASELINE   # the papers' condition names are data: rlexplain/papers/papers.toml (lesson 94)
 PAPER_ENV_IDS = ("ALE/Pong-v5", "ALE/BankHeist-v5", "ALE/RoadRunner-v5", "ALE/Freeway-v5")   # the games of Tables 1-2
-ADVERSARIAL_CONDITIONS = ("Carlini&Wagner", "Nesterov Momentum", "DeepFool", "Elastic-Net")
-NATURAL_CONDITIONS = ("Brightness and Contrast", "Compression Artifacts", "Rotation Modification",
-                      "Perspective Transform", "Blurred Observations")
+ADVERSARIAL_CONDITIONS = RANLD_ADVERSARIAL   # Table 1's columns, in the paper's order
+NATURAL_CONDITIONS = RANLD_NATURAL           # Table 2's columns
 
 def paper_tables() -> pd.DataFrame:
     """Korkmaz (2024) Tables 1 and 2 as one tidy table: columns `table` ("1 adversarial" or "2 natural"), `game`,
     `condition` (`BASELINE` for Lambda(S-hat, S), else the paper's column name), `paper_mean`, `paper_std`. The base
-    row appears once per table, as in the paper."""
-    rows = []
-    for game, vals in _T1.items():
-        for cond, (m, s) in zip((BASELINE, *ADVERSARIAL_CONDITIONS), vals):
-            rows.append(dict(table="1 adversarial", game=game, condition=cond, paper_mean=m, paper_std=s))
-    for game, vals in _T2.items():
-        for cond, (m, s) in zip((BASELINE, *NATURAL_CONDITIONS), [_T1[game][0], *vals]):
-            rows.append(dict(table="2 natural", game=game, condition=cond, paper_mean=m, paper_std=s))
-    return pd.DataFrame(rows)
+    row appears once per table, as in the paper. The numbers are data (`rlexplain/papers/korkmaz2024_tables1_2.csv`, read by
+    `rlexplain.papers.ranld_tables`)."""
+    return _paper_ranld_tables()
 
 # %% ../nbs/21_ranld_study.ipynb #33957c5e
 NESTEROV_READINGS = {  # the units of the paper's Nesterov eps 0.001, which Korkmaz (2024) Section 4 does not state
@@ -503,7 +492,6 @@ def compare_policies(policies: dict,          # {label: Policy}, >= 1 (two for v
     if not policies: raise ValueError("give at least one policy: {label: Policy}.")
     shapes = {tuple(p.obs_shape) for p in policies.values()}
     if len(shapes) > 1: raise ValueError(f"the policies' observation shapes differ: {sorted(shapes)}.")
-    from rlexplain.envs import collect_rollout
     env = make_env(env) if isinstance(env, str) else env
     rows, dirs, norms = [], [], []
     for label, pol in policies.items():
@@ -529,7 +517,6 @@ def _demo_job(job: tuple):
     """One game of the RA-NLD demo, a `run_jobs` job `(env_id, policy, env_kwargs, out, scale)`, run in a worker process: the game's
     rows of `ranld_study.ranld_tables` (saved under `out/<game>` and reloaded on a rerun of the same configuration) and the principal
     non-Lipschitz direction over one episode's visited states (`ranld.ranld`), which it returns (a `PrincipalDirection`)."""
-    from rlexplain.ranld import episode_direction
     env_id, pol, env_kwargs, out, scale = job
     res = episode_direction(pol, env_id, env_kwargs, max_steps={"demo": 300, "reference": 1000}.get(scale))   # saved by the scheduler
     # the tables get the environment's id and arguments: every state set is played on a fresh environment (a used one keeps
@@ -542,8 +529,6 @@ def demo_plan(scale: str, out: Path) -> tuple:
     RoadRunner, Freeway) the zoo's best DDQN agent that passes the quality gate (`{env_id: (policy, env_kwargs, card)}`; without
     any, the Toybox Breakout DQN that passes it), one `_demo_job` per game (tables saved under `out/quotient_tables`), the jobs'
     unit names (the game) and the notes naming each agent, or why a game is left out (no DDQN, or none that passes the gate)."""
-    from rlexplain.agent_zoo import load_best_agent
-    from rlexplain.demo import game_slug
     games, notes = {}, []
     for env_id in PAPER_ENV_IDS:
         try: pol, card = load_best_agent(env_id, "ddqn", plays=True)
@@ -561,7 +546,6 @@ def demo_plan(scale: str, out: Path) -> tuple:
 
 def _demo_pairs() -> list[str]:
     "The game (at most one) on which the zoo has both a DDQN and an SA-DDQN agent: the vanilla-vs-adversarial comparison's."
-    from rlexplain.agent_zoo import list_zoo
     z = list_zoo()
     return (sorted(set(z[z.pipeline == "sa-ddqn"].env_id) & set(z[z.pipeline == "ddqn"].env_id)) if len(z) else [])[:1]
 
@@ -570,7 +554,6 @@ def _demo_compare_job(job: tuple):
     demo run's recorded zoo ids (`_demo_run`: `agents[env_id]` the DDQN, `agents["sa-ddqn " + env_id]` the SA-DDQN, loaded as
     recorded, never chosen again): `ranld_study.compare_policies` over 2 episodes (at most 300 steps at demo scale). Returns the
     `PolicyComparison`; raises `LookupError` when the record names no DDQN for `env_id` (none passes the quality gate)."""
-    from rlexplain.agent_zoo import load_agent, zoo_entry_dir
     env_id, scale, agents = job
     if env_id not in agents: raise LookupError(f"no DDQN agent of {env_id} passes the quality gate: no vanilla-vs-adversarial comparison.")
     return compare_policies({"DDQN": load_agent(zoo_entry_dir(agents[env_id])), "SA-DDQN": load_agent(zoo_entry_dir(agents[f"sa-ddqn {env_id}"]))},
@@ -580,8 +563,6 @@ def _demo_compare_job(job: tuple):
 def _demo_run(sec, scale: str, games: dict):
     """The `runs.RunDir` of the RA-NLD demo's directions (one unit per game) and comparisons (`compare/<game>`), for this scale
     and these agents (never mixed: another raises `ConfigMismatchError` unless `sec.force`)."""
-    from rlexplain.agent_zoo import best_zoo_entry, zoo_id
-    from rlexplain.runs import RunDir
     agents = {e: c["id"] for e, (_, _, c) in games.items()}
     agents.update({f"sa-ddqn {e}": zoo_id(best_zoo_entry(e, "sa-ddqn")) for e in _demo_pairs()})
     return RunDir(sec.dir / "directions", config={"scale": scale, "agents": agents}, force=sec.force)
@@ -589,7 +570,6 @@ def _demo_run(sec, scale: str, games: dict):
 def demo_units(sec, scale: str) -> list[tuple]:
     """The RA-NLD section's units for `rlexplain.demo.run_demo`'s scheduler: one `_demo_job` per game whose direction is not yet
     saved, and the vanilla-vs-adversarial comparison (`compare/<game>`) where the zoo has both agents."""
-    from rlexplain.demo import game_slug, saved_units
     games, jobs, names, _ = demo_plan(scale, sec.dir)
     rd = _demo_run(sec, scale, games)
     cmp = [(f"compare/{game_slug(e)}", _demo_compare_job, (e, scale, rd.config["agents"])) for e in _demo_pairs()]
@@ -599,9 +579,6 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
     """The RA-NLD section of `rlexplain demo` (Korkmaz 2024): one `_demo_job` per game, side by side on `max_workers` processes (the direction of one
     episode and the game's quotient table, each saved as it finishes, so a rerun resumes); the figures and the table are
     then made here, in game order, and a vanilla DDQN is compared with an SA-DDQN where the zoo has both."""
-    import matplotlib.pyplot as plt
-    from rlexplain.compute import run_jobs
-    from rlexplain.demo import game_slug
     games, jobs, names, notes = demo_plan(scale, sec.dir)
     for n in notes: sec.note(n)
     rd = _demo_run(sec, scale, games)

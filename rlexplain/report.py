@@ -13,6 +13,7 @@ import pandas as pd
 from jinja2 import Environment
 from markupsafe import Markup
 
+from . import scoreboard
 from .compute import get_scale
 from .runs import atomic_write
 
@@ -71,9 +72,7 @@ def _scoreboard_png(scoreboard, board: pd.DataFrame) -> str:
 
 def _scoreboard_html(out: Path) -> str:
     """The reproduction scoreboard of run `out` as HTML (`rlexplain.scoreboard.score_run` / `summary_line`), also saved
-    as `out/scoreboard.csv`; empty when the package has no scoreboard module, a note when scoring fails."""
-    try: from rlexplain import scoreboard
-    except ImportError: return ""
+    as `out/scoreboard.csv`; a note when scoring fails."""
     try:
         board = scoreboard.score_run(out); line = scoreboard.summary_line(board)
     except Exception as e:   # the report of a run must never fail because its scoring does

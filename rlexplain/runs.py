@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import urllib.parse
 import warnings
 import zipfile
@@ -20,88 +19,14 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 from fastcore.basics import patch
-from torch import Tensor
 
+# the bottom layer's atomic writes and files, used here and imported from here by older code
+from ._io import atomic_write, json_default, load_arrays, load_json, save_arrays, save_json, save_table
 from .compute import chosen_settings, run_metadata
 
 # %% auto #0
-__all__ = ['RESULT_TYPES', 'RUN_LOCK', 'FINGERPRINT_KEY', 'atomic_write', 'json_default', 'save_json', 'load_json', 'save_table',
-           'save_arrays', 'load_arrays', 'Result', 'load_result', 'ConfigMismatchError', 'CorruptUnitError',
+__all__ = ['RESULT_TYPES', 'RUN_LOCK', 'FINGERPRINT_KEY', 'Result', 'load_result', 'ConfigMismatchError', 'CorruptUnitError',
            'config_fingerprint', 'encode_unit_name', 'RunDir', 'RunFolderBusy', 'run_lock']
-
-# %% ../nbs/00b_runs.ipynb #6c71e4fb
-def _fsync_dir(folder: Path):
-    "fsync a folder so that a rename in it survives a power cut (a no-op where folders cannot be opened, e.g. Windows)."
-    try: fd = os.open(folder, os.O_RDONLY)
-    except OSError: return
-    try: os.fsync(fd)
-    except OSError: pass
-    finally: os.close(fd)
-
-def atomic_write(path: str | Path, data: bytes | str | Callable[[Path], Any]) -> Path:
-    """Write `data` (bytes, text, or a function that writes to the temporary path it is given) to `path` atomically:
-    into a temporary file `.<name>.<random>.tmp` beside `path`, fsync'ed, then `os.replace`d onto `path` (and the
-    folder fsync'ed). On any failure, including `KeyboardInterrupt`, the temporary file is removed and `path` keeps
-    its old content; a process killed outright may leave one behind, which `RunDir` removes when it opens the folder.
-    Parent folders are created. Returns `path`. Raises `TypeError` for other `data`."""
-    if not (callable(data) or isinstance(data, (bytes, bytearray, memoryview, str))):
-        raise TypeError(f"data must be bytes, str or a function of the temporary path; got {type(data).__name__}.")
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(tmp)
-    try:
-        if callable(data):
-            os.close(fd); fd = None; data(tmp)
-        else:
-            with os.fdopen(fd, "wb") as f:
-                fd = None; f.write(data.encode() if isinstance(data, str) else data)
-        umask = os.umask(0); os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600 files; give the usual permissions
-        with open(tmp, "rb+") as f: os.fsync(f.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    finally:
-        if fd is not None: os.close(fd)
-        if tmp.exists(): tmp.unlink()
-    return path
-
-def json_default(o):
-    """`json.dumps(..., default=json_default)`: NumPy scalars and arrays, paths, dataclasses and sets as plain JSON.
-    Raises `TypeError` for anything else (as `json` expects)."""
-    if isinstance(o, (np.integer,)): return int(o)
-    if isinstance(o, (np.floating,)): return float(o)
-    if isinstance(o, np.bool_): return bool(o)
-    if isinstance(o, np.ndarray): return o.tolist()
-    if isinstance(o, Path): return str(o)
-    if isinstance(o, (set, frozenset)): return sorted(o, key=repr)
-    if dataclasses.is_dataclass(o) and not isinstance(o, type): return dataclasses.asdict(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def save_json(path: str | Path, obj: Any) -> Path:
-    "Atomically write `obj` as indented JSON (NumPy scalars and arrays, paths and dataclasses allowed)."
-    return atomic_write(path, json.dumps(obj, indent=2, default=json_default, sort_keys=False))
-
-def load_json(path: str | Path) -> Any:
-    "Read a JSON file. Raises `FileNotFoundError`, or `json.JSONDecodeError` (a `ValueError`) naming the file when it is not valid JSON."
-    path = Path(path)
-    try: return json.loads(path.read_text())
-    except json.JSONDecodeError as e:   # still a JSONDecodeError (a ValueError), now naming the file
-        raise json.JSONDecodeError(f"{path} is not valid JSON (truncated?): {e.msg}", e.doc, e.pos) from None
-
-def save_table(path: str | Path, df: pd.DataFrame) -> Path:
-    "Atomically write a DataFrame as Parquet."
-    return atomic_write(path, lambda p: df.to_parquet(p, index=False))
-
-def save_arrays(path: str | Path, **arrays) -> Path:
-    "Atomically write NumPy arrays to an `.npz` file."
-    def _w(p):
-        with open(p, "wb") as f: np.savez_compressed(f, **{k: np.asarray(v) for k, v in arrays.items()})
-    return atomic_write(path, _w)
-
-def load_arrays(path: str | Path) -> dict:
-    "Read an `.npz` file into a dict of arrays."
-    with np.load(path, allow_pickle=False) as z: return {k: z[k] for k in z.files}
 
 # %% ../nbs/00b_runs.ipynb #01c63ba6
 RESULT_TYPES: dict = {}
@@ -116,7 +41,9 @@ class Result:
         path = Path(path); arrays, meta = {}, {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if isinstance(v, (np.ndarray, Tensor)): arrays[f.name] = np.asarray(v.detach().cpu() if isinstance(v, Tensor) else v)
+            t = sys.modules.get("torch")   # a tensor exists only once torch is imported
+            if isinstance(v, np.ndarray) or (t is not None and isinstance(v, t.Tensor)):
+                arrays[f.name] = np.asarray(v.detach().cpu() if not isinstance(v, np.ndarray) else v)
             elif isinstance(v, pd.DataFrame): save_table(path / f"{f.name}.parquet", v); meta[f.name] = {"__table__": f"{f.name}.parquet"}
             else: meta[f.name] = v
         save_arrays(path / "arrays.npz", **arrays)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import re
 from pathlib import Path
@@ -15,8 +14,8 @@ from typing import Callable
 import pandas as pd
 
 # %% auto #0
-__all__ = ['TABLES', 'SECTIONS', 'NotRun', 'NotComparable', 'RunTableError', 'NotARun', 'run_scale', 'TableSpec',
-           'recorded_config', 'RunTables', 'read_table', 'check_run']
+__all__ = ['CONFIGS', 'TABLES', 'SECTIONS', 'NotRun', 'NotComparable', 'RunTableError', 'NotARun', 'run_scale', 'ConfigSpec',
+           'TableSpec', 'recorded_config', 'RunTables', 'read_table', 'check_table', 'check_run']
 
 # %% ../nbs/95a_run_tables.ipynb #2c459cae
 class NotRun(LookupError):
@@ -58,12 +57,45 @@ def run_scale(run_dir: str | Path) -> str | None:
 
 # %% ../nbs/95a_run_tables.ipynb #74d7f0bd
 @dataclasses.dataclass(frozen=True)
+class ConfigSpec:
+    """The fields of a study's configuration that a run's tables are checked against and the measures read, as plain
+    data: `cls` the dotted name of the study's class (e.g. 'rlexplain.saliency_study.BenchConfig': named, never imported
+    here, so that reading a run imports no study and no torch), `section` the section folder that records it in
+    `run/config.json`, `scales` per scale the values of those fields in `cls.from_scale(scale)` (tuples as tuples).
+    `tests/test_scoreboard.py` holds `scales` equal to the study's class, so the two cannot drift apart."""
+    cls: str
+    section: str
+    scales: dict
+
+    @property
+    def fields(self) -> tuple:
+        "The configuration's fields that this declaration carries ('games', 'n_states', ...)."
+        return tuple(next(iter(self.scales.values())))
+
+_BENCH = dict(games=("ALE/Breakout-v5", "ALE/MsPacman-v5", "ALE/SpaceInvaders-v5", "ALE/Frostbite-v5"),
+              methods=("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic"), baseline=True, starts=("black", "random"),
+              n_states=50, n_timing=8, n_sanity=8, sanity_metrics=("spearman", "ssim", "hog"), auc="trapezoid")
+_XRLB = dict(image_methods=("PS", "SARFA", "DeepSHAP", "GradientSHAP", "IG"), n_explain=300, n_image_explain=16)
+
+CONFIGS: dict[str, ConfigSpec] = {   # the study configurations a promise (TableSpec.rows) or a measure reads, by class name
+    "BenchConfig": ConfigSpec("rlexplain.saliency_study.BenchConfig", "saliency_bench", {
+        "demo": _BENCH, "reference": {**_BENCH, "n_states": 200, "n_timing": 24, "n_sanity": 32},
+        "paper": {**_BENCH, "games": ("ALE/MsPacman-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5", "ALE/Frostbite-v5"),
+                  "methods": ("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_felzenszwalb", "lime_quickshift", "lime_slic"),
+                  "n_states": None, "n_timing": 100, "n_sanity": 1000}}),
+    "XRLBenchConfig": ConfigSpec("rlexplain.xrlbench.XRLBenchConfig", "xrlbench", {
+        "demo": _XRLB, "reference": {**_XRLB, "n_explain": 1000, "n_image_explain": 64}, "paper": {**_XRLB, "n_explain": 2000, "n_image_explain": 500}}),
+    "IRConfig": ConfigSpec("rlexplain.ir_study.IRConfig", "ir", {"demo": dict(n_agents=5), "reference": dict(n_agents=5), "paper": dict(n_agents=10)}),
+}
+
+@dataclasses.dataclass(frozen=True)
 class TableSpec:
     """One table of a run. `file`: path relative to the run folder, with `{game}`/`{env}` fields for per-game tables;
     `columns`: the columns every such table has, name -> 'str', 'int' or 'float'; `optional`: columns it may lack (a
     measure falls back, or a claim asks for one by name), with their types, checked where present; `config` and `rows`:
-    the dotted name of the section's configuration class and `rows(config) -> int`, the number of rows that configuration
-    promises (None: no promise; fewer is an error); `promise` says which rows, for the message."""
+    the name of the section's configuration in `CONFIGS` ('BenchConfig') and `rows(config) -> int | None`, the number of
+    rows that configuration (a dict of its fields, plain data) promises (None: no promise; fewer is an error); `promise`
+    says which rows, for the message."""
     file: str
     columns: dict
     optional: dict = dataclasses.field(default_factory=dict)
@@ -87,31 +119,44 @@ _XRL_SPREAD = {**_XRL, **{f"{m}_std": _F for m in _XRL}, "n_states": _F, "RIS_n"
                **{f"{m}_ranking": _S for m in ("AIM", "AUM", "PGI", "PGU")}}   # which ranking the paper's better-of-two value took
 _DID = dict(ci_level=_F, level=_F, interval=_S, n_seeds=_F)
 
+def _bench_jobs(c: dict) -> int:
+    "The (game, method) jobs of a saliency benchmark: every method and the random baseline on every game."
+    return len(c["games"]) * (len(c["methods"]) + bool(c["baseline"]))
+
 TABLES: dict[str, TableSpec] = {   # every table a measure reads (rlexplain.measures), by name
     "ir_table": TableSpec("ir/ir_table.csv", dict(game=_S, pipeline=_S, frames=_I, original=_F),
                           dict(intervened=_F, normalized=_F, original_se=_F, n_agents=_F, constant_agents=_F)),
     "ir_cells": TableSpec("ir/ir_cells.csv", dict(pipeline=_S, frames=_I, intervention=_S, R=_F), dict(game=_S, R_normalized=_F)),
     "ranld_tables": TableSpec("ranld/ranld_tables.csv", dict(game=_S, condition=_S, quotient_mean=_F),
                               dict(at=_S, quotient_std=_F, n_runs=_F, changed=_F, l2=_F)),
+    "ranld_agents": TableSpec("ranld/ranld_agents.csv", dict(game=_S, agent=_S, gate_states=_F, distinct=_F, modal_share=_F, modal_action=_F)),
     "ranld_vanilla_vs_adversarial": TableSpec("ranld/ranld_vanilla_vs_adversarial.csv", dict(policy=_S),
                                               dict(spectral_entropy=_F, top1pct_mass=_F, grad_norm_var=_F, grad_norm_cv=_F, high_freq_fraction=_F)),
     "saliency_bench_insertion": TableSpec("saliency_bench/saliency_bench_insertion.csv", dict(game=_S, sub_metric=_S),
-                                          config="rlexplain.saliency_study.BenchConfig", rows=lambda c: len(c.games) * 2 * len(c.starts),
+                                          config="BenchConfig", rows=lambda c: len(c["games"]) * 2 * len(c["starts"]),
                                           promise="one per game and sub-metric (Q-val and Adv per insertion start)"),
+    "saliency_bench_insertion_states": TableSpec("saliency_bench/saliency_bench_insertion_states.csv",
+                                                 dict(game=_S, method=_S, state=_I, sub_metric=_S, auc=_F), config="BenchConfig",
+                                                 rows=lambda c: _bench_jobs(c) * 2 * len(c["starts"]) * c["n_states"] if c["n_states"] else None,
+                                                 promise="one per game, method (and the random baseline), sub-metric and insertion state"),
     "saliency_bench_sanity_summary": TableSpec("saliency_bench/saliency_bench_sanity_summary.csv",
                                                dict(method=_S, metric=_S, n_randomized=_I, mean=_F), dict(std=_F, n=_F, variant=_S)),   # variant: runs before issue 37 lack it (all "shared")
+    "saliency_bench_sanity_states": TableSpec("saliency_bench/saliency_bench_sanity_states.csv",
+                                              dict(game=_S, method=_S, variant=_S, n_randomized=_I, state=_I, metric=_S, value=_F),
+                                              config="BenchConfig", rows=lambda c: len(c["games"]) * len(c["methods"]) * c["n_sanity"] * len(c["sanity_metrics"]),
+                                              promise="at least one per game, method, sanity state and metric (one per randomised layer and variant)"),
     "saliency_bench_calibration": TableSpec("saliency_bench/saliency_bench_calibration.csv", dict(distribution=_S, spearman=_F, ssim=_F, hog=_F),
                                             dict(spearman_std=_F, ssim_std=_F, hog_std=_F, n_pairs=_F)),
     "saliency_bench_runtime": TableSpec("saliency_bench/saliency_bench_runtime.csv", dict(method=_S, s_per_map=_F), dict(game=_S)),
     "saliency_bench_timing": TableSpec("saliency_bench/saliency_bench_timing.csv", dict(game=_S, method=_S, state=_I, seconds=_F),
-                                       dict(position=_I), config="rlexplain.saliency_study.BenchConfig",
-                                       rows=lambda c: len(c.games) * len(c.methods) * min(c.n_timing, c.n_states or c.n_timing),
+                                       dict(position=_I), config="BenchConfig",
+                                       rows=lambda c: len(c["games"]) * len(c["methods"]) * min(c["n_timing"], c["n_states"] or c["n_timing"]),
                                        promise="one per game, timed state and method (the timing pass, `run_timing`)"),
     "saliency_runtime": TableSpec("saliency/saliency_runtime.csv", dict(method=_S, s_per_map=_F)),
     "saliency_bench_tuning": TableSpec("saliency_bench/saliency_bench_tuning.csv", dict(method=_S, seconds_per_map=_F)),
     "xrl_fidelity_stability": TableSpec("xrlbench/xrl_fidelity_stability.csv", dict(method=_S, env=_S), _XRL_SPREAD),
-    "xrl_image": TableSpec("xrlbench/xrl_image_{env}.csv", dict(method=_S), _XRL_SPREAD, config="rlexplain.xrlbench.XRLBenchConfig",
-                           rows=lambda c: len(c.image_methods), promise="one per image method"),
+    "xrl_image": TableSpec("xrlbench/xrl_image_{env}.csv", dict(method=_S), _XRL_SPREAD, config="XRLBenchConfig",
+                           rows=lambda c: len(c["image_methods"]), promise="one per image method"),
     "xrl_time_per_state": TableSpec("xrlbench/xrl_time_per_state.csv", dict(env=_S, method=_S, state=_I, seconds=_F)),
     "ts_impacts": TableSpec("timeseries/ts_{game}_impacts.csv", dict(agent=_S, shift=_S, did=_F, ci_low=_F, ci_high=_F, pre_gap=_F, placebo=_F), _DID),
     "ts_forecast": TableSpec("timeseries/ts_{game}_forecast.csv", dict(label=_S, forecast=_F, lower=_F, upper=_F), dict(level=_F, eps=_F)),
@@ -122,22 +167,20 @@ SECTIONS: tuple = tuple(dict.fromkeys(s.section for s in TABLES.values()))   # t
 
 # %% ../nbs/95a_run_tables.ipynb #be64f8ce
 def recorded_config(section_dir: str | Path,  # a section folder of a run, e.g. RUN/saliency_bench
-                    cls,                       # the configuration's class, e.g. rlexplain.saliency_study.BenchConfig
-                    ):
-    """The configuration of class `cls` the section recorded in `run/config.json` (written by `RunDir(..., config=cfg)`):
-    `cls(**fields)` of the recorded fields `cls` declares, or, when the record no longer builds a `cls` (a field renamed
-    since), a `types.SimpleNamespace` of the record. None when the section recorded none, or a record of another class
-    (it lacks one of `cls`'s fields without a default)."""
-    import dataclasses, types
-    try: rec = json.loads((Path(section_dir) / "run" / "config.json").read_text())
-    except (OSError, ValueError): return None
-    if not isinstance(rec, dict) or not dataclasses.is_dataclass(cls): return None
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    required = [n for n, f in fields.items() if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    if any(n not in rec for n in required) or not set(rec) & set(fields): return None
-    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in rec.items() if k in fields}
-    try: return cls(**kw)
-    except (TypeError, ValueError): return types.SimpleNamespace(**rec)
+                    config: str,               # a key of CONFIGS, e.g. "BenchConfig" (a class: its name)
+                    ) -> dict | None:
+    """The configuration `config` the section recorded in `run/config.json` (written by `RunDir(..., config=cfg)`), as
+    the plain data JSON holds (a dict; lists stay lists). None when the section recorded none, or a record of another
+    configuration (it lacks one of the fields `CONFIGS[config]` declares). Raises `RunTableError` naming the file when it
+    is not a JSON object, `KeyError` for an undeclared configuration."""
+    name = config if isinstance(config, str) else getattr(config, "__name__", str(config))
+    if name not in CONFIGS: raise KeyError(f"no configuration {name!r} is declared; CONFIGS has {sorted(CONFIGS)}")
+    p = Path(section_dir) / "run" / "config.json"
+    if not p.is_file(): return None
+    try: rec = json.loads(p.read_text())
+    except (OSError, ValueError) as e: raise RunTableError(f"{p} cannot be read as JSON: {type(e).__name__}: {e}") from None
+    if not isinstance(rec, dict): raise RunTableError(f"{p} holds a {type(rec).__name__}, not a configuration (a JSON object)")
+    return rec if all(f in rec for f in CONFIGS[name].fields) else None
 
 # %% ../nbs/95a_run_tables.ipynb #d3fe90d6
 class RunTables:
@@ -164,51 +207,55 @@ class RunTables:
         found = (rx.match(f.relative_to(self.path).as_posix()) for f in sorted(self.path.glob(re.sub(r"\{\w+\}", "*", spec.file))))
         return [m.groupdict() for m in found if m]
 
-    def config(self, cls):
-        """The configuration of class `cls` the run was made with, for counts a table does not carry: the one its section
-        recorded (`recorded_config`), else the run scale's `cls.from_scale(scale)`; None when neither is known."""
-        sections = {s.section for s in TABLES.values() if s.config == f"{cls.__module__}.{cls.__qualname__}"}
-        for sec in sorted(sections):
-            cfg = recorded_config(self.path / sec, cls)
-            if cfg is not None: return cfg
-        if self.scale is None: return None
-        try: return cls.from_scale(self.scale)
-        except Exception: return None
+    def config(self, name: str) -> dict | None:
+        """The configuration `name` (a key of `CONFIGS`, e.g. "IRConfig") the run was made with, as plain data, for counts a
+        table does not carry: the one its section recorded (`recorded_config`), else the declared fields of the run's scale
+        (`CONFIGS[name].scales`); None when neither is known. Raises `KeyError` for an undeclared configuration and
+        `RunTableError` for a record that is not JSON."""
+        if name not in CONFIGS: raise KeyError(f"no configuration {name!r} is declared; CONFIGS has {sorted(CONFIGS)}")
+        rec = recorded_config(self.path / CONFIGS[name].section, name)
+        if rec is not None: return rec
+        return dict(CONFIGS[name].scales[self.scale]) if self.scale in CONFIGS[name].scales else None
 
 # %% ../nbs/95a_run_tables.ipynb #af295987
 def _promised(run: RunTables, spec: TableSpec) -> tuple[int, str] | None:
     "The rows `spec` promises for the run's section and the configuration they come from; None without a promise."
     if spec.rows is None: return None
-    mod, cls = spec.config.rsplit(".", 1)
-    cfg = recorded_config(run.path / spec.section, getattr(importlib.import_module(mod), cls))
-    if cfg is not None: return int(spec.rows(cfg)), f"{cls} recorded in {spec.section}/run/config.json"
-    try: rec = json.loads((run.path / spec.section / "config.json").read_text())
-    except (OSError, ValueError): return None
-    if not isinstance(rec, dict) or set(rec) != {"job", "scale"}: return None   # only a demo section's configuration is from_scale(scale)
-    try: cfg = getattr(importlib.import_module(mod), cls).from_scale(rec["scale"])
-    except (ValueError, KeyError, TypeError): return None   # a scale this configuration does not know: no promise to hold it to
-    return int(spec.rows(cfg)), f"{cls}.from_scale({rec['scale']!r})"
+    rec = recorded_config(run.path / spec.section, spec.config)
+    if rec is not None: n, src = spec.rows(rec), f"{spec.config} recorded in {spec.section}/run/config.json"
+    else:
+        try: sec = json.loads((run.path / spec.section / "config.json").read_text())
+        except (OSError, ValueError): return None
+        if not isinstance(sec, dict) or set(sec) != {"job", "scale"}: return None   # only a demo section's configuration is its scale's
+        scales = CONFIGS[spec.config].scales
+        if sec["scale"] not in scales: return None   # a scale this configuration does not know: no promise to hold it to
+        n, src = spec.rows(scales[sec["scale"]]), f"{spec.config}.from_scale({sec['scale']!r})"
+    return None if n is None else (int(n), src)
 
-def _checked(run: RunTables, spec: TableSpec, p: Path) -> pd.DataFrame:
-    "`p` parsed and checked against `spec`: declared columns, their types, the promised rows. Raises `RunTableError` naming `p`."
+def _check_frame(spec: TableSpec, df: pd.DataFrame, where: str, promised: tuple[int, str] | None) -> pd.DataFrame:
+    "`df` checked against `spec`: declared columns, their types, the `promised` rows. Raises `RunTableError` naming `where`."
     import difflib
-    try: df = pd.read_csv(p)
-    except Exception as e: raise RunTableError(f"{p} cannot be parsed as CSV: {type(e).__name__}: {' '.join(str(e).split())}") from None
     miss = [c for c in spec.columns if c not in df.columns]
     if miss:
         extra = [c for c in df.columns if spec.kind(c) is None]
         near = {c: m[0] for c in miss if (m := difflib.get_close_matches(c, extra, 1, 0.6))}
         hint = "".join(f" ({c!r} renamed to {n!r}?)" for c, n in near.items())
-        raise RunTableError(f"{p} lacks the declared column(s) {miss}{hint}; it has {list(df.columns)}")
+        raise RunTableError(f"{where} lacks the declared column(s) {miss}{hint}; it has {list(df.columns)}")
     for c in df.columns:
         k = spec.kind(c)
         if k in ("int", "float") and not pd.api.types.is_numeric_dtype(df[c]) and df[c].notna().any():
             bad = df[c][pd.to_numeric(df[c], errors="coerce").isna() & df[c].notna()]
-            raise RunTableError(f"{p}: column {c!r} must hold numbers ({k}); row {int(bad.index[0]) + 1} holds {bad.iloc[0]!r}")
-    pr = _promised(run, spec)
-    if pr is not None and len(df) < pr[0]:
-        raise RunTableError(f"{p} has {len(df)} row(s); its section's configuration ({pr[1]}) promises {pr[0]}: {spec.promise}")
+            if len(bad): raise RunTableError(f"{where}: column {c!r} must hold numbers ({k}); row {int(bad.index[0]) + 1} holds {bad.iloc[0]!r}")
+            raise RunTableError(f"{where}: column {c!r} must hold numbers ({k}); it is of type {df[c].dtype}")
+    if promised is not None and len(df) < promised[0]:
+        raise RunTableError(f"{where} has {len(df)} row(s); its section's configuration ({promised[1]}) promises {promised[0]}: {spec.promise}")
     return df
+
+def _checked(run: RunTables, spec: TableSpec, p: Path) -> pd.DataFrame:
+    "`p` parsed and checked against `spec`: declared columns, their types, the promised rows. Raises `RunTableError` naming `p`."
+    try: df = pd.read_csv(p)
+    except Exception as e: raise RunTableError(f"{p} cannot be parsed as CSV: {type(e).__name__}: {' '.join(str(e).split())}") from None
+    return _check_frame(spec, df, str(p), _promised(run, spec))
 
 def read_table(run: RunTables | str | Path,  # a run folder, or one opened with RunTables (which keeps the parsed tables)
                name: str,                     # a key of TABLES
@@ -232,6 +279,20 @@ def read_table(run: RunTables | str | Path,  # a run folder, or one opened with 
     if miss: raise RunTableError(f"{p} lacks the column(s) {miss} a claim reads; it has {list(df.columns)}")
     if df.empty: raise NotRun(f"{rel} has no rows")
     return df.copy()
+
+def check_table(name: str,                 # a key of TABLES
+                df: pd.DataFrame,          # the table a study is about to write
+                config: dict | None = None,  # the section's configuration as plain data (`dataclasses.asdict(cfg)`), for the promised rows
+                ) -> pd.DataFrame:
+    """`df` checked against `TABLES[name]` before a study writes it, as `read_table` will check it when the run is scored:
+    the declared columns, numbers in the number columns, and at least the rows `config` promises (`TableSpec.rows`).
+    Returns `df`. Raises `RunTableError` naming the table's file, `KeyError` for an undeclared table, `TypeError` when
+    `df` is not a DataFrame."""
+    if name not in TABLES: raise KeyError(f"no table {name!r} is declared; TABLES has {sorted(TABLES)}")
+    if not isinstance(df, pd.DataFrame): raise TypeError(f"table {name!r} must be a pandas DataFrame; got {type(df).__name__}")
+    spec = TABLES[name]
+    n = spec.rows(config) if (spec.rows is not None and config is not None) else None
+    return _check_frame(spec, df, f"{spec.file} (being written)", None if n is None else (int(n), f"{spec.config} of the study"))
 
 # %% ../nbs/95a_run_tables.ipynb #8729c7af
 def check_run(run_dir: str | Path) -> RunTables:

@@ -4,6 +4,10 @@
 
 # %% ../nbs/30_saliency.ipynb #f17390fc
 from __future__ import annotations
+from .agent_zoo import load_best_agent
+from .attribution import explain
+from .envs import collect_rollout, make_env
+
 
 # %% auto #0
 __all__ = ['demo_section']
@@ -26,9 +30,6 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
     import pandas as pd
-    from rlexplain.agent_zoo import load_best_agent
-    from rlexplain.attribution import explain
-    from rlexplain.envs import collect_rollout, make_env
     agent, card = load_best_agent("ALE/Breakout-v5", "dqn")
     sec.note(f"Agent: {card['id']} (return {card['evaluation']['mean']:.1f} +- {card['evaluation']['std']:.1f} over "
              f"{card['evaluation']['n_episodes']} episodes; random policy {card['evaluation']['random_mean']:.1f}).")

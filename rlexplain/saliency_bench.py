@@ -13,6 +13,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
+from .agent_zoo import load_agent
+from .envs import collect_rollout, make_env
+
 
 # %% auto #0
 __all__ = ['METHOD_LABELS', 'PAPER_CALIBRATION', 'Z99', 'SANITY_COLUMNS', 'SANITY_VARIANTS', 'DEMO_GRIDS', 'random_saliency',
@@ -37,6 +40,7 @@ from .attribution import score   # the one road to a score
 from .core import Policy
 from .compute import get_scale, map_batches, progress as progress_bar, time_round_robin
 from .runs import Result, RunDir, load_json
+from .papers import calibration
 from .saliency import PAPER_PARAMS
 from .stats import t_quantile
 
@@ -94,8 +98,7 @@ def bench_maps(method: str | Callable,  # a key of PAPER_PARAMS, "random", or f(
                                    explainer=att.explainer)
 
 # %% ../nbs/31_saliency_bench.ipynb #9585a60d
-PAPER_CALIBRATION = pd.DataFrame({"spearman": [0.0087, 0.0093], "ssim": [0.0136, 0.0374], "hog": [0.0096, 0.0087]},
-                                 index=pd.Index(["uniform", "gaussian"], name="distribution"))  # Huber et al. (2022), App. B.1
+PAPER_CALIBRATION = calibration()   # Huber et al. (2022), App. B.1: data, rlexplain/papers/huber2022_calibration.csv
 
 def random_map_calibration(n_pairs: int = 100,        # pairs of random maps (paper: 100)
                            shape: tuple = (84, 84),   # map size
@@ -288,7 +291,6 @@ def load_bench_agent(agent: Any,            # a Policy, a zoo folder (with card.
     if isinstance(agent, Policy): return agent, {}, agent.name
     p = Path(agent)
     if p.is_dir():
-        from rlexplain.agent_zoo import load_agent
         card = load_json(p / "card.json")
         return load_agent(p, device=device), dict(card.get("env_kwargs") or {}), str(card.get("id", p.name))
     if p.suffix == ".zip": return Policy.from_sb3(p, device=device), {}, p.stem
@@ -302,7 +304,6 @@ def collect_stream(policy: Policy,     # the agent that plays (its own action co
                    epsilon: float = 0.0, # epsilon-greedy play (0.05: DQN's evaluation protocol; greedy DQNs can loop in ALE)
                    ) -> tuple[np.ndarray, np.ndarray]: # obs (N, C, H, W) uint8, episode ids (N,)
     "Record a stream of states played by the agent (Huber et al. 2022: 1001 steps per game). Raises `ValueError` for epsilon outside [0, 1]."
-    from rlexplain.envs import collect_rollout, make_env
     env = make_env(game, **(env_kwargs or {}))
     obs, eps, ep = [], [], 0
     while sum(len(o) for o in obs) < n_steps:

@@ -32,10 +32,12 @@ from .attribution import (
     check_int, INSERTION_METRICS, INSERTION_STARTS, InsertionResult, minmax, PAPER_PARAMS, SIMILARITY_METRICS, SUB_METRIC_LABELS)
 from .core import Policy
 from .compute import run_jobs, ScaledConfig
+from .papers import insertion_table, runtimes, tuning_table
 from .runs import Result, RunDir, load_json
+from .sections import saved_units
 from .saliency_bench import (
     DEMO_GRIDS, Highlights, METHOD_LABELS, SANITY_COLUMNS, SanityCheck, Tuning, bench_insertion, bench_maps,
-    collect_stream, highlights_div, load_bench_agent, sanity_variants, time_maps, tune)
+    collect_stream, highlights_div, load_bench_agent, paper_grid, random_map_calibration, sanity_variants, time_maps, tune)
 
 # %% ../nbs/33_saliency_study.ipynb #446d77c9
 PAPER_GAMES = ("ALE/MsPacman-v5", "ALE/Breakout-v5", "ALE/SpaceInvaders-v5", "ALE/Frostbite-v5")
@@ -166,82 +168,19 @@ def _run_bench_job(job: _BenchJob) -> MethodRun:
                      sanity, example, float(sec), params)
 
 # %% ../nbs/33_saliency_study.ipynb #91c643b8
-_T1 = """Pac-Man|Q-val rand|0.54 1.3|0.75 0.7|0.76 1.2|1.1 2.0|0.46 0.7|0.67 1.1|0.62 1.1|0.85 1.5
-Pac-Man|Adv rand|-0.52 1.2|-0.03 0.8|-0.74 1.3|-0.01 1.1|-0.43 1.2|-0.44 1.0|-0.36 1.1|-0.22 1.0
-Pac-Man|Q-val black|3.08 3.2|0.66 0.8|0.83 1.8|1.01 1.8|2.83 5.3|2.49 4.7|2.47 4.4|0.53 0.8
-Pac-Man|Adv black|1.23 1.6|0.15 0.3|1.7 0.8|0.21 0.4|0.64 0.7|0.94 0.5|0.67 0.5|0.06 0.3
-Breakout|Q-val rand|-0.72 2.5|-1.01 3.0|-3.19 3.9|-0.97 2.7|-0.98 2.7|-0.48 4.1|-0.53 3.2|-2.21 2.9
-Breakout|Adv rand|-0.42 4.7|-1.52 8.4|-0.92 8.4|0.85 6.1|-0.7 6.5|-0.54 5.4|-0.05 4.8|-0.76 5.8
-Breakout|Q-val black|3.16 4.2|3.04 4.2|1.97 2.0|3.39 4.2|7.48 9.6|5.8 8.7|6.12 9.7|2.13 3.1
-Breakout|Adv black|0.02 0.5|0.19 0.6|0.53 1.1|0.29 0.6|0.24 0.6|0.24 0.4|0.71 1.4|0.07 0.2
-Frostbite|Q-val rand|0.56 1.0|0.83 1.0|0.73 1.0|0.92 1.1|0.75 0.9|0.37 1.0|0.36 1.0|0.88 1.1
-Frostbite|Adv rand|0.31 1.1|0.38 1.2|0.2 1.2|0.35 0.9|0.2 0.9|0.24 1.3|0.23 1.3|0.4 1.2
-Frostbite|Q-val black|5.65 3.1|0.58 0.2|1.53 1.6|2.4 1.7|2.71 2.4|5.12 4.1|3.25 2.5|0.51 0.4
-Frostbite|Adv black|0.59 0.9|0.2 0.2|1.22 0.9|0.25 0.3|0.26 0.3|0.28 0.4|0.26 0.3|0.16 0.2
-Space Invaders|Q-val rand|-0.7 0.6|-0.6 0.6|-0.8 0.6|-0.39 0.4|-1.12 0.9|-0.81 0.7|-0.88 0.7|-1.1 0.8
-Space Invaders|Adv rand|0.76 3.5|0.83 3.4|0.79 3.7|0.66 2.8|0.87 4.3|0.76 3.7|0.87 3.6|0.89 4.2
-Space Invaders|Q-val black|1.01 0.2|0.73 0.1|0.74 0.2|0.89 0.1|1.02 0.2|1.08 0.2|1.11 0.3|0.56 0.1
-Space Invaders|Adv black|0.28 0.4|0.26 0.3|0.59 0.4|0.21 0.2|0.24 0.2|0.25 0.2|0.29 0.2|0.13 0.2"""
-_T10 = """Pac-Man|Q-val rand|2.98 3.5|1.0 2.2
-Pac-Man|Adv rand|0.44 1.8|1.12 1.0
-Pac-Man|Q-val black|0.32 0.2|0.62 1.3
-Pac-Man|Adv black|-0.13 0.3|0.23 0.4
-Breakout|Q-val rand|-0.83 2.6|-0.8 3.4
-Breakout|Adv rand|0.4 5.3|-0.4 5.8
-Breakout|Q-val black|1.99 2.5|3.0 3.9
-Breakout|Adv black|0.11 0.5|0.21 0.7
-Frostbite|Q-val rand|3.54 2.3|1.13 1.2
-Frostbite|Adv rand|0.66 1.1|0.73 1.2
-Frostbite|Q-val black|0.5 0.5|0.58 0.3
-Frostbite|Adv black|0.16 0.2|0.3 0.3
-Space Invaders|Q-val rand|0.07 0.7|-0.75 0.7
-Space Invaders|Adv rand|1.04 3.5|1.02 3.7
-Space Invaders|Q-val black|0.48 0.2|0.66 0.2
-Space Invaders|Adv black|0.12 0.3|0.44 0.4"""
-
 def paper_insertion_table() -> pd.DataFrame:
-    "Huber et al. (2022) Table 1 and Table 10 as a long table: paper_game, sub_metric, method, mean, std (AUC over 1000 states)."
-    rows = []
-    for text, methods in ((_T1, ("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_felzenszwalb", "lime_quickshift", "lime_slic", "random")),
-                          (_T10, ("occlusion_gray", "sarfa_blur"))):
-        for line in text.splitlines():
-            game, sub, *cells = line.split("|")
-            for meth, cell in zip(methods, cells):
-                mu, sd = map(float, cell.split())
-                rows.append({"paper_game": game, "sub_metric": sub, "method": meth, "mean": mu, "std": sd})
-    return pd.DataFrame(rows)
+    """Huber et al. (2022) Table 1 and Table 10 as a long table: paper_game, sub_metric, method, mean, std (AUC over 1000 states);
+    `rlexplain.papers.insertion_table` (the data: `rlexplain/papers/huber2022_insertion.csv`)."""
+    return insertion_table()
 
 # %% ../nbs/33_saliency_study.ipynb #6b6a3867
-PAPER_RUNTIMES = {   # seconds per map of the final parameters, Huber et al. (2022) Tables 3-9 (GTX Titan X)
-    "occlusion": 2.80, "noise_sensitivity": 2.62, "sarfa": 3.00, "rise": 1.54,
-    "lime_felzenszwalb": 1.71, "lime_slic": 2.08, "lime_quickshift": 2.75}
-
-_TUNING = [   # (method, combined score, parameters, seconds per map, final): Huber et al. (2022) Tables 3-6 and 8 (top rows)
-    ("occlusion", 6.76, dict(patch=1, color=0.0, softmax=False), 10.94, False), ("occlusion", 3.44, dict(patch=1, color=0.5, softmax=False), 11.09, False),
-    ("occlusion", 3.42, dict(patch=1, color=0.0, softmax=True), 11.51, False), ("occlusion", 3.03, dict(patch=1, color=0.5, softmax=True), 11.50, False),
-    ("occlusion", 2.33, dict(patch=2, color=0.0, softmax=False), 2.80, True),
-    ("noise_sensitivity", 3.08, dict(radius=2), 5.79, False), ("noise_sensitivity", 2.21, dict(radius=1), 22.84, False),
-    ("noise_sensitivity", 0.94, dict(radius=3), 2.62, True), ("noise_sensitivity", 0.68, dict(radius=9), 0.38, False),
-    ("noise_sensitivity", 0.48, dict(radius=10), 0.31, False),
-    ("sarfa", 7.03, dict(radius=1, perturbation="black"), 12.05, False), ("sarfa", 1.46, dict(radius=2, perturbation="black"), 3.00, True),
-    ("sarfa", 1.09, dict(radius=1, perturbation="blur"), 23.70, False), ("sarfa", 0.57, dict(radius=8, perturbation="blur"), 0.46, False),
-    ("sarfa", 0.55, dict(radius=2, perturbation="blur"), 6.12, False),
-    ("rise", 3.21, dict(n_samples=3000, s=11, p=0.8, softmax=True), 5.09, False), ("rise", 3.04, dict(n_samples=3000, s=13, p=0.7, softmax=False), 4.76, False),
-    ("rise", 2.99, dict(n_samples=2500, s=24, p=0.9, softmax=True), 3.98, False), ("rise", 2.94, dict(n_samples=3000, s=4, p=0.8, softmax=False), 4.66, False),
-    ("rise", 2.66, dict(n_samples=1000, s=8, p=0.5, softmax=False), 1.54, True),
-    ("lime_slic", 3.99, dict(n_segments=200, compactness=10.0, sigma=1.0, n_samples=3000), 3.13, False),
-    ("lime_slic", 3.86, dict(n_segments=200, compactness=10.0, sigma=0.25, n_samples=2000), 2.08, True),
-    ("lime_slic", 3.48, dict(n_segments=200, compactness=10.0, sigma=0.0, n_samples=3000), 3.11, False),
-    ("lime_slic", 3.46, dict(n_segments=200, compactness=0.001, sigma=0.25, n_samples=3000), 2.36, False),
-    ("lime_slic", 3.44, dict(n_segments=200, compactness=10.0, sigma=0.5, n_samples=1000), 1.06, False),
-]
+PAPER_RUNTIMES = runtimes()   # seconds per map of the final parameters, Huber et al. (2022) Tables 3-9 (GTX Titan X): rlexplain/papers/huber2022_runtimes.csv
 
 def paper_tuning_table(method: str | None = None) -> pd.DataFrame:
     """The paper's best parameter sets (Huber et al. 2022, App. C.2, Tables 3-6 and 8; Pac-Man, 10 HIGHLIGHTS-DIV states):
-    method, score (their 'AUC' column: the combined z-score), params (JSON), seconds per map (GTX Titan X), final."""
-    t = pd.DataFrame([{"method": m, "score": sc, "params": json.dumps(p, sort_keys=True), "seconds_per_map": sec, "final": f}
-                      for m, sc, p, sec, f in _TUNING])
-    return t[t.method == method].reset_index(drop=True) if method else t
+    method, score (their 'AUC' column: the combined z-score), params (JSON), seconds per map (GTX Titan X), final;
+    `rlexplain.papers.tuning_table` (the data: `rlexplain/papers/huber2022_tuning.csv`)."""
+    return tuning_table(method)
 
 # %% ../nbs/33_saliency_study.ipynb #cda4b158
 def paper_game(game: str) -> str | None:
@@ -646,7 +585,6 @@ def _demo_tuning_args(scale: str) -> dict:
     """The demo's tuning (Huber et al. 2022, App. C.2) at `scale`: `saliency_study.tuning_jobs`' keyword arguments: 3 HIGHLIGHTS-DIV
     states of the first game (reference 5, paper 10) and the demo grids of Occlusion, Noise Sensitivity and SARFA (paper: every
     method's paper grid)."""
-    from rlexplain.saliency_bench import DEMO_GRIDS, paper_grid
     methods = list(TUNING_METHODS) if scale != "paper" else list(DEMO_GRIDS)
     return dict(budget={"demo": 3, "reference": 5}.get(scale, 10), methods=methods,
                 grids={k: paper_grid(k) for k in methods} if scale == "paper" else None)
@@ -657,7 +595,6 @@ def demo_units(sec, scale: str) -> list[tuple]:
     per game's timing pass (`timing_jobs`), those not yet saved. The run folder records the configuration with each game's
     resolved agent (`bench_run_config`; `run/config.json`, read back by the scoreboard's checks); a folder of another
     configuration or other agents is refused before any work."""
-    from rlexplain.demo import saved_units
     cfg = BenchConfig.from_scale(scale); rd = RunDir(sec.dir / "run", config=bench_run_config(cfg))
     fn, jobs, names = benchmark_jobs(cfg, rd)
     tfn, tjobs, tnames = tuning_jobs(cfg, rd, **_demo_tuning_args(scale))
@@ -669,7 +606,6 @@ def demo_units(sec, scale: str) -> list[tuple]:
 def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
     """The saliency benchmark's section of `rlexplain demo` (Huber et al. 2022): `run_benchmark` and `run_tuning` in
     `<section>/run` (after the scheduler's units they only load them): Table 1, Fig. 2, Fig. 3, App. B.1, C.2 and D analogues."""
-    from rlexplain.saliency_bench import random_map_calibration
     cfg = BenchConfig.from_scale(scale)
     res = run_benchmark(cfg, run_dir=sec.dir / "run", executor=executor, max_workers=max_workers)
     sec.note("Agents: " + "; ".join(f"{g}: {a}" for g, a in res.agents.items()) + ". "

@@ -17,12 +17,9 @@ import numpy as np
 import pandas as pd
 
 from .measures import LEVEL, MEASURES, Estimate, condition_group, level_pct
-from .ranld_study import paper_tables
+from .papers import calibration, insertion_table, ir_table6, ranld_tables, runtimes, xrlbench_results
 from .runtables import NotComparable, NotRun, RunTableError, RunTables, check_run
-from .saliency_bench import PAPER_CALIBRATION
-from .saliency_study import PAPER_RUNTIMES, paper_insertion_table
 from .stats import bonferroni_level, holm, paired_t, t_interval, t_quantile, welch_df
-from .xrlbench import paper_results
 
 # %% auto #0
 __all__ = ['VERDICTS', 'SCORERS', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS', 'CLAIMS', 'PRE_PERIOD_TOL', 'BOARD_COLUMNS',
@@ -278,21 +275,11 @@ def verdict(checks: list[Check], items: list[Estimate]) -> tuple[str, str]:
     return "inconclusive", f"at {now}: " + "; ".join(c.text for c in op) + f"; {tail}"
 
 # %% ../nbs/95_scoreboard.ipynb #34a96342
-_T6 = """a2c 5e4 0.474 0.472 -0.002|a2c 3e6 0.762 0.637 -0.125|a2c 5e6 0.746 0.627 -0.119|a2c 8e6 0.764 0.654 -0.110|a2c 1e7 0.733 0.666 -0.066
-dqn 5e4 1.000 0.999 -0.001|dqn 3e6 0.691 0.593 -0.098|dqn 5e6 0.588 0.611 0.023|dqn 8e6 0.646 0.612 -0.034|dqn 1e7 0.626 0.617 -0.009
-ddqn 5e4 0.995 0.999 0.004|ddqn 3e6 0.666 0.607 -0.059|ddqn 5e6 0.594 0.591 -0.003|ddqn 8e6 0.586 0.617 0.031|ddqn 1e7 0.570 0.615 0.045
-c51 5e4 0.991 0.999 0.008|c51 3e6 0.549 0.576 0.027|c51 5e6 0.525 0.589 0.064|c51 8e6 0.530 0.558 0.027|c51 1e7 0.549 0.563 0.015
-rainbow 5e4 0.467 0.470 0.003|rainbow 3e6 0.490 0.524 0.035|rainbow 5e6 0.516 0.494 -0.022|rainbow 8e6 0.546 0.490 -0.056|rainbow 1e7 0.512 0.495 -0.017
-vsarsa 5e4 0.429 0.429 0.000|vsarsa 3e6 1.000 0.999 -0.001|vsarsa 5e6 1.000 0.999 -0.001|vsarsa 8e6 1.000 0.999 -0.001|vsarsa 1e7 1.000 0.999 -0.001
-vqn 5e4 0.540 0.537 -0.003|vqn 3e6 0.729 0.840 0.111|vqn 5e6 0.717 0.793 0.076|vqn 8e6 0.623 0.806 0.184|vqn 1e7 0.633 0.680 0.047
-ppo 5e4 0.480 0.507 0.027|ppo 3e6 0.511 0.510 -0.001|ppo 5e6 0.529 0.513 -0.016|ppo 8e6 0.485 0.508 0.023|ppo 1e7 0.497 0.509 0.012"""
-
 def ir_paper_table() -> pd.DataFrame:
     """Avery et al. (2022), Appendix E.2, Table 6 (Breakout): columns `algorithm`, `frames` (emulator frames), `original`,
-    `intervened`, `normalized` (mean R; the agents of the Autonomous Learning Library, 10 measured agents per pipeline)."""
-    rows = [c.split() for line in _T6.splitlines() for c in line.split("|")]
-    return pd.DataFrame([dict(algorithm=a, frames=int(float(f)), original=float(o), intervened=float(i), normalized=float(n))
-                         for a, f, o, i, n in rows])
+    `intervened`, `normalized` (mean R; the agents of the Autonomous Learning Library, 10 measured agents per pipeline):
+    `rlexplain.papers.ir_table6` (the data: `rlexplain/papers/avery2022_table6.csv`)."""
+    return ir_table6()
 
 # %% ../nbs/95_scoreboard.ipynb #3fdd8e2e
 def _score_distinct(c: dict, items: list[Estimate]) -> list[Check]:
@@ -390,35 +377,35 @@ def _paper_ir(algorithm: str, frames: int, column: str = "original") -> pd.Serie
     return pd.Series({f"{algorithm} {int(frames):.0e}": float(r[column].iloc[0])})
 
 def _paper_ranld(game: str, groups=("baseline", "adversarial", "natural"), group_means: bool = False) -> pd.Series:
-    p = paper_tables().drop_duplicates(["game", "condition"]); p = p[(p.game == game) & p.condition.map(condition_group).isin(groups)]
+    p = ranld_tables().drop_duplicates(["game", "condition"]); p = p[(p.game == game) & p.condition.map(condition_group).isin(groups)]
     if p.empty: raise KeyError(f"the RA-NLD tables have no {game} rows of {groups}")
     if group_means: return p.groupby(p.condition.map(condition_group), sort=False).paper_mean.mean().rename(lambda g: f"{game} mean {g}")
     return p.set_index(p.game + " " + p.condition).paper_mean
 
 def _paper_insertion(game: str, sub_metric: str, methods=("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic")) -> pd.Series:
-    p = paper_insertion_table(); p = p[(p.paper_game == game) & (p.sub_metric == sub_metric) & p.method.isin(methods)]
+    p = insertion_table(); p = p[(p.paper_game == game) & (p.sub_metric == sub_metric) & p.method.isin(methods)]
     if p.empty: raise KeyError(f"Table 1 has no {game} {sub_metric}")
     return p.set_index("method")["mean"]
 
 def _paper_xrl(env: str, metric: str) -> pd.Series:
-    p = paper_results(); p = p[p.env == env]
+    p = xrlbench_results(); p = p[p.env == env]
     if p.empty or metric not in p: raise KeyError(f"XRL-Bench's tables have no {env} {metric}")
     return p.set_index("method")[metric].dropna()
 
 def _paper_calibration() -> pd.Series:
-    s = PAPER_CALIBRATION.stack(); s.index = [f"{d} {m}" for d, m in s.index]
+    s = calibration().stack(); s.index = [f"{d} {m}" for d, m in s.index]
     return s
 
 def _paper_runtimes(methods=("occlusion", "noise_sensitivity", "sarfa", "rise", "lime_slic")) -> pd.Series:
-    return pd.Series(PAPER_RUNTIMES)[list(methods)]
+    return pd.Series(runtimes())[list(methods)]
 
-PAPER_TABLES: dict[str, Callable] = {   # where the papers' numbers live (one place each); a claim's `paper_ref` names one
-    "ir_table6": _paper_ir,                     # Avery et al. 2022, Table 6 (this module: ir_paper_table)
-    "ranld": _paper_ranld,                      # Korkmaz 2024, Tables 1-2 (rlexplain.ranld_study.paper_tables)
-    "saliency_insertion": _paper_insertion,     # Huber et al. 2022, Table 1 (rlexplain.saliency_study.paper_insertion_table)
-    "saliency_calibration": _paper_calibration, # Huber et al. 2022, App. B.1 (rlexplain.saliency_bench.PAPER_CALIBRATION)
-    "saliency_runtime": _paper_runtimes,        # Huber et al. 2022, App. C.2 Tables 3-6 and 8, final rows (saliency_study.PAPER_RUNTIMES)
-    "xrlbench": _paper_xrl,                     # Xiong et al. 2024, Tables 2-4 (rlexplain.xrlbench.paper_results)
+PAPER_TABLES: dict[str, Callable] = {   # where the papers' numbers live (rlexplain/papers/, read by rlexplain.papers); a claim's `paper_ref` names one
+    "ir_table6": _paper_ir,                     # Avery et al. 2022, Table 6 (papers.ir_table6)
+    "ranld": _paper_ranld,                      # Korkmaz 2024, Tables 1-2 (papers.ranld_tables)
+    "saliency_insertion": _paper_insertion,     # Huber et al. 2022, Table 1 (papers.insertion_table)
+    "saliency_calibration": _paper_calibration, # Huber et al. 2022, App. B.1 (papers.calibration)
+    "saliency_runtime": _paper_runtimes,        # Huber et al. 2022, App. C.2 Tables 3-6 and 8, final rows (papers.runtimes)
+    "xrlbench": _paper_xrl,                     # Xiong et al. 2024, Tables 2-4 (papers.xrlbench_results)
 }
 
 # %% ../nbs/95_scoreboard.ipynb #984c623b

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from typing import Any
+from .runs import RunDir
+
 
 # %% auto #0
 __all__ = ['switching_series', 'SwitchingConfig', 'team_entry', 'SwitchingStudy', 'run_switching_study', 'demo_section']
@@ -226,7 +228,6 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
     """The switching section of `rlexplain demo` (Fujimoto et al. 2024, Figure 4): `run_switching_study` of
     `SwitchingConfig.from_scale(scale)`, recorded in `<section>/run` (another configuration raises `ConfigMismatchError`
     unless `sec.force`) and saved in `<section>/study`; the DiD table, the Figure 4 analogue, the effects and the forecasts."""
-    from rlexplain.runs import RunDir
     cfg = SwitchingConfig.from_scale(scale)
     RunDir(sec.dir / "run", config=cfg, force=sec.force)   # records (and checks) the configuration
     study = run_switching_study(cfg)

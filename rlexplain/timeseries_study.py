@@ -11,6 +11,9 @@ import json
 import math
 from pathlib import Path
 from typing import Mapping, Sequence
+from .agent_zoo import best_zoo_entry, load_agent, zoo_entry_dir, zoo_id
+from .agents import load_card
+
 
 # %% auto #0
 __all__ = ['STUDY_GAMES', 'PRE_PERIOD_TOL', 'PAPER_FINDINGS', 'performance_series', 'FixedSeedReport', 'check_fixed_seed',
@@ -27,7 +30,8 @@ from .agent_zoo import load_best_agent
 from .core import Policy
 from .compute import run_jobs, ScaledConfig
 from .runs import Result, RunDir
-from .envs import make_env
+from .envs import game_slug, make_env
+from .papers import timeseries_findings
 from .shifts import FGSM, Identity, Shift, collect_shifted_rollout, make_shift
 from .timeseries import (
     AGGREGATES, CausalImpact, Forecast, INTERVALS, PerformanceSeries, causal_impact, episode_seed, forecast)
@@ -418,13 +422,7 @@ def run_study(cfg: TimeSeriesConfig | None = None,
     return TimeSeriesStudy(allp.table, pd.DataFrame(impacts), fc.summary(), fc.overlap(), dataclasses.asdict(cfg), cfg.env_id)
 
 # %% ../nbs/52_timeseries_study.ipynb #e2edd364
-PAPER_FINDINGS = {
-    "pre_identical": ("Eq. 2: with fixed seeds the treatment equals the control before T", "pre-period gap and placebo DiD"),
-    "eps_monotone": ("Fig. 3: performance drops more as epsilon grows", "DiD at the larger epsilon is lower, per agent"),
-    "negative_effect": ("Fig. 3: FGSM lowers returns (negative pointwise and cumulative impact)", "DiD interval (95% Student-t over seeds) below 0"),
-    "breakout_overlap": ("Fig. 5 (Breakout): A2C and PPO prediction intervals overlap", "99% intervals at the horizon overlap"),
-    "pong_ppo_better": ("Fig. 5 (Pong): PPO forecasts significantly better than A2C", "PPO's 99% interval above A2C's at the horizon"),
-}
+PAPER_FINDINGS = timeseries_findings()   # {key: (finding, our measure)}: data, rlexplain/papers/papers.toml [fujimoto2024_findings]
 # which forecast finding of Figure 5 belongs to which game
 _GAME_FINDINGS = {"breakout": "breakout_overlap", "pong": "pong_ppo_better"}
 
@@ -450,7 +448,6 @@ def demo_outputs(study) -> tuple[list, dict, str]:
     `([(name, fig, caption)], {name: (DataFrame, caption)}, text)`. Names start with `ts_<game>_` (e.g. `ts_pong_forecast`),
     so that the studies of several games share one section; the scoreboard reads `ts_<game>_impacts`, `_forecast`, `_overlap`."""
     import matplotlib.pyplot as plt
-    from rlexplain.demo import game_slug
     c = study.cfg; g = game_slug(study.env_id); G = study.env_id
     imp = study.impacts; figs, tabs = [], {}
     fc = study.forecast()
@@ -496,8 +493,6 @@ def _demo_run(folder: Path, scale: str, game: str, force: bool = False) -> tuple
     checking) the configuration and the agents it explains, `agents` = `{algo: zoo id}` of the zoo's best agent of each of
     `cfg.algos` (`agent_zoo.best_zoo_entry`, as `run_study` chooses), resolved once here: a rerun after the zoo gained a better
     agent raises `ConfigMismatchError` naming `agents` instead of mixing two. Raises `LookupError` when the zoo lacks an agent."""
-    from rlexplain.agent_zoo import best_zoo_entry, zoo_id
-    from rlexplain.demo import game_slug
     cfg = TimeSeriesConfig.from_scale(scale, env_id=game)
     agents = {a: zoo_id(best_zoo_entry(game, a)) for a in cfg.algos}
     return cfg, RunDir(Path(folder) / "run" / game_slug(game), config={**dataclasses.asdict(cfg), "agents": agents}, force=force), agents
@@ -505,8 +500,6 @@ def _demo_run(folder: Path, scale: str, game: str, force: bool = False) -> tuple
 def _demo_study(cfg: TimeSeriesConfig, rd: RunDir, agents: dict, **kw) -> TimeSeriesStudy:
     """`run_study` in `rd` on the recorded `agents` (`{algo: zoo id}`, loaded as recorded, never chosen again) and the last one's
     card's `env_kwargs`, as `run_study` takes them from the zoo; `kw` as `run_study`'s. Raises `FileNotFoundError` for an id the zoo lacks."""
-    from rlexplain.agent_zoo import load_agent, zoo_entry_dir
-    from rlexplain.agents import load_card
     paths = {a: zoo_entry_dir(i) for a, i in agents.items()}
     policies = {a: load_agent(p, device="cpu") for a, p in paths.items()}
     return run_study(cfg, policies, load_card(paths[cfg.algos[-1]]).get("env_kwargs", {}), run_dir=rd, **kw)
@@ -520,7 +513,6 @@ def _demo_unit(job: tuple) -> None:
 def demo_units(sec, scale: str) -> list[tuple]:
     """The time-series section's units for `rlexplain.demo.run_demo`'s scheduler: one `_demo_unit` per game of `STUDY_GAMES`, each
     game's configuration recorded in `<section>/run/<game>` first (another raises `ConfigMismatchError`)."""
-    from rlexplain.demo import game_slug
     for game in STUDY_GAMES: _demo_run(sec.dir, scale, game)   # every configuration and its agents recorded (or refused) before any work
     return [(game_slug(g), _demo_unit, (g, scale, str(sec.dir))) for g in STUDY_GAMES]
 

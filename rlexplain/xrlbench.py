@@ -10,6 +10,10 @@ import os
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
+from .agent_zoo import best_zoo_entry, load_agent, zoo_entry_dir
+from .envs import collect_rollout, make_env
+from .saliency_bench import collect_stream
+
 
 # %% auto #0
 __all__ = ['FEATURE_NAMES', 'feature_names', 'xrlbench_mlp', 'load_xrlbench_policy', 'generate_dataset', 'save_dataset',
@@ -26,8 +30,11 @@ from torch import Tensor, nn
 
 from .attribution import as_states, gaussian_blur, resolve_actions, state_columns
 from .core import Policy
-from .compute import get_scale, ScaledConfig, progress as progress_bar, time_round_robin
-from .runs import Result, load_json, save_json, save_table
+from .compute import get_scale, ScaledConfig, progress as progress_bar, run_jobs, time_round_robin
+from .envs import game_slug
+from .papers import xrlbench_results
+from .runs import Result, RunDir, load_json, save_json, save_table
+from .sections import saved_units
 
 # %% ../nbs/40_xrlbench.ipynb #a1c9578a
 FEATURE_NAMES = {
@@ -87,7 +94,6 @@ def generate_dataset(policy: Policy,          # a tabular Policy, obs_shape (D,)
     """States visited by the greedy `policy` in `env_id`, as in XRL-Bench's datasets (Xiong et al. 2024, Table 1).
 
     Raises `ValueError` for image policies or `n_states < 1`, and if the policy's action count differs from the env's."""
-    from rlexplain.envs import collect_rollout, make_env
     if len(policy.obs_shape) != 1: raise ValueError(f"generate_dataset is for tabular policies, obs_shape (D,); got {policy.obs_shape}.")
     if int(n_states) < 1: raise ValueError(f"n_states must be >= 1; got {n_states}.")
     env = make_env(env_id)
@@ -387,27 +393,9 @@ class XRLBenchConfig(ScaledConfig):
 # %% ../nbs/40_xrlbench.ipynb #030ed99e
 def paper_results() -> pd.DataFrame:
     """Xiong et al. (2024), Tables 2-4: AIM, AUM, PGI, PGU and RIS of the seven methods on LunarLander, CartPole and FlappyBird,
-    and of the five image methods on Breakout and Pong."""
-    t2 = {"LunarLander": {"TabularSHAP": (0.116, 0.693, 5.258, 4.895, 2.646), "DeepSHAP": (0.188, 0.663, 5.988, 4.321, 2.623),
-                          "GradientSHAP": (0.203, 0.614, 5.963, 4.317, 3.134), "IG": (0.203, 0.618, 5.930, 4.375, 2.800),
-                          "SARFA": (0.388, 0.363, 4.953, 5.169, 6.408), "PS": (0.382, 0.353, 4.847, 5.528, 4.878),
-                          "TabularLIME": (0.323, 0.472, 6.179, 3.755, 2.871)},
-          "CartPole": {"TabularSHAP": (0.134, 0.960, 0.452, 0.522, 30.734), "DeepSHAP": (0.377, 0.740, 0.651, 0.324, 21.104),
-                       "GradientSHAP": (0.268, 0.827, 0.655, 0.312, 18.520), "IG": (0.260, 0.837, 0.654, 0.311, 13.713),
-                       "SARFA": (0.602, 0.558, 0.503, 0.569, 54.193), "PS": (0.556, 0.574, 0.411, 0.569, 54.694),
-                       "TabularLIME": (0.613, 0.564, 0.646, 0.329, 34.063)},
-          "FlappyBird": {"TabularSHAP": (0.331, 0.566, 3.019, 1.685, 11.403), "DeepSHAP": (0.542, 0.472, 2.970, 1.759, 7.355),
-                         "GradientSHAP": (0.631, 0.517, 2.953, 1.792, 10.732), "IG": (0.609, 0.511, 3.104, 1.738, 10.339),
-                         "SARFA": (0.593, 0.573, 2.598, 2.671, 10.419), "PS": (0.584, 0.565, 2.568, 2.639, 11.940),
-                         "TabularLIME": (0.559, 0.511, 3.017, 2.038, 14.691)}}
-    t3 = {"Breakout": {"DeepSHAP": (0.162, 0.630, 1.748, 0.347, 0.375), "GradientSHAP": (0.260, 0.655, 1.755, 0.384, 0.659),
-                       "IG": (0.292, 0.652, 1.812, 0.364, 0.109), "SARFA": (0.253, 0.270, 1.225, 0.991, 0.653),
-                       "PS": (0.258, 0.387, 1.370, 0.621, 0.649)},
-          "Pong": {"DeepSHAP": (0.111, 0.160, 2.271, 0.699, 0.044), "GradientSHAP": (0.114, 0.153, 2.453, 1.164, 5.490),
-                   "IG": (0.128, 0.169, 2.213, 0.770, 0.758), "SARFA": (0.147, 0.148, 2.375, 1.500, 2.291),
-                   "PS": (0.148, 0.150, 2.346, 1.077, 3.570)}}   # Table 3 (fidelity, AUC over k mod 10) and Table 4 (RIS)
-    return pd.DataFrame([{"env": env, "method": m, **dict(zip(("AIM", "AUM", "PGI", "PGU", "RIS"), v))}
-                         for t in (t2, t3) for env, d in t.items() for m, v in d.items()])
+    and of the five image methods on Breakout and Pong: `rlexplain.papers.xrlbench_results` (the data:
+    `rlexplain/papers/xiong2024_tables2_4.csv`, its source in `papers.toml`)."""
+    return xrlbench_results()
 
 # %% ../nbs/40_xrlbench.ipynb #33e5de0a
 def image_states(policy: Policy,      # an image agent (C, H, W)
@@ -421,7 +409,6 @@ def image_states(policy: Policy,      # an image agent (C, H, W)
     """States of an image agent's own play (a seeded stream of episodes, the first 20 steps of the first episode
     dropped), evenly spaced: XRL-Bench's image datasets (Xiong et al. 2024, Table 1: agent-generated states).
     Raises `ValueError` for n_states < 1 or epsilon outside [0, 1]."""
-    from rlexplain.saliency_bench import collect_stream
     if int(n_states) < 1: raise ValueError(f"n_states must be >= 1; got {n_states}.")
     steps = int(stream_steps or 4 * n_states + 20)
     obs, _ = collect_stream(policy, env_id, steps, seed, env_kwargs, epsilon)
@@ -459,8 +446,6 @@ def image_agent(env_id: str,                       # e.g. "ALE/Pong-v5"
     std above it), otherwise the best agent of any algorithm that does (a zoo without a competent DQN for the game still
     gets a table). The card's `algo` and `id` say which agent it is.
     Raises `LookupError` if no zoo agent for `env_id` beats random play."""
-    from rlexplain.agent_zoo import best_zoo_entry, load_agent
-    from rlexplain.runs import load_json
     for algo in ("dqn", None):
         try: path = best_zoo_entry(env_id, algo, root)
         except LookupError: continue
@@ -475,7 +460,6 @@ def _demo_job(job: tuple):
     that gained a better agent since cannot slip it in); kind "tabular" generates the agent's dataset and runs `run_benchmark`
     on `n_explain` of its states; "image" runs `run_image_benchmark`. Returns the `XRLBenchResult`. Raises `FileNotFoundError`
     if the zoo lacks the entry."""
-    from rlexplain.agent_zoo import load_agent, zoo_entry_dir
     kind, env_id, scale, agent_id = job
     cfg = XRLBenchConfig.from_scale(scale)
     path = zoo_entry_dir(agent_id); agent, card = load_agent(path), load_json(path / "card.json")
@@ -491,8 +475,6 @@ def demo_plan(scale: str) -> tuple:
     zoo (the tabular ones, then the image ones) naming its agent's zoo id, the jobs' unit names (`tabular/cartpole`,
     `image/breakout`), the agents' cards (read, not the agents loaded: the job loads its own) and a note per environment the
     zoo has no agent for."""
-    from rlexplain.agent_zoo import best_zoo_entry
-    from rlexplain.demo import game_slug
     cfg = XRLBenchConfig.from_scale(scale)
     jobs, cards, notes = [], {}, []
     for env_id in cfg.envs:
@@ -506,13 +488,11 @@ def demo_plan(scale: str) -> tuple:
 def _demo_run(sec, cfg: XRLBenchConfig, jobs: list, names: list[str], force: bool = False):
     """The demo's run folder `<section>/run`, recording `cfg` and the agents the jobs explain (`agents`: unit name -> zoo id), so
     that a rerun after the zoo's best agent changed raises `ConfigMismatchError` naming `agents` instead of mixing two agents."""
-    from rlexplain.runs import RunDir
     return RunDir(sec.dir / "run", config={**dataclasses.asdict(cfg), "agents": {n: j[3] for n, j in zip(names, jobs)}}, force=force)
 
 def demo_units(sec, scale: str) -> list[tuple]:
     """The XRL-Bench section's units for `rlexplain.demo.run_demo`'s scheduler: one `_demo_job` per environment not yet
     saved in `<section>/run` (whose configuration and agents are recorded, or others refused, before any work: `_demo_run`)."""
-    from rlexplain.demo import saved_units
     cfg, jobs, names, _, _ = demo_plan(scale)
     rd = _demo_run(sec, cfg, jobs, names)
     return saved_units(rd, [(n, _demo_job, job) for job, n in zip(jobs, names)])
@@ -523,7 +503,6 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1) -> None:
     then the image ones), run side by side on `max_workers` processes and saved as each finishes in `<section>/run`, so a
     rerun resumes (another configuration raises `ConfigMismatchError` unless `sec.force`); the tables (Tables 2-4 and
     Figure 2 analogues, beside the paper's values) and AIM figures are then made in this process."""
-    from rlexplain.compute import run_jobs
     paper = paper_results()
     cfg, jobs, names, cards, notes = demo_plan(scale)
     for n in notes: sec.note(n)

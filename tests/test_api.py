@@ -24,14 +24,14 @@ DELETED = {
                               "FITTED_EXPLAINERS", "SALIENCY_METHODS", *_METRICS_OLD, "RISMetric", "RISResult",
                               "INSERTION_METRIC_CLASSES", *_EXPLAINERS_OLD, *_FUNCS_OLD, "EXPLAINER_ALIASES"),
     "rlexplain.attribution._base": ("SaliencyMap", "deprecated_alias", "_DeprecatedName", "EXPLAINER_ALIASES"),
-    "rlexplain.attribution.explainers": (*_EXPLAINERS_OLD, "occlusion", "noise_sensitivity", "sarfa", "sarfa_score", "rise_masks"),  # .rise, .lime: its modules
+    "rlexplain.attribution.explainers": (*_EXPLAINERS_OLD, "occlusion", "noise_sensitivity", "sarfa_score", "rise_masks"),  # .rise, .lime, .sarfa: its modules
     "rlexplain.attribution.explainers.perturbation": ("occlusion", "noise_sensitivity", "sarfa", "sarfa_score"),
     "rlexplain.attribution.explainers.rise": ("rise", "rise_masks"),
     "rlexplain.attribution.explainers.lime": ("lime",),
-    "rlexplain.attribution.explainers.fitted": ("Explanation", "FittedExplainer"),
-    "rlexplain.attribution.explainers.gradient": ("DeepSHAP", "GradientSHAP", "IntegratedGradients"),
     "rlexplain.attribution.explainers.maps": ("paper_saliency", "SALIENCY_METHODS"),
-    "rlexplain.attribution.explainers.xrlbench": ("make_explainer", "FITTED_EXPLAINERS", "FittedExplainer", *_EXPLAINERS_OLD),
+    # issue 49: one class per method, with its own computation; the second (fitted) contract is gone
+    "rlexplain.attribution.explainers.fitted": ("Explanation", "FittedExplainer", "_PerturbationSaliency", "_SARFA", "_explanation"),
+    "rlexplain.attribution.explainers.gradient": ("DeepSHAP", "GradientSHAP", "IntegratedGradients", "_DeepSHAP", "_GradientSHAP", "_IntegratedGradients"),
     "rlexplain.saliency": ("SaliencyMap", "paper_saliency", "SALIENCY_METHODS", *_FUNCS_OLD),
     "rlexplain.saliency_bench": ("explain", "make_explainer", "BENCH_METHODS"),
     "rlexplain.xrlbench": ("make_explainer", "Explanation", "FittedExplainer", "FITTED_EXPLAINERS", "ATTRIBUTION_EXPLAINERS",
@@ -107,3 +107,25 @@ def test_no_deprecated_objects_or_attributes_remain():
     assert not hasattr(Attribution, "importance")
     from rlexplain import xrlbench
     assert getattr(xrlbench, "EXPLAINERS", EXPLAINERS) is EXPLAINERS
+
+
+def test_score_resolves_metric_names_as_explain_resolves_explainer_names():
+    "Issue 49 item 4: one resolver (`resolve_name`): case, '_' and '-' ignored, aliases, and a did-you-mean error listing the names."
+    import numpy as np
+    from torch import nn
+    from rlexplain.attribution import EXPLAINERS, METRICS, explain, resolve_name, score
+    from rlexplain.core import Policy
+    pol = Policy.from_module(nn.Linear(3, 2, bias=False), (3,), device="cpu")
+    x = np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32)
+    att = explain("Integrated-Gradients", pol, x, background=x, n_background=3, n_steps=4)
+    assert att.method == "integrated_gradients" and explain("IG", pol, x, background=x, n_background=3, n_steps=4).method == att.method
+    for name in ("aim", "AIM", "Aim"):
+        assert resolve_name(name, METRICS, None, "metric") == "AIM"
+        assert score(name, pol, x, att).value == score("AIM", pol, x, att).value
+    assert resolve_name("insertion_black_q", METRICS, None, "metric") in METRICS
+    for bad, reg, kind in (("aimm", METRICS, "metric"), ("integrated_gradient_", EXPLAINERS, "explainer")):
+        with pytest.raises(LookupError, match=rf"unknown {kind} '{bad}' \(did you mean .*\?\); known: "):
+            resolve_name(bad, reg, None, kind)
+    with pytest.raises(LookupError, match=r"unknown metric 'aimm' \(did you mean 'AIM'.*; known: AIM, AUM"): score("aimm", pol, x, att)
+    with pytest.raises(LookupError, match=r"unknown explainer 'occlusio' \(did you mean 'occlusion'"): explain("occlusio", pol, x)
+    with pytest.raises(LookupError, match="known: AIM"): score("no_such_metric", pol, x, att)

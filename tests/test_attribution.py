@@ -11,6 +11,12 @@ from rlexplain.attribution import (EXPLAINERS, METRICS, SARFA, Attribution, Expl
 from rlexplain.core import Policy
 from test_xrlbench import linear_policy   # Q(x) = W x + b as a Policy
 
+
+def _fitted(name, policy, background=None, **params):
+    "The explainer `name` with `params`, fitted to `policy` and `background` (`fit`)."
+    from rlexplain.attribution import explainer
+    return explainer(name, **params).fit(policy, background)
+
 torch.set_num_threads(1)
 
 FAST = {"occlusion": dict(patch=4), "noise_sensitivity": dict(radius=4), "sarfa": dict(radius=4), "rise": dict(n_samples=20, s=4),
@@ -138,7 +144,6 @@ def test_xrlbench_defaults_are_the_papers_protocol():
     assert xrlbench.AIM()(pol, X[:10], ps_att).params["order"] == "abs"         # rank by |importance|
     ris = xrlbench.RIS(n_neighbors=2)(pol, X[:10], ps_att).params
     assert (ris["variant"], ris["noise_std"]) == ("paper", 0.05)
-    from rlexplain.attribution.explainers.xrlbench import _fitted      # the private fitted machinery behind explain
     ps = _fitted("PS", pol, X); sa = _fitted("SARFA", pol, X)
     assert (ps.noise, ps.n_draws, sa.n_draws, sa.kl) == (0.05, 1, 1, "code")   # one N(0, 0.05 std) draw; the code's KL
     ts = _fitted("TabularSHAP", pol, X)
@@ -228,8 +233,7 @@ def test_image_perturbation_saliency_is_noise_sensitivity(cnn):
                                              align_corners=False)[0, 0].numpy()
         want.append(np.repeat(up[None] / C, C, 0))
     want = np.stack(want)
-    from rlexplain.attribution.explainers.xrlbench import _fitted
-    ps = _fitted("PS", pol).explain(x).values
+    ps = _fitted("PS", pol).explain(pol, x).values
     np.testing.assert_allclose(ps, want, atol=1e-5)
     preset = explain(EXPLAINERS["noise_sensitivity"].preset("xrlbench"), pol, x)
     np.testing.assert_array_equal(preset.values, explain("perturbation_saliency", pol, x).values)
@@ -321,9 +325,10 @@ def test_sarfa_preset_works_on_tabular_states_and_keeps_one_fitted_explainer():
     ex = explainer("sarfa").preset("huber2022", background=X)
     a = explain(ex, pol, X[:3]).values
     assert a.shape == (3, 4) and np.isfinite(a).all()
-    fitted = ex._fitted
+    fits, fit = [], ex.fit
+    ex.fit = lambda *a, **k: fits.append(1) or fit(*a, **k)
     explain(ex, pol, X[3:6])
-    assert ex._fitted is fitted
+    assert fits == []                                    # fitted once, to its background
 
 
 def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
@@ -331,7 +336,6 @@ def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
     policy's calibrated batch size (they used fixed 1024 / 8192 / 128, bypassing the compute settings), and an explicit
     `batch_size` still overrides it."""
     from rlexplain.attribution import PGI, insertion_curves
-    from rlexplain.attribution.explainers.xrlbench import _fitted
     from rlexplain.compute import ComputeSettings
     pol, x = cnn
     sizes, before, forward = [], pol.settings, pol.forward
@@ -347,7 +351,7 @@ def test_metrics_and_fitted_explainers_forward_at_the_policys_batch_size(cnn):
         assert max(sizes) == 9, sizes
         ex = _fitted("PS", pol, stride=4)
         assert ex.batch_size == 5
-        att = ex.explain(x)
+        att = ex.explain(pol, x)
         sizes.clear(); PGI(n_draws=3)(pol, x, att)    # 3 states x 3 draws: 9 images per k, more than the batch of 5
         assert sizes and max(sizes) == 5, sizes
         with pytest.raises(ValueError, match="batch_size"): insertion_curves(pol, x, maps, batch_size=0)
@@ -412,7 +416,7 @@ def test_sarfa_blob_keeps_its_blob_parameters(cnn):
     pol, x = cnn
     ex = explainer("sarfa", perturbation="blob", mask_sigma=2.0, blur_sigma=1.5, radius=3, background=x)
     explain(ex, pol, x)
-    p = ex._fitted.params
+    p = ex.fitted_params()
     assert p.get("mask_sigma") == 2.0 and p.get("blur_sigma") == 1.5 and "radius" not in p
 
 
@@ -488,7 +492,6 @@ def test_one_alias_map(cnn):
     """'lime' means one thing: LIME on SLIC superpixels, an image method (the one alias map, `registry_name`'s), in explain
     and the LIME explainers alike; LIME on tabular states is 'tabular_lime' (XRL-Bench's 'TabularLIME'), never 'lime'."""
     from rlexplain.attribution import registry_name
-    from rlexplain.attribution.explainers.xrlbench import _fitted
     assert registry_name("lime") == "lime_slic" and registry_name("baseline") == "random"
     assert registry_name("IG") == "integrated_gradients" and registry_name("PS") == "perturbation_saliency"
     assert registry_name("TabularLIME") == registry_name("tabular_lime") == "tabular_lime"
@@ -501,13 +504,12 @@ def test_one_alias_map(cnn):
     tab = linear_policy(np.eye(2, 3))
     B = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
     with pytest.raises(ValueError, match="tabular_lime"): explain("lime", tab, B[:2])        # names the tabular method
-    with pytest.raises(ValueError, match="unknown explainer 'lime'"): _fitted("lime", tab, B)
-    assert type(_fitted("integrated_gradients", tab, B)).__name__ == "_IntegratedGradients"
+    assert not hasattr(EXPLAINERS["lime_slic"], "fit")                                       # image LIME fits nothing
+    assert type(_fitted("integrated_gradients", tab, B)).__name__ == "IntegratedGradients"
 
 
 def test_the_fitted_machinery_gives_the_attribution_of_explain():
-    "Each XRL-Bench name's private fitted explainer (`_fitted`) gives the Attribution `explain` gives under the registry's name, value for value."
-    from rlexplain.attribution.explainers.xrlbench import _fitted
+    "Each XRL-Bench name's explainer, fitted (`fit`) then explaining, gives the Attribution `explain` gives under the registry's name, value for value."
     from rlexplain.attribution.explainers.fitted import _FittedExplainer
     pol = linear_policy([[1, 0.5, 0], [-1, 0, 0.3]])
     B = np.random.default_rng(2).normal(size=(120, 3)).astype(np.float32); X = B[:6]
@@ -517,7 +519,7 @@ def test_the_fitted_machinery_gives_the_attribution_of_explain():
     for old, (new, kw) in cases.items():
         ex = _fitted(old, pol, B, **kw)
         assert isinstance(ex, _FittedExplainer)
-        e = ex.explain(X)
+        e = ex.explain(pol, X)
         att = explain(new, pol, X, background=B, **kw)
         assert type(e) is Attribution
         np.testing.assert_array_equal(e.values, att.values); np.testing.assert_array_equal(e.actions, att.actions)
@@ -525,10 +527,9 @@ def test_the_fitted_machinery_gives_the_attribution_of_explain():
 
 def test_every_action_kept_for_to_shap():
     "all_actions=True keeps every action's values: to_shap(action=b) is the attribution explain gives for action b."
-    from rlexplain.attribution.explainers.xrlbench import _fitted
     pol = linear_policy([[1.0, -2.0, 0.5], [0.0, 1.0, 0.0]])
     B = np.random.default_rng(0).normal(size=(30, 3)).astype(np.float32)
-    e = _fitted("IG", pol, B, n_background=5, all_actions=True).explain(B[:4])
+    e = _fitted("IG", pol, B, n_background=5, all_actions=True).explain(pol, B[:4])
     for b in range(2):
         np.testing.assert_allclose(e.to_shap(action=b).values, explain("integrated_gradients", pol, B[:4], b, background=B, n_background=5).values, atol=1e-6)
     np.testing.assert_allclose(e[1:3].to_shap(action=1).values, e.to_shap(action=1).values[1:3])

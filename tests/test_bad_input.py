@@ -100,9 +100,9 @@ def test_empty_repeated_and_non_positive_lists_are_refused(argv, expected, tmp_p
     """`--pipelines ""` meant all pipelines, `dqn,dqn` computed DQN twice, `--out ""` wrote into the current folder and
     `zoo train --checkpoints 0` evaluated 18 zero-frame agents. (The work itself is replaced by stand-ins that stop at once:
     a command that gets past its arguments fails this test quickly instead of running a study.)"""
-    from rlexplain import agent_zoo, cli
+    from rlexplain import agent_zoo, cli, demo
     def stop(*a, **kw): raise _StopBeforeWork("the command got past its arguments")
-    monkeypatch.setattr(cli, "run_demo", stop); monkeypatch.setattr(agent_zoo, "train_zoo", stop)
+    monkeypatch.setattr(demo, "run_demo", stop); monkeypatch.setattr(agent_zoo, "train_zoo", stop)
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -252,8 +252,8 @@ def _two_fake_sections(monkeypatch):
         sec.table(f"{sec.key}_table", pd.DataFrame({"x": [1, 2]})); sec.note(f"{sec.key} ok")
     mod.job = job
     monkeypatch.setitem(sys.modules, "_fake_sections_mod", mod)
-    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "fake": demo.DemoEntry("Fake", "a fake job", "_fake_sections_mod:job"),
-                                        "other": demo.DemoEntry("Other", "another fake job", "_fake_sections_mod:job")})
+    for _k, _v in {"fake": demo.DemoEntry("Fake", "a fake job", "_fake_sections_mod:job"),
+                                        "other": demo.DemoEntry("Other", "another fake job", "_fake_sections_mod:job")}.items(): monkeypatch.setitem(demo.DEMOS, _k, _v)   # the one table (sections.DEMOS)
     monkeypatch.setattr(report, "_scoreboard_html", lambda out: "")   # the report's sections are under test, not the scoring
 
 
@@ -265,8 +265,9 @@ def _files(folder: Path) -> dict:
 def test_a_method_command_into_a_finished_demo_folder_keeps_every_section(tmp_path, monkeypatch):
     """`rlexplain saliency --out runs/demo` recomputed nothing but replaced the demo's 8-section report with one section."""
     from rlexplain.demo import run_demo
+    from rlexplain.report import write_report
     _two_fake_sections(monkeypatch)
-    run_demo(tmp_path, only=["fake", "other"], scale="demo")
+    run_demo(tmp_path, only=["fake", "other"], scale="demo", report=write_report)
     before = _files(tmp_path)
     assert "fake_table" in before["report.html"].decode() and "other_table" in before["report.html"].decode()
     assert main(["fake", "--out", str(tmp_path)]) == 0
@@ -343,7 +344,7 @@ def test_ctrl_c_prints_one_line_and_the_rerun_resumes(tmp_path, monkeypatch, cap
         rd.unit("b", lambda: calls.append("b") or [2]); sec.note("ok")
     mod.job = job
     monkeypatch.setitem(sys.modules, "_ctrl_c_mod", mod)
-    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "fake": demo.DemoEntry("Fake", "a fake job", "_ctrl_c_mod:job")})
+    for _k, _v in {"fake": demo.DemoEntry("Fake", "a fake job", "_ctrl_c_mod:job")}.items(): monkeypatch.setitem(demo.DEMOS, _k, _v)   # the one table (sections.DEMOS)
     monkeypatch.setattr(report, "_scoreboard_html", lambda out: "")
     try: rc = main(["fake", "--out", str(tmp_path)])
     except KeyboardInterrupt: pytest.fail("Ctrl-C escaped `main` as a traceback")
@@ -421,3 +422,12 @@ def test_scoreboard_refuses_what_is_not_a_finished_run(case, expected, tmp_path,
         p = run / "ir" / "ir_table.csv"; p.write_text(p.read_text().replace("original,", "original_R,", 1))
     assert main(["scoreboard", str(target)]) == 2
     assert expected in _one_error_line(capsys)
+
+
+def test_zoo_gate_of_an_unknown_environment_is_an_error_and_seeds_are_not_negative(capsys):
+    "Issue 54.5: `zoo gate --env X` with no match exited 0 printing the whole zoo; `explain-episode --seed -1` gave a raw traceback."
+    assert main(["zoo", "gate", "--env", "Bogus-v0"]) == 2
+    err = capsys.readouterr().err
+    assert "no entry for --env Bogus-v0" in err and "toybox/Breakout" in err and len(err.strip().splitlines()) == 1
+    assert main(["explain-episode", "--seed", "-1", "--out", "unused"]) == 2
+    assert "argument --seed: expected an integer >= 0, got -1" in capsys.readouterr().err

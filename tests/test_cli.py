@@ -104,7 +104,7 @@ def _fake_demo(monkeypatch, calls):
         sec.note("ok")
     mod.job = job
     monkeypatch.setitem(sys.modules, "_fake_demo_mod", mod)
-    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "fake": demo.DemoEntry("Fake", "a fake job", "_fake_demo_mod:job")})
+    for _k, _v in {"fake": demo.DemoEntry("Fake", "a fake job", "_fake_demo_mod:job")}.items(): monkeypatch.setitem(demo.DEMOS, _k, _v)   # the one table (sections.DEMOS)
 
 
 def test_demo_force_redoes_every_unit_and_other_scale_is_refused(tmp_path, monkeypatch, capsys):
@@ -153,7 +153,7 @@ def test_demo_progress_estimates_every_step_docs_included(tmp_path, monkeypatch,
         save_json(tmp_path / "s" / "done.json", {"items": [], "seconds": 99.0, "units": {"y": 7.0}})
         assert demo._unit_seconds(tmp_path, "s", "y", 4) == 7.0 and demo._unit_seconds(tmp_path, "s", "s") == 99.0
     calls = []; _fake_demo(monkeypatch, calls)
-    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "fake2": demo.DEMOS["fake"]})
+    for _k, _v in {"fake2": demo.DEMOS["fake"]}.items(): monkeypatch.setitem(demo.DEMOS, _k, _v)   # the one table (sections.DEMOS)
     monkeypatch.setattr(demo, "build_docs", lambda out, nbs, execute=False, workers=1: Path(out).mkdir(parents=True, exist_ok=True) or Path(out) / "index.html")
     demo.run_demo(tmp_path / "run", only=["fake", "fake2"], scale="demo", docs=True)
     out = capsys.readouterr().out
@@ -309,8 +309,8 @@ def test_progress_guess_follows_the_scale(tmp_path, monkeypatch):
 def _unit_demos(monkeypatch, seconds):
     "Registers tests/_demo_units.py's sections: 'split' (three units) and 'whole' (one), with these first-guess seconds."
     from rlexplain import demo
-    monkeypatch.setattr(demo, "DEMOS", {**demo.DEMOS, "split": demo.DemoEntry("Split", "", "_demo_units:section", "_demo_units:units"),
-                                        "whole": demo.DemoEntry("Whole", "", "_demo_units:whole")})
+    for _k, _v in {"split": demo.DemoEntry("Split", "", "_demo_units:section", "_demo_units:units"),
+                                        "whole": demo.DemoEntry("Whole", "", "_demo_units:whole")}.items(): monkeypatch.setitem(demo.DEMOS, _k, _v)   # the one table (sections.DEMOS)
     monkeypatch.setattr(demo, "DEMO_SECONDS", seconds)
 
 
@@ -319,6 +319,7 @@ def test_demo_units_go_longest_first_to_one_pool_and_sections_only_load(tmp_path
     parent after its last unit, loads the saved units instead of computing them again."""
     from concurrent.futures import Future
     from rlexplain import demo
+    from rlexplain.report import write_report
     _unit_demos(monkeypatch, {"split/bbb": 50, "split/a": 5, "split/cc": 20, "whole": 30, "docs": 1})
     class Recording:   # an executor that runs each job at once and records the order of submission
         def __init__(self): self.order = []
@@ -341,8 +342,9 @@ def test_demo_units_run_on_spawned_workers(tmp_path, monkeypatch, capsys):
     "Two real spawned workers: a whole section runs in a worker, a split section's units each once, the report complete."
     import os
     from rlexplain import demo
+    from rlexplain.report import write_report
     _unit_demos(monkeypatch, {"split/bbb": 50, "split/a": 5, "split/cc": 20, "whole": 30})
-    demo.run_demo(tmp_path, only=["split", "whole"], scale="demo", max_workers=2)
+    demo.run_demo(tmp_path, only=["split", "whole"], scale="demo", max_workers=2, report=write_report)
     assert len(list((tmp_path / "split" / "calls").iterdir())) == 3
     assert load_json(tmp_path / "split" / "done.json")["items"] == [["note", "a=1 bbb=9 cc=4", ""]]
     note = load_json(tmp_path / "whole" / "done.json")["items"][0][1]
@@ -356,6 +358,7 @@ def test_demo_units_run_on_spawned_workers(tmp_path, monkeypatch, capsys):
 def test_a_failing_unit_fails_its_section_only(tmp_path, monkeypatch):
     "A unit that raises marks its section FAILED in the report and the run raises at the end; the other sections finish."
     from rlexplain import demo
+    from rlexplain.report import write_report
     _unit_demos(monkeypatch, {"split/bbb": 50, "whole": 30})
     import _demo_units
     def job(arg):
@@ -363,7 +366,7 @@ def test_a_failing_unit_fails_its_section_only(tmp_path, monkeypatch):
         return {"name": arg[1], "square": 0}
     monkeypatch.setattr(_demo_units, "job", job)   # in this process: max_workers=1 runs the units here
     with pytest.raises(RuntimeError, match=r"demo jobs failed: \['split'\]"):
-        demo.run_demo(tmp_path, only=["split", "whole"], scale="demo")
+        demo.run_demo(tmp_path, only=["split", "whole"], scale="demo", report=write_report)
     assert (tmp_path / "whole" / "done.json").exists() and not (tmp_path / "split" / "done.json").exists()
     assert "FAILED" in (tmp_path / "report.html").read_text()
 
@@ -409,6 +412,7 @@ def test_a_finished_section_says_when_the_zoo_has_changed_since(tmp_path, monkey
     so (an agent that began to pass the gate could change the section's picks), and a rerun on the same zoo skips quietly."""
     from concurrent.futures import Future
     from rlexplain import demo
+    from rlexplain.report import write_report
     _unit_demos(monkeypatch, {"split/bbb": 50, "split/a": 5, "split/cc": 20, "whole": 30})
     class Now:   # runs each job at once, in this process
         def submit(self, fn, job): f = Future(); f.set_result(fn(job)); return f

@@ -1,5 +1,6 @@
 "Integration tests of rlexplain.core, .compute and .runs: adapters on real RL-Zoo agents, observations, settings, results I/O, executors."
 import dataclasses
+import os
 import numpy as np
 import pandas as pd
 import pytest
@@ -591,8 +592,9 @@ def test_process_pool_is_spawned_at_one_torch_thread(monkeypatch):
         assert pool._mp_context.get_start_method() == "spawn"
         assert pool.submit(torch.get_num_threads).result(timeout=300) == 1
         assert pool.submit(settings).result(timeout=300).workers == 1   # one Policy.outputs worker each
-    with use_settings(workers=3), process_pool(1) as pool:           # the program's choice wins
-        assert pool.submit(settings).result(timeout=300).workers == 3
+    w = min(2, len(os.sched_getaffinity(0)))
+    with use_settings(workers=w), process_pool(1) as pool:           # the program's choice wins
+        assert pool.submit(settings).result(timeout=300).workers == w
 
 
 def _conv_sum(seed):
@@ -697,3 +699,15 @@ def test_only_settings_reads_rlexplain_variables():
     bad = [f"{f.name}:{i}" for f in sorted(pkg.rglob("*.py")) if "zoo" not in f.parts
            for i, line in enumerate(f.read_text().splitlines(), 1) if pat.search(line)]
     assert bad == []
+
+
+def test_thread_counts_are_bounded_by_the_cores():
+    "Issue 54.5: RLEXPLAIN_THREADS=999999 ended in a segmentation fault and =5000 ran 30 times slower, without a word."
+    from rlexplain.compute import Settings, _cores
+    n = _cores()
+    for var in ("RLEXPLAIN_THREADS", "RLEXPLAIN_WORKERS"):
+        assert getattr(Settings.from_env({var: str(n)}), var.split("_")[1].lower()) == n     # every core: fine
+        for bad in (n + 1, 999_999):
+            with pytest.raises(ValueError, match=rf"{var} must be at most {n}, the cores this process may run on; got {bad}"):
+                Settings.from_env({var: str(bad)})
+    with pytest.raises(ValueError, match=rf"Settings.threads must be at most {n}"): Settings(threads=n + 1)

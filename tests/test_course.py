@@ -76,6 +76,23 @@ def test_student_edition_refuses_to_overwrite_the_lessons(capsys):
     assert "lessons' own folder" in capsys.readouterr().err
 
 
+def test_student_edition_refuses_to_overwrite_a_students_work(tmp_path, capsys):
+    "Issue 54.2: `course --student DIR` run again into a folder where a student had worked replaced their notebooks (exit 0)."
+    dest = tmp_path / "student"
+    assert main(["course", "--nbs", str(NBS), "--student", str(dest)]) == 0
+    assert main(["course", "--nbs", str(NBS), "--student", str(dest)]) == 0      # its own, unchanged edition: written again
+    lesson = sorted(dest.glob("1*.ipynb"))[0]
+    lesson.write_text(lesson.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["my answer"]},', 1))
+    edited = lesson.read_bytes(); capsys.readouterr()
+    assert main(["course", "--nbs", str(NBS), "--student", str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert lesson.name in err and "--force" in err and lesson.read_bytes() == edited     # refused, the work kept
+    other = tmp_path / "notes"; other.mkdir(); (other / "todo.txt").write_text("mine")
+    assert main(["course", "--nbs", str(NBS), "--student", str(other)]) == 2 and "todo.txt" in capsys.readouterr().err
+    assert main(["course", "--nbs", str(NBS), "--student", str(dest), "--force"]) == 0
+    assert lesson.read_bytes() != edited
+
+
 def test_course_names_a_missing_notebooks_folder(tmp_path, capsys):
     assert main(["course", "--nbs", str(tmp_path / "nope")]) == 2
     assert "no notebooks folder" in capsys.readouterr().err

@@ -34,6 +34,7 @@ def test_constant_network_fails_the_gate(tmp_path):
     assert g["q_range_mean"] == 0.0
     assert g["plays"] is False
     assert list_zoo(root).plays.tolist() == [False]
+    assert list_zoo(root).plays_well.tolist() == [False]   # an agent that fails the gate does not play well
     with pytest.raises(LookupError, match="passes the quality gate"): best_zoo_entry("CartPole-v1", root=root, plays=True)
 
 
@@ -42,23 +43,29 @@ def test_trained_agent_passes_the_gate_and_is_stored(tmp_path):
     g = quality_gate(d, n_episodes=30)
     assert g["n"] == 30 and g["low"] > 0 and g["modal_share"] <= 0.95 and g["plays"] is True
     assert load_card(d)["gate"]["plays"] is True                      # recorded in the card
+    tier = load_card(d)["tier"]                                       # and the second tier it gives, beside it
+    assert (tier["plays_well"], tier["reference_return"], tier["reference_src"], tier["random_src"]) == (True, 500.0, "rlzoo", "gate")
     assert quality_gate(d, n_episodes=30) == load_card(d)["gate"]     # a stored gate of the same protocol is reused
     assert best_zoo_entry("cartpole-v1", root=root, plays=True) == str(d)
     row = list_zoo(root).iloc[0]                                      # the list shows the gate's own figures
     assert (row.plays, row.gap, row.gap_low, row.gap_high) == (True, g["diff"], g["low"], g["high"])
+    assert (row.plays_well, row.reference_return, row.reference_src) == (True, 500.0, "rlzoo")   # computed at read time too
     assert (row.gate_n, row.gate_return, row.gate_random) == (30, np.mean(g["returns"]), np.mean(g["random_returns"]))
     assert row.gap == pytest.approx(row.gate_return - row.gate_random)   # the gap is of the gate's own episodes, not the evaluation's
 
 
 def test_zoo_list_shows_the_gate_and_says_what_plays_means(tmp_path, capsys):
-    from rlexplain.agent_zoo import GATE_COLUMNS
+    from rlexplain.agent_zoo import GATE_COLUMNS, TIER_COLUMNS
     from rlexplain.cli import main
     root, d = _copy(tmp_path, zero_head=False); g = quality_gate(d, n_episodes=30)
     assert main(["zoo", "list", "--root", str(root)]) == 0
-    head, row, note = capsys.readouterr().out.splitlines()
-    assert head.split() == list(GATE_COLUMNS) and row.split()[:4] == [load_card(d)["id"], "60000", "True", "30"]
+    head, row, note, *legend = capsys.readouterr().out.splitlines()
+    assert head.split() == [*GATE_COLUMNS, *TIER_COLUMNS] and row.split()[:4] == [load_card(d)["id"], "60000", "True", "30"]
     assert float(row.split()[4]) == pytest.approx(g["mean"], abs=0.005)
+    assert row.split()[-5:] == ["500.0", "rlzoo", "NaN", "None", "True"]   # CartPole: the RL Zoo's DQN, no human score
     assert note.startswith("plays: the 95% BCa bootstrap interval of gap") and "<= 0.95" in note
+    assert legend[0].startswith("plays_well: plays, and reference_fraction") and legend[2].startswith("  rlzoo: RL Baselines3 Zoo")
+    assert len(legend) == 4 and legend[3].startswith("  gate: ")   # only the sources the table uses: rlzoo and the gate's random play
     assert main(["zoo", "list", "--root", str(root), "--wide"]) == 0
     assert "return_mean" in capsys.readouterr().out.splitlines()[0]
 

@@ -14,8 +14,14 @@ from torch import nn
 
 from rlexplain.attribution import explain
 from rlexplain.attribution._utils import state_seed
+from rlexplain.attribution import DeepSHAP, GradientSHAP, IntegratedGradients
 from rlexplain.attribution.explainers import gradient as G
 from rlexplain.core import Policy
+
+
+def _fit(cls, policy, background, **params):
+    "`cls(**params)` fitted to `policy` and `background`."
+    return cls(**params).fit(policy, background)
 from rlexplain.compute import ComputeSettings
 
 torch.set_num_threads(1)
@@ -95,7 +101,7 @@ def old_deep_shap(pol, x, a, refs):
 def test_integrated_gradients_equal_captums(data, kind, method):
     pol, d = data[kind]; x, bg = d["x"], d["bg"]; a = _actions(pol, x)
     new = explain("integrated_gradients", pol, x, a, background=bg, n_background=7, n_steps=9, method=method).values
-    assert close(new, old_ig(pol, x, a, G._IntegratedGradients(pol, bg, n_background=7).references(), 9, method))
+    assert close(new, old_ig(pol, x, a, _fit(IntegratedGradients, pol, bg, n_background=7).references(), 9, method))
     zeros = explain("integrated_gradients", pol, x, a, baseline="zeros", n_steps=9, method=method).values
     assert close(zeros, old_ig(pol, x, a, np.zeros((1, *x.shape[1:]), np.float32), 9, method))
 
@@ -104,7 +110,7 @@ def test_integrated_gradients_equal_captums(data, kind, method):
 def test_gradient_shap_equals_shaps_draws_and_values(data, kind):
     pol, d = data[kind]; x, bg = d["x"], d["bg"]; a = _actions(pol, x)
     new = explain("gradient_shap", pol, x, a, background=bg, n_background=10, n_samples=37, seed=3).values
-    old = old_gradient_shap(pol, x, a, G._GradientSHAP(pol, bg, n_background=10).references(), 37, seed=3)
+    old = old_gradient_shap(pol, x, a, _fit(GradientSHAP, pol, bg, n_background=10).references(), 37, seed=3)
     assert close(new, old)
 
 
@@ -112,19 +118,19 @@ def test_gradient_shap_equals_shaps_draws_and_values(data, kind):
 def test_deep_shap_equals_shaps_deep_explainer(data, kind):
     pol, d = data[kind]; x, bg = d["x"], d["bg"]; a = _actions(pol, x)
     new = explain("deep_shap", pol, x, a, background=bg, n_background=10).values
-    assert close(new, old_deep_shap(pol, x, a, G._DeepSHAP(pol, bg, n_background=10).references()))
+    assert close(new, old_deep_shap(pol, x, a, _fit(DeepSHAP, pol, bg, n_background=10).references()))
 
 
 def test_base_values_and_every_action_are_kept(data):
     "all_actions: per-action values equal each action explained alone; base values are the references' mean output."
     pol, d = data["tab"]; x, bg = d["x"], d["bg"]
-    for cls, kw in ((G._DeepSHAP, {}), (G._GradientSHAP, dict(n_samples=11)), (G._IntegratedGradients, dict(n_steps=6))):
-        ex = cls(pol, bg, n_background=10, all_actions=True, **kw)
-        att = ex.explain(x)
+    for cls, kw in ((DeepSHAP, {}), (GradientSHAP, dict(n_samples=11)), (IntegratedGradients, dict(n_steps=6))):
+        ex = _fit(cls, pol, bg, n_background=10, all_actions=True, **kw)
+        att = ex.explain(pol, x)
         refs = ex.references()
         np.testing.assert_allclose(att.params["base_values"], pol.outputs(refs).double().mean(0).numpy(), rtol=1e-6)
         for act in range(pol.n_actions):
-            alone = cls(pol, bg, n_background=10, **kw).explain(x, act).values
+            alone = _fit(cls, pol, bg, n_background=10, **kw).explain(pol, x, act).values
             assert close(att.per_action[:, act], alone), (cls.name, act)
 
 
@@ -134,7 +140,7 @@ def test_deep_shap_falls_back_to_shap_for_other_layers(data):
     assert not G._rescale_ok(pol.module) and G._rescale_ok(data["img"][0].module)
     a = _actions(pol, x)
     new = explain("deep_shap", pol, x, a, background=bg, n_background=6).values
-    assert close(new, old_deep_shap(pol, x, a, G._DeepSHAP(pol, bg, n_background=6).references()))
+    assert close(new, old_deep_shap(pol, x, a, _fit(DeepSHAP, pol, bg, n_background=6).references()))
 
 
 def test_values_do_not_depend_on_workers_or_pass_size(data):
@@ -152,7 +158,7 @@ def test_values_do_not_depend_on_workers_or_pass_size(data):
 # ------------------------------------------------------------- the comparisons have teeth
 def test_a_wrong_implementation_fails_the_comparisons(data, monkeypatch):
     pol, d = data["img"]; x, bg = d["x"][:3], d["bg"]; a = _actions(pol, x)
-    refs = G._DeepSHAP(pol, bg, n_background=10).references()
+    refs = _fit(DeepSHAP, pol, bg, n_background=10).references()
     ok = explain("deep_shap", pol, x, a, background=bg, n_background=10, check_additivity=False).values
     assert close(ok, old_deep_shap(pol, x, a, refs))
     # DeepSHAP as "gradient at the reference times (x - r)": the plain gradient instead of DeepLIFT's multipliers
@@ -166,9 +172,10 @@ def test_a_wrong_implementation_fails_the_comparisons(data, monkeypatch):
     monkeypatch.undo()
     # GradientSHAP with t and 1 - t swapped (the same draws, the wrong end of the path)
     real_draws = G._shap_draws
-    monkeypatch.setattr(G, "_shap_draws", lambda s, m, n: (lambda i, t: (i, 1.0 - t))(*real_draws(s, m, n)))
+    import rlexplain.attribution.explainers.gradient_shap as GS   # the module that calls it
+    monkeypatch.setattr(GS, "_shap_draws", lambda s, m, n: (lambda i, t: (i, 1.0 - t))(*real_draws(s, m, n)))
     bad = explain("gradient_shap", pol, x, a, background=bg, n_background=10, n_samples=15).values
-    assert not close(bad, old_gradient_shap(pol, x, a, G._GradientSHAP(pol, bg, n_background=10).references(), 15))
+    assert not close(bad, old_gradient_shap(pol, x, a, _fit(GradientSHAP, pol, bg, n_background=10).references(), 15))
     monkeypatch.undo()
     # IG on captum's right Riemann points under the left rule's name
     from captum.attr._utils import approximation_methods as am
@@ -238,8 +245,8 @@ def test_shap_draws_are_shaps(data):
 
 def test_integrated_gradients_rejects_bad_settings(data):
     pol, d = data["tab"]
-    with pytest.raises(ValueError, match="method must be one of"): G._IntegratedGradients(pol, d["bg"], method="simpson")
-    with pytest.raises(ValueError, match="n_steps must be >= 2"): G._IntegratedGradients(pol, d["bg"], n_steps=1)
-    with pytest.raises(ValueError, match="rows_per_pass"): G._IntegratedGradients(pol, d["bg"], rows_per_pass=0)
-    G._IntegratedGradients(pol, d["bg"], n_steps=1, method="gausslegendre")
-    with pytest.raises(ValueError, match="n_samples"): G._GradientSHAP(pol, d["bg"], n_samples=0)
+    with pytest.raises(ValueError, match="method must be one of"): _fit(IntegratedGradients, pol, d["bg"], method="simpson")
+    with pytest.raises(ValueError, match="n_steps must be >= 2"): _fit(IntegratedGradients, pol, d["bg"], n_steps=1)
+    with pytest.raises(ValueError, match="rows_per_pass"): _fit(IntegratedGradients, pol, d["bg"], rows_per_pass=0)
+    _fit(IntegratedGradients, pol, d["bg"], n_steps=1, method="gausslegendre")
+    with pytest.raises(ValueError, match="n_samples"): _fit(GradientSHAP, pol, d["bg"], n_samples=0)

@@ -12,7 +12,8 @@ import pytest
 from scipy import stats
 
 from rlexplain import measures as ms, runtables as rt, scoreboard as sb
-from rlexplain.ranld_study import ADVERSARIAL_CONDITIONS, BASELINE, NATURAL_CONDITIONS
+from rlexplain import papers
+from rlexplain.papers import RANLD_ADVERSARIAL as ADVERSARIAL_CONDITIONS, RANLD_BASELINE as BASELINE, RANLD_NATURAL as NATURAL_CONDITIONS
 
 E = ms.Estimate
 
@@ -857,8 +858,8 @@ def test_not_monotone_and_the_path_of_R_by_hand(tmp_path):
 def _calibration(tmp_path, **shift) -> Path:
     """A run whose random-map calibration equals the paper's six values (Huber et al. App. B.1) plus `shift[<dist>_<metric>]`,
     with the reference run's per-pair spreads (0.006 Spearman and SSIM, 0.013 HOG) over 100 pairs."""
-    from rlexplain.saliency_bench import PAPER_CALIBRATION
-    t = PAPER_CALIBRATION.copy()
+    from rlexplain.papers import calibration
+    t = calibration()
     for k, v in shift.items(): d, m = k.split("_"); t.loc[d, m] += v
     t = t.assign(spearman_std=0.006, ssim_std=0.006, hog_std=0.013, n_pairs=100).reset_index()
     _csv(tmp_path, "saliency_bench", "saliency_bench_calibration", t)
@@ -878,7 +879,7 @@ def test_sal_calibration_tests_each_of_the_six_values_against_its_own_band(tmp_p
     r = sb.score_run(_calibration(tmp_path, uniform_spearman=0.01)).set_index("id").loc["sal-calibration"]
     assert r.verdict == "contradicted" and "uniform spearman - paper 0.010" in r.reason and "vs 0 ± 0.0045: outside" in r.reason
     assert "gaussian" not in r.reason.split("(and")[0]               # only the value that is off is named as failing
-    zero = {f"{d}_{m}": -v for (d, m), v in ms.PAPER_CALIBRATION.stack().items()}
+    zero = {f"{d}_{m}": -v for (d, m), v in papers.calibration().stack().items()}
     assert sb.score_run(_calibration(tmp_path, **zero)).set_index("id").loc["sal-calibration"].verdict == "contradicted"
     # the paper's values taken as exact (the named variant) give the narrower interval over our pairs alone
     run = rt.RunTables(_calibration(tmp_path))

@@ -21,8 +21,8 @@ from ..runs import Result, json_default
 from ._utils import as_states, resolve_actions
 
 # %% auto #0
-__all__ = ['EXPLAINERS', 'METRICS', 'Attribution', 'Explainer', 'map_values', 'MetricResult', 'Metric', 'registry_name',
-           'explainer', 'explain', 'score']
+__all__ = ['EXPLAINERS', 'METRICS', 'Attribution', 'Explainer', 'map_values', 'MetricResult', 'Metric', 'resolve_name',
+           'registry_name', 'explainer', 'explain', 'score']
 
 # %% ../../nbs/attribution/01_base.ipynb #a92c14ed
 @dataclasses.dataclass(frozen=True)
@@ -448,21 +448,40 @@ _ALIASES = {"ps": "perturbation_saliency", "ig": "integrated_gradients", "tabula
                      "noisesensitivity": "noise_sensitivity", "lime": "lime_slic", "baseline": "random",
                      "integratedgradient": "integrated_gradients", "gradshap": "gradient_shap"}
 
+def _squash(name: str) -> str: return str(name).lower().replace("_", "").replace("-", "")
+
+def resolve_name(name: str,                 # a registry key, an alias, or either in another case ("IG", "aim", "Tabular-SHAP")
+                 registry: dict,            # EXPLAINERS or METRICS
+                 aliases: dict | None = None, # squashed alias -> key (`_ALIASES` for explainers)
+                 kind: str = "explainer",   # the word the error uses
+                 ) -> str:                  # the key of `registry`
+    """The key of `registry` that `name` names, case, '_' and '-' ignored: the key itself, an alias's key, or the key that squashes
+    to the same letters (`"aim"` -> `"AIM"`, `"Integrated-Gradients"` -> `"integrated_gradients"`). The one resolver of `explain`
+    and `score`. Raises `LookupError` naming the unknown name, the closest known names (difflib) and every known one."""
+    n = str(name)
+    if n in registry: return n
+    sq = _squash(n)
+    key = (aliases or {}).get(sq) or next((k for k in registry if _squash(k) == sq), None)
+    if key in registry: return key
+    import difflib
+    close = difflib.get_close_matches(n.lower(), [k.lower() for k in registry] + list(aliases or {}), n=3, cutoff=0.6)
+    close = [next((k for k in registry if k.lower() == c), None) or (aliases or {}).get(c, c) for c in close]
+    hint = f" (did you mean {' or '.join(map(repr, dict.fromkeys(close)))}?)" if close else ""
+    raise LookupError(f"unknown {kind} {name!r}{hint}; known: {', '.join(registry)}.")
+
 def registry_name(method: str) -> str:
     """The key of `EXPLAINERS` that `method` names: itself, or the key an alias names (case, '_' and '-' ignored): XRL-Bench's names
     ("IG", "PS", "TabularSHAP", "DeepSHAP", ...), "lime" (LIME on SLIC superpixels, "lime_slic") and "baseline" ("random"); else `method` lower-cased."""
     m = str(method)
-    return m if m in EXPLAINERS else _ALIASES.get(m.lower().replace("_", "").replace("-", ""), m.lower())
+    return m if m in EXPLAINERS else _ALIASES.get(_squash(m), m.lower())
 
 # %% ../../nbs/attribution/01_base.ipynb #1acbfbf8
 def explainer(method: str | Explainer, /, **params) -> Explainer:
     """The explainer `method` (a key of `EXPLAINERS` or an alias, case-insensitive) with `params`; `method` is positional-only, so an
-    option of the same name (Integrated Gradients' `method="gausslegendre"`) reaches the explainer. Raises `LookupError` for an unknown name."""
+    option of the same name (Integrated Gradients' `method="gausslegendre"`) reaches the explainer. Raises `LookupError` for an unknown name (`resolve_name`: the closest names, then every known one)."""
     if isinstance(method, Explainer):
         return type(method)(**{**method.params, **method.own_names(params)}) if params else method
-    key = registry_name(method)
-    if key not in EXPLAINERS: raise LookupError(f"unknown explainer {method!r}; known: {', '.join(EXPLAINERS)}.")
-    return EXPLAINERS[key](**params)
+    return EXPLAINERS[resolve_name(method, EXPLAINERS, _ALIASES, "explainer")](**params)
 
 # %% ../../nbs/attribution/01_base.ipynb #b0704afe
 def explain(method: str | Explainer,  # a key of EXPLAINERS (or an alias), or an Explainer
@@ -484,10 +503,10 @@ def score(metric: str | Metric,       # a key of METRICS, or a Metric
           /,
           **params,                   # the metric's parameters (e.g. order="raw", n_neighbors=5)
           ) -> MetricResult:
-    "Score `attribution` with `metric`. Raises `LookupError` for an unknown metric and as `Metric.__call__`."
+    """Score `attribution` with `metric` (a key of `METRICS` in any case, `"aim"` for `"AIM"`; `resolve_name`, as `explain`). Raises
+    `LookupError` for an unknown metric (naming the closest ones and every known one) and as `Metric.__call__`."""
     if isinstance(metric, Metric): m = type(metric)(**{**metric.params, **params})
-    elif metric in METRICS: m = METRICS[metric](**params)
-    else: raise LookupError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}.")
+    else: m = METRICS[resolve_name(metric, METRICS, None, "metric")](**params)   # as explain resolves explainers: case, '_', '-' ignored
     return m(policy, states, attribution)
 
 # %% ../../nbs/attribution/01_base.ipynb #f2bcee8f

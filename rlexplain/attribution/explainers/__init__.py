@@ -13,9 +13,14 @@ from .rise import *
 from .lime import *
 from .maps import *
 from .fitted import *
-from .tabular import *
+from .perturbation_saliency import *
+from .sarfa import *
+from .tabular_shap import *
+from .tabular_lime import *
 from .gradient import *
-from .xrlbench import *
+from .deep_shap import *
+from .gradient_shap import *
+from .integrated_gradients import *
 
-_FAMILIES = ('perturbation', 'rise', 'lime', 'maps', 'fitted', 'tabular', 'gradient', 'xrlbench')
+_FAMILIES = ('perturbation', 'rise', 'lime', 'maps', 'fitted', 'perturbation_saliency', 'sarfa', 'tabular_shap', 'tabular_lime', 'gradient', 'deep_shap', 'gradient_shap', 'integrated_gradients')
 __all__ = [n for s in _FAMILIES for n in importlib.import_module(f'rlexplain.attribution.explainers.{s}').__all__]

@@ -5,6 +5,7 @@
 # %% ../../../nbs/attribution/14_fitted.ipynb #e56cc4eb
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, Sequence
 
@@ -14,27 +15,15 @@ import torch
 from torch import nn
 
 from ...core import Policy
-from .._base import Attribution
-from .._utils import _batch_for, as_states, resolve_actions, state_columns
-from .perturbation import _noise_sensitivity, _sarfa, _sarfa_score
+from .._base import Explainer
+from .._utils import _batch_for, as_states, state_columns
+from .perturbation import _noise_sensitivity, _sarfa_score
 
 # %% auto #0
-__all__ = ['IMAGE_METHODS']
-
-# %% ../../../nbs/attribution/14_fitted.ipynb #6235b87d
-def _explanation(importance: Any,        # (N, *obs_shape)
-                 actions: Any,           # (N,)
-                 states: Any,            # (N, *obs_shape)
-                 per_action: Any = None, # (N, A, *obs_shape) or None
-                 base_values: Any = None, # (A,) or None
-                 method: str = "", feature_names: Sequence = (), seconds: float = 0.0, params: dict | None = None) -> Attribution:
-    "The `Attribution` of a fitted explainer's outputs (base values and feature names go to `params`)."
-    p = {**(params or {}), "feature_names": list(feature_names) or None,
-         "base_values": None if base_values is None else [float(b) for b in np.asarray(base_values).ravel()]}
-    return Attribution(importance, actions, method, p, None if states is None else np.asarray(states, np.float32), {"total_s": float(seconds)},
-                       per_action=per_action)
+__all__ = ['TABULAR_METHODS', 'IMAGE_METHODS']
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #d726ee15
+TABULAR_METHODS = ("TabularSHAP", "TabularLIME", "PS", "SARFA", "DeepSHAP", "GradientSHAP", "IG")   # XRL-Bench's seven methods, by its names (Xiong et al. 2024, Listing 2; each class's `key`)
 IMAGE_METHODS = ("PS", "SARFA", "DeepSHAP", "GradientSHAP", "IG")   # XRL-Bench's image methods (Xiong et al. 2024, Table 3)
 
 def _pick(policy, action: int, copy_module: bool = False) -> nn.Module:
@@ -51,30 +40,32 @@ def _groups(actions: np.ndarray, all_actions: bool, n_actions: int) -> list:
     return [(int(a), np.flatnonzero(actions == a)) for a in np.unique(actions)]
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #847bf360
-class _FittedExplainer:
-    """Base class of XRL-Bench's state explainers (private: reached through `explain`), fitted to one policy and its background states. Subclasses implement `_explain(x, a) -> (importance, per_action, base_values)`
-    on validated float32 states `x (N, *obs_shape)` and actions `a (N,)`. Raises `TypeError` for a non-Policy or a
-    non-integer `batch_size`, and `ValueError` for a method that does not explain the policy's state type, a missing or
-    empty background where the method needs one, feature names of the wrong count, or `batch_size < 1`."""
-    name: str = "explainer"
+class _FittedExplainer(Explainer):
+    """Base of the explainers fitted to one policy and its background states (XRL-Bench, Xiong et al. 2024, Sec. 3.2; captum's
+    base classes play this part). `fit(policy, background)` validates both and runs the method's `_setup` (a student, LIME's
+    statistics, references); `explain(policy, states, actions)` fits first when the explainer is not fitted to that policy (to the
+    `background` parameter, else to the explained states). Subclasses implement `_compute(x, a) -> (importance, per_action,
+    base_values)` on validated float32 states `x (N, *obs_shape)` and actions `a (N,)`. `fit` raises `TypeError` for a non-Policy,
+    an option the method does not have, or a non-integer `batch_size`, and `ValueError` for a method that does not explain the
+    policy's state type, a missing or empty background where the method needs one, feature names of the wrong count, or `batch_size < 1`."""
+    key: str = ""                      # XRL-Bench's name of the method (Xiong et al. 2024, Listing 2): "IG", "PS", ...
     modalities: tuple = ("tabular", "image")
-    uses_background: bool = False
-    reference: str = ""
+    uses_background = True             # takes a `background` parameter (the agent's dataset states)
+    needs_background: bool = False     # ... and cannot explain without one
 
-    def __init__(self, policy: Policy,              # the agent; q-values or logits (B, A)
-                 background: Any = None,            # the dataset's states (M, *obs_shape) or a dataset DataFrame
-                 feature_names: Sequence[str] | None = None, # D names (tabular); default from a DataFrame or f0..
-                 seed: int = 0,                     # seeds the method's own randomness (each explain call restarts it)
-                 batch_size: int | None = None):    # states per forward pass; None: 8192 tabular, the policy's compute settings for images
+    def _setup(self, policy: Policy,              # the agent; q-values or logits (B, A)
+               background: Any = None,            # the dataset's states (M, *obs_shape) or a dataset DataFrame
+               feature_names: Sequence[str] | None = None, # D names (tabular); default from a DataFrame or f0..
+               seed: int = 0,                     # seeds the method's own randomness (each explain call restarts it)
+               batch_size: int | None = None):    # states per forward pass; None: 8192 tabular, the policy's compute settings for images
         for attr in ("obs_shape", "n_actions", "module", "forward", "outputs"):
             if not hasattr(policy, attr): raise TypeError(f"policy must be an rlexplain Policy (missing .{attr}); got {type(policy).__name__}. Wrap a module with Policy.from_module.")
         self.policy, self.seed = policy, int(seed)
         self.is_image = len(policy.obs_shape) == 3
         if ("image" if self.is_image else "tabular") not in self.modalities:
-            raise ValueError(f"{self.name} explains {' and '.join(self.modalities)} states; the policy's obs_shape is {tuple(policy.obs_shape)}. "
-                             f"Image methods: {IMAGE_METHODS}.")
+            raise ValueError(f"{self.name} explains {' and '.join(self.modalities)} states; the policy's obs_shape is {tuple(policy.obs_shape)}.")
         if len(policy.obs_shape) not in (1, 3): raise ValueError(f"obs_shape must be (D,) or (C, H, W); got {policy.obs_shape}.")
-        if self.uses_background and background is None:
+        if self.needs_background and background is None:
             raise ValueError(f"{self.name} needs background states (the agent's dataset): explain({self.name!r}, policy, states, background=dataset_states).")
         names = list(state_columns(background)) if isinstance(background, pd.DataFrame) else None
         self.background = None if background is None else as_states(background, policy, "background")
@@ -85,10 +76,27 @@ class _FittedExplainer:
             raise ValueError(f"feature_names has {len(self.feature_names)} names for D = {D} features.")
         self.batch_size = _batch_for(policy, batch_size)
 
-    def __repr__(self): return f"{type(self).__name__}(policy={getattr(self.policy, 'name', '?')!r}, {self.params()})"
+    def _fit_params(self) -> dict:
+        "The parameters `fit` hands `_setup` (every parameter but `background`)."
+        return {k: v for k, v in self.params.items() if k != "background"}
 
-    def params(self) -> dict:
-        "The method's parameters (JSON-able), stored with each explanation."
+    def fit(self, policy: Policy,     # the agent to explain
+            background: Any = None,   # the agent's dataset states (M, *obs_shape) or DataFrame; default the `background` parameter
+            ) -> "_FittedExplainer":  # self, fitted
+        "Fit the method to `policy` and `background` (a student, LIME's statistics, references). Returns self. Raises as the class says."
+        bg = self.params.get("background") if background is None else background
+        p = self._fit_params()
+        valid = {q for c in type(self).__mro__ if "_setup" in vars(c) for q, v in inspect.signature(c._setup).parameters.items()
+                 if v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL) and q not in ("self", "policy", "background")}
+        unknown = sorted(set(p) - valid)
+        if unknown: raise TypeError(f"explain({self.name!r}) has no option {', '.join(map(repr, unknown))}; its options: {', '.join(sorted(valid | {'background'}))}.")
+        self._progress = False
+        self._setup(policy, bg, **p)
+        self._fitted_to = (id(policy), id(bg))
+        return self
+
+    def fitted_params(self) -> dict:
+        "The fitted method's parameters (JSON-able), stored with each explanation."
         return {"seed": self.seed}
 
     @property
@@ -105,45 +113,47 @@ class _FittedExplainer:
         "The policy's greedy actions `(N,)` on validated states."
         return self.policy.outputs(x, batch_size=self.batch_size).argmax(-1).numpy().astype(np.int64)
 
-    def _explain(self, x: np.ndarray, a: np.ndarray):
+    def _compute(self, x: np.ndarray, a: np.ndarray):
         raise NotImplementedError
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #fe8fb84e
-def _fitted_explain(self, states: Any,          # (N, *obs_shape): array, tensor or dataset DataFrame; uint8 images are /255
-            actions: Any = None,        # (N,) ints or one int; None: the policy's greedy actions
-            progress: bool = False,
-            ) -> Attribution:           # values (N, *obs_shape); every action's values kept for `to_shap(action=...)`
-    """Explain `actions` in `states`: an `Attribution` whose `params` hold the method's parameters, `feature_names` and `base_values`
-    (`(A,)` expected outputs, SHAP methods; else None). Raises `ValueError` for a feature-count / shape mismatch, NaN or infinite
-    states, channel-last images, or actions outside `[0, A)`."""
-    x = as_states(states, self.policy)
-    q = self.policy.outputs(x, batch_size=self.batch_size) if actions is None else np.zeros((len(x), self.policy.n_actions), np.float32)
-    a = resolve_actions(actions, q) if len(x) else np.zeros(0, np.int64)
-    self._progress = progress
+def _fitted_explain(self, policy, x, a):
+    """The explainer contract's `_explain` of a fitted method: fit when not fitted to `policy` (and the `background` parameter;
+    without one, to the explained states `x` unless `fit` was called for this policy), then `_compute`. Extra params: the fitted
+    method's scalars, `feature_names` and `base_values` (`(A,)` expected outputs, SHAP methods), `setup_s`, `per_action`."""
     t0 = time.perf_counter()
-    imp, per, base = self._explain(x, a) if len(x) else (np.zeros_like(x), None, None)
-    dt = time.perf_counter() - t0
-    return _explanation(np.asarray(imp, np.float32).reshape(x.shape), a, x, per, base, self.name, self.feature_names, dt, self.params())
+    bg = self.params.get("background")
+    done = getattr(self, "_fitted_to", None)
+    if done is None or done[0] != id(policy) or (bg is not None and done[1] != id(bg)) or (bg is None and done[1] == "states"):
+        self.fit(policy, x if bg is None else bg)
+        if bg is None: self._fitted_to = (id(policy), "states")   # fitted to these states only: the next call refits
+    setup = time.perf_counter() - t0
+    self._progress = False
+    imp, per, base = self._compute(x, a)
+    extra = {k: v for k, v in self.fitted_params().items() if isinstance(v, (int, float, str, bool, type(None)))}
+    if base is not None: extra["base_values"] = [float(b) for b in np.asarray(base).ravel()]   # E[f_a(x0)] per action (SHAP methods)
+    per = None if per is None else np.asarray(per, np.float32)
+    return np.asarray(imp, np.float32).reshape(x.shape), {**extra, "feature_names": list(self.feature_names) or None, "setup_s": setup, "per_action": per}
 
-_FittedExplainer.explain = _fitted_explain
+_FittedExplainer._explain = _fitted_explain
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #88223858
 class _PerturbationExplainer(_FittedExplainer):
-    "Shared machinery of PS and SARFA: one perturbed copy of each state per feature (tabular) or grid point (images)."
-    def __init__(self, policy: Policy, background: Any = None,
-                 noise: float = 0.05,      # tabular: noise std as a fraction of each feature's std
-                 n_draws: int = 1,         # tabular: noise draws averaged per state and feature
-                 stride: int = 5,          # images: grid stride of the blob centres, pixels
-                 mask_sigma: float = 5.0,  # images: std of the Gaussian blob, pixels
-                 blur_sigma: float = 3.0,  # images: std of the blur that replaces the blob's content
-                 **kw):
-        super().__init__(policy, background, **kw)
+    "Shared machinery of Perturbation Saliency and SARFA on tabular states and XRL-Bench's image blobs: one perturbed copy of each state per feature (tabular) or grid point (images)."
+    def _setup(self, policy: Policy, background: Any = None,
+               noise: float = 0.05,      # tabular: noise std as a fraction of each feature's std
+               n_draws: int = 1,         # tabular: noise draws averaged per state and feature
+               stride: int = 5,          # images: grid stride of the blob centres, pixels
+               mask_sigma: float = 5.0,  # images: std of the Gaussian blob, pixels
+               blur_sigma: float = 3.0,  # images: std of the blur that replaces the blob's content
+               **kw):
+        super()._setup(policy, background, **kw)
         if noise <= 0 or n_draws < 1 or stride < 1: raise ValueError(f"need noise > 0, n_draws >= 1, stride >= 1; got {noise}, {n_draws}, {stride}.")
         self.noise, self.n_draws, self.stride, self.mask_sigma, self.blur_sigma = float(noise), int(n_draws), int(stride), float(mask_sigma), float(blur_sigma)
 
-    def params(self) -> dict:
-        p = {**super().params(), "noise": self.noise, "n_draws": self.n_draws} if not self.is_image else \
-            {**super().params(), "stride": self.stride, "mask_sigma": self.mask_sigma, "blur_sigma": self.blur_sigma}
+    def fitted_params(self) -> dict:
+        p = {**super().fitted_params(), "noise": self.noise, "n_draws": self.n_draws} if not self.is_image else \
+            {**super().fitted_params(), "stride": self.stride, "mask_sigma": self.mask_sigma, "blur_sigma": self.blur_sigma}
         return p
 
     def _grid_kw(self) -> dict:
@@ -167,52 +177,3 @@ class _PerturbationExplainer(_FittedExplainer):
                 qp[s:s + step] = self.policy.outputs(xp.reshape(-1, D), batch_size=self.batch_size).double().numpy().reshape(-1, R, D, q.shape[1])
             return q, qp
         raise ValueError("image perturbations are computed by noise_sensitivity / sarfa (see _grid_kw).")
-
-# %% ../../../nbs/attribution/14_fitted.ipynb #a89afeec
-class _PerturbationSaliency(_PerturbationExplainer):
-    "Perturbation saliency (Greydanus et al. 2018) as in XRL-Bench: `S_i = ||Q(x) - Q(x'_i)||_2` (or `0.5 ||.||^2`, `score='greydanus'`)."
-    name = "PS"
-    reference = "Greydanus et al. (2018), Eq. 2-3; Xiong et al. (2024) Sec. 3.2"
-
-    def __init__(self, policy: Policy, background: Any = None,
-                 score: str = "l2",   # "l2": ||Q - Q'||_2 (XRL-Bench code); "greydanus": 0.5 ||Q - Q'||^2 (the paper)
-                 **kw):
-        if score not in ("l2", "greydanus"): raise ValueError(f"score must be 'l2' or 'greydanus'; got {score!r}.")
-        super().__init__(policy, background, **kw); self.score = score
-
-    def params(self) -> dict: return {**super().params(), "score": self.score}
-
-    def _explain(self, x, a):
-        if self.is_image:     # Greydanus et al.'s blurred perturbation: one implementation, `_noise_sensitivity`
-            score = "l2" if self.score == "l2" else "all_actions"
-            return _noise_sensitivity(self.policy, x, a, score=score, **self._grid_kw()).values, None, None   # the map spread over the frames
-        q, qp = self._perturbed_outputs(x)
-        d2 = ((qp - q[:, None, None, :]) ** 2).sum(-1)
-        return (np.sqrt(d2) if self.score == "l2" else 0.5 * d2).mean(1), None, None
-
-# %% ../../../nbs/attribution/14_fitted.ipynb #5f480b46
-class _SARFA(_PerturbationExplainer):
-    "SARFA (Puri et al. 2020) with XRL-Bench's perturbations (`_sarfa_score`)."
-    name = "SARFA"
-    reference = "Puri et al. (2020), Eq. 3; Xiong et al. (2024) Sec. 3.2"
-
-    def __init__(self, policy: Policy, background: Any = None,
-                 all_actions: bool | None = None,  # also score every action (per_action); default: tabular yes, images no
-                 kl: str = "code",                 # KL direction of `_sarfa_score`: "code" (XRL-Bench's and SARFA's code) or "paper"
-                 **kw):
-        super().__init__(policy, background, **kw); self.all_actions, self.kl = all_actions, kl
-        if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")
-
-    def params(self) -> dict: return {**super().params(), "kl": self.kl}
-
-    def _explain(self, x, a):
-        every = (not self.is_image) if self.all_actions is None else self.all_actions
-        if self.is_image:     # the blurred Gaussian blobs of `_noise_sensitivity`, scored by `_sarfa`
-            sar = lambda act: _sarfa(self.policy, x, act, kl=self.kl, **self._grid_kw()).values   # the map spread over the frames
-            per = np.stack([sar(np.full(len(x), b)) for b in range(self.policy.n_actions)], 1) if every else None
-            return sar(a), per, None
-        q, qp = self._perturbed_outputs(x)
-        qb = q[:, None, None, :]
-        imp = _sarfa_score(qb, qp, a[:, None, None], kl=self.kl).mean(1)
-        per = np.stack([_sarfa_score(qb, qp, b, kl=self.kl).mean(1) for b in range(q.shape[1])], 1) if every else None
-        return imp, per, None

@@ -32,18 +32,18 @@ class _GradientExplainer(_FittedExplainer):
     """Shared machinery of the gradient explainers: the `n_background` reference states, the explained actions (each state's own
     in one call, or every action with `all_actions`), and the compute settings of their gradient passes (`grad_workers`,
     `grad_rows`)."""
-    uses_background = True
-    def __init__(self, policy: Policy, background: Any = None,
-                 n_background: int = 100,    # reference states drawn from the background
-                 background_seed: int = 42,  # the benchmark's seed for that draw
-                 all_actions: bool = False,  # also explain every action (per_action), A times the cost
-                 **kw):
-        super().__init__(policy, background, **kw)
+    needs_background = True
+    def _setup(self, policy: Policy, background: Any = None,
+               n_background: int = 100,    # reference states drawn from the background
+               background_seed: int = 42,  # the benchmark's seed for that draw
+               all_actions: bool = False,  # also explain every action (per_action), A times the cost
+               **kw):
+        super()._setup(policy, background, **kw)
         if int(n_background) < 1: raise ValueError(f"n_background must be >= 1; got {n_background}.")
         self.n_background, self.background_seed, self.all_actions = int(n_background), int(background_seed), bool(all_actions)
 
-    def params(self) -> dict:
-        return {**super().params(), "n_background": self.n_background, "background_seed": self.background_seed, "all_actions": self.all_actions}
+    def fitted_params(self) -> dict:
+        return {**super().fitted_params(), "n_background": self.n_background, "background_seed": self.background_seed, "all_actions": self.all_actions}
 
     def references(self) -> np.ndarray:
         "The reference states `(M, *obs_shape)`: `n_background` background states drawn with `background_seed`."
@@ -99,7 +99,7 @@ def _grad_explain(self, x, a):
     finally: self._stop()
     return imp, per, base
 
-_GradientExplainer._explain = _grad_explain
+_GradientExplainer._compute = _grad_explain
 
 # %% ../../../nbs/attribution/16_gradient.ipynb #0d99befb
 _LIFT = threading.local()   # the DeepLIFT pass this thread runs, if any: hooks stay inert in every other thread
@@ -199,81 +199,6 @@ class _DeepLift:
         if next(calls, None) is not None: raise ValueError("the network called fewer ReLU modules than in the recorded pass; DeepSHAP needs a fixed graph.")
         return g.detach()
 
-# %% ../../../nbs/attribution/16_gradient.ipynb #29dc6915
-class _DeepSHAP(_GradientExplainer):
-    """DeepSHAP (Lundberg & Lee 2017): DeepLIFT's rescale rule averaged over the references, shap.DeepExplainer's values. Networks of
-    linear layers and `nn.ReLU` modules run `_DeepLift` (shap's formula, the references' forward once per call, one backward
-    row per (state, reference) pair, chunks of states on the policy's workers); any other network runs shap.DeepExplainer
-    itself. Values `(N, *obs_shape)`, in the units of the network's output; they sum to `f_a(x) - E[f_a(x0)]` (checked:
-    `ValueError` beyond shap's tolerance 0.01, e.g. for functional activations `F.relu` that neither path can see)."""
-    name = "DeepSHAP"
-    reference = "Lundberg & Lee (2017); Shrikumar et al. (2017); Xiong et al. (2024) Sec. 3.2"
-
-    def __init__(self, policy: Policy, background: Any = None,
-                 check_additivity: bool = True,  # shap's check that attributions sum to f(x) - E f(x0)
-                 **kw):
-        super().__init__(policy, background, **kw); self.check_additivity = bool(check_additivity)
-
-    def params(self) -> dict: return {**super().params(), "check_additivity": self.check_additivity}
-
-    _ADDITIVITY = ("DeepSHAP attributions do not sum to f(x) - E[f(x0)] ({}). The network probably applies functional activations "
-                   "(F.relu / torch.relu) that shap's DeepExplainer cannot see: build it from nn.ReLU modules (see xrlbench_mlp).")
-
-    def _start(self, x, refs):
-        self._lift = _DeepLift(self.policy.module, refs) if _rescale_ok(self.policy.module) else None
-
-    def _stop(self):
-        if getattr(self, "_lift", None) is not None: self._lift.close()
-        self._lift = None
-
-    def _base_values(self, refs):
-        if self._lift is None: return super()._base_values(refs)
-        return self._lift.refs_out.float().cpu().double().mean(0).numpy()   # the references' outputs of the recorded pass
-
-    def _attribute(self, acts, x, refs):
-        if self._lift is None: return self._shap_attribute(acts, x, refs)
-        lift, M = self._lift, len(refs)
-        x_acts, out = lift.record(x)
-        if len(x_acts) != len(lift.refs_acts): raise ValueError("the network called its ReLU modules differently for the states than for the references; DeepSHAP needs a fixed graph.")
-        def chunk(idx: Tensor) -> np.ndarray:   # states idx against every reference, one pass of len(idx) * M rows
-            delta = (x[idx].unsqueeze(1) - refs.unsqueeze(0)).reshape(len(idx) * M, *x.shape[1:])
-            g = lift.gradients(x_acts, idx, delta, acts)
-            return (g * delta).view(len(idx), M, *x.shape[1:]).cpu().numpy().mean(1)   # shap: (g * (x - r)).numpy().mean(0) per state
-        w = self.grad_workers
-        phis = np.concatenate(map_batches(chunk, torch.arange(len(x), device=x.device), _rows(len(x), max(1, self.grad_rows // M), w), w)).astype(np.float64)
-        if self.check_additivity:   # shap's _check_additivity: f_a(x) - E[f_a(x0)] - sum(phi), tolerance 1e-2
-            a = acts.cpu().numpy()
-            ev = lift.refs_out.mean(0).cpu().numpy()[a]
-            diff = np.abs(out.cpu().numpy()[np.arange(len(x)), a] - ev - phis.reshape(len(x), -1).sum(1)).max()
-            if not diff < 1e-2: raise ValueError(self._ADDITIVITY.format(f"max. diff {diff:.4g}, tolerance 0.01"))
-        return phis
-
-# %% ../../../nbs/attribution/16_gradient.ipynb #a8bbcdc8
-def _deepshap_shap_attribute(self, acts, x, refs):
-    "shap.DeepExplainer itself (networks `_rescale_ok` rejects): per action, one explainer per chunk of its states, on its own copy of the network."
-    import shap
-    out = np.zeros(x.shape, np.float64)
-    a = acts.cpu().numpy()
-    for act in np.unique(a):
-        i = np.flatnonzero(a == act)
-        out[i] = self._shap_action(int(act), x[torch.as_tensor(i, device=x.device)], refs)
-    return out
-
-def _deepshap_shap_action(self, act, x, refs):
-    import shap
-    def chunk(idx: Tensor) -> np.ndarray:
-        # on a copy per chunk: shap's DeepExplainer leaves `x`/`y` parameters on the network's modules
-        e = shap.DeepExplainer(_pick(self.policy, act, copy_module=True), refs)
-        try: return np.asarray(e.shap_values(x[idx], check_additivity=self.check_additivity)).reshape(len(idx), *x.shape[1:])
-        except AssertionError as err: raise ValueError(self._ADDITIVITY.format(str(err).split(' - ')[-2:])) from None
-    workers = self.grad_workers
-    with warnings.catch_warnings():   # entered here, not in the workers: the filter list is process-wide, not thread-safe
-        warnings.filterwarnings("ignore", message=".*unrecognized nn.Module.*")
-        return np.concatenate(map_batches(chunk, torch.arange(len(x)), max(1, math.ceil(len(x) / workers)), workers))
-
-_DeepSHAP._shap_attribute = _deepshap_shap_attribute
-_DeepSHAP._shap_action = _deepshap_shap_action
-
 # %% ../../../nbs/attribution/16_gradient.ipynb #1b0c7481
 def _shap_draws(seed: int, n_refs: int, n_samples: int) -> tuple:
     """shap 0.51's `GradientExplainer.shap_values` draws for one state after `np.random.seed(seed)`: per sample a reference index
@@ -283,109 +208,3 @@ def _shap_draws(seed: int, n_refs: int, n_samples: int) -> tuple:
     idx, t = np.empty(n_samples, np.int64), np.empty(n_samples)
     for k in range(n_samples): idx[k] = rs.choice(n_refs); t[k] = rs.uniform()
     return idx, t
-
-# %% ../../../nbs/attribution/16_gradient.ipynb #6740c7fe
-class _GradientSHAP(_GradientExplainer):
-    """GradientSHAP / expected gradients (Erion et al. 2019), shap.GradientExplainer's values: per state, the mean over `n_samples`
-    draws of `grad f_a(t x + (1 - t) x0) * (x - x0)`, with a reference `x0` and `t ~ U(0, 1)` drawn as shap draws them
-    (`_shap_draws`). Each state's draws come from its own seed, from `seed` and the state's values (`state_seed`): a state gets the
-    same values alone or with any other states in the call. The draws of all states run as batched gradient passes (chunks of
-    states on the policy's workers) instead of shap's per-sample Python loop. Values `(N, *obs_shape)`, output units."""
-    name = "GradientSHAP"
-    reference = "Erion et al. (2019); Lundberg & Lee (2017); Xiong et al. (2024) Sec. 3.2"
-
-    def __init__(self, policy: Policy, background: Any = None,
-                 n_samples: int = 200,                # (reference, alpha) samples per state (shap's default)
-                 shap_batch_size: int | None = None, # rows per gradient pass; None: whole states (n_samples rows each, as shap's 200), at least `grad_rows`
-                 **kw):
-        super().__init__(policy, background, **kw)
-        if int(n_samples) < 1: raise ValueError(f"n_samples must be >= 1; got {n_samples}.")
-        if shap_batch_size is not None and int(shap_batch_size) < 1: raise ValueError(f"shap_batch_size must be >= 1; got {shap_batch_size}.")
-        self.n_samples, self.shap_batch_size = int(n_samples), None if shap_batch_size is None else int(shap_batch_size)
-
-    def params(self) -> dict: return {**super().params(), "n_samples": self.n_samples}
-
-    def _attribute(self, acts, x, refs):
-        S, M = self.n_samples, len(refs)
-        xs = x.detach().cpu().numpy()
-        draws = [_shap_draws(state_seed(self.seed, xs[i]), M, S) for i in range(len(x))]
-        ridx = torch.as_tensor(np.stack([d[0] for d in draws]), device=x.device)                        # (n, S)
-        t = np.stack([d[1] for d in draws])
-        t32 = torch.as_tensor(t, dtype=torch.float32, device=x.device)                                 # shap: t * x, t cast to float32
-        u32 = torch.as_tensor(1.0 - t, dtype=torch.float32, device=x.device)                           # shap: (1 - t) * x0, 1 - t in float64
-        one = (1,) * (x.ndim - 1)
-        rows = self.shap_batch_size or max(self.grad_rows, min(S, 1024))   # a pass per state at least: per-pass overhead stays small
-        def chunk(idx: Tensor) -> np.ndarray:   # states idx, their S samples each
-            xi = x[idx].unsqueeze(1); r = refs[ridx[idx]]                                               # (n, 1, ...), (n, S, ...)
-            z = (t32[idx].view(len(idx), S, *one) * xi + u32[idx].view(len(idx), S, *one) * r).reshape(len(idx) * S, *x.shape[1:])
-            za = acts[idx].repeat_interleave(S)
-            g = torch.cat([self._input_grad(self.policy.module, z[b:b + rows], za[b:b + rows]) for b in range(0, len(z), rows)])
-            g = g.view(len(idx), S, *x.shape[1:]).cpu().numpy()
-            d = (xi - r).cpu().numpy().astype(np.float64)                                               # shap keeps x - x0 in float64
-            return np.stack([(g[i] * d[i]).mean(0) for i in range(len(idx))])                           # shap: (grad * delta).mean(0)
-        w = self.grad_workers
-        return np.concatenate(map_batches(chunk, torch.arange(len(x), device=x.device), _rows(len(x), max(1, rows // S), w), w))
-
-# %% ../../../nbs/attribution/16_gradient.ipynb #d0edd1de
-class _IntegratedGradients(_GradientExplainer):
-    """Integrated Gradients (Sundararajan et al. 2017, Eq. 1-3) averaged over the references, as XRL-Bench: per (state, reference)
-    pair `(x - x0) * sum_k w_k grad f_a(x0 + alpha_k (x - x0))` with captum's quadrature (`approximation_parameters(method)`:
-    weights `w_k`, points `alpha_k`) and captum's float32 arithmetic, then the mean over references. Captum's batching is done here:
-    chunks of pairs, all `n_steps` points of a pair in one forward + backward pass of about `rows_per_pass` rows, on the policy's
-    workers. Values `(N, *obs_shape)`, output units. Raises `ValueError` for an unknown `method` or baseline, or too few steps."""
-    name = "IG"
-    reference = "Sundararajan et al. (2017), Eq. 1-3; Xiong et al. (2024) Sec. 3.2"
-
-    def __init__(self, policy: Policy, background: Any = None,
-                 n_steps: int = 50,                   # quadrature points per path (>= 2 for Riemann rules)
-                 method: str = "riemann_left",        # captum's integration rule; the benchmark's code is left Riemann
-                 baseline: Any = "background",        # "background" (average over the references), "zeros", "mean", or an array (M, *obs_shape)
-                 rows_per_pass: int | None = None,    # network rows per pass; default: tabular 16384, images the policy's gradient batch (`grad_rows`)
-                 **kw):
-        from captum.attr._utils.approximation_methods import SUPPORTED_METHODS
-        if isinstance(baseline, str) and baseline not in ("background", "zeros", "mean"):
-            raise ValueError(f"baseline must be 'background', 'zeros', 'mean' or an array; got {baseline!r}.")
-        if method not in SUPPORTED_METHODS: raise ValueError(f"method must be one of {SUPPORTED_METHODS}; got {method!r}.")
-        if int(n_steps) < (1 if method == "gausslegendre" else 2): raise ValueError(f"n_steps must be >= {1 if method == 'gausslegendre' else 2} for {method!r}; got {n_steps}.")
-        if rows_per_pass is not None and int(rows_per_pass) < 1: raise ValueError(f"rows_per_pass must be >= 1; got {rows_per_pass}.")
-        if not (isinstance(baseline, str) and baseline in ("background", "mean")): self.uses_background = False
-        super().__init__(policy, background, **kw)
-        self.n_steps, self.method, self.baseline = int(n_steps), method, baseline
-        self.rows_per_pass = None if rows_per_pass is None else int(rows_per_pass)
-
-    def params(self) -> dict:
-        return {**super().params(), "n_steps": self.n_steps, "method": self.method,
-                "baseline": self.baseline if isinstance(self.baseline, str) else "array"}
-
-    def references(self) -> np.ndarray:
-        if isinstance(self.baseline, str):
-            if self.baseline == "zeros": return np.zeros((1, *self.policy.obs_shape), np.float32)
-            refs = super().references()
-            return refs.mean(0, keepdims=True) if self.baseline == "mean" else refs
-        return as_states(self.baseline, self.policy, "baseline")
-
-    def _attribute(self, acts, x, refs):
-        from captum.attr._utils.approximation_methods import approximation_parameters
-        K, M, D = self.n_steps, len(refs), x.shape[1:]
-        sizes, alphas = approximation_parameters(self.method)
-        w = torch.tensor(sizes(K)).float().view(K, 1).to(x.device)              # captum: torch.tensor(step_sizes).float()
-        al = torch.tensor(alphas(K), dtype=torch.float32, device=x.device).view(K, 1, *(1,) * len(D))
-        def chunk(p: Tensor) -> Tensor:   # pairs p (state p // M, reference p % M), all K points each, step-major rows as captum's
-            b = refs[p % M]; d = x[p // M] - b
-            z = (b.unsqueeze(0) + al * d.unsqueeze(0)).reshape(K * len(p), *D)   # captum: baseline + alpha * (input - baseline)
-            g = self._input_grad(self.policy.forward, z, acts[p // M].repeat(K))
-            total = (g.view(K, -1) * w).reshape(K, len(p), *D).sum(0)          # captum: scaled grads, _reshape_and_sum
-            return total * d
-        wk = self.grad_workers
-        per = max(1, (self.rows_per_pass or self.grad_rows) // K)             # pairs per pass
-        block = max(1, (1 << 25) // (M * int(np.prod(D))))                    # states per block: <= 128 MB of per-pair values
-        out = []
-        for s in range(0, len(x), block):
-            n = min(block, len(x) - s)
-            pairs = torch.arange(s * M, (s + n) * M, device=x.device)
-            att = torch.cat(map_batches(chunk, pairs, _rows(len(pairs), per, wk), wk))
-            out.append(att.view(n, M, *D).mean(1).cpu().numpy())
-        return np.concatenate(out)
-
-    def _base_values(self, refs):
-        return None if isinstance(self.baseline, str) and self.baseline == "zeros" else super()._base_values(refs)

@@ -60,7 +60,7 @@ class _RISNeighbourhood:
     - `"original"`: XRL-Bench's first release: one neighbour per state (noise 0.5 std), divisions by `clip(., 1e-3)` (which floors
       negative values), and the maximum over states.
 
-    `explainer`: a fitted XRL-Bench explainer (private, `explainers.xrlbench._fitted`), or any callable `f(states (M, *obs_shape) float32, actions (M,))
+    `explainer`: a fitted explainer (`IntegratedGradients(...).fit(policy, background)`), or any callable `f(states (M, *obs_shape) float32, actions (M,))
     -> values (M, *obs_shape)`. The metric `RIS` wraps an explainer of the `explain` contract in such a callable."""
 
     def __init__(self, n_neighbors: int = 10,       # neighbours sampled per state ("paper", "code")
@@ -101,15 +101,15 @@ def _ris_variants(self, explainer: Any, states: Any = None, explanation: Any = N
     if bad or not variants: raise ValueError(f"variants must be a non-empty subset of {RIS_VARIANTS}; got {variants!r}.")
     if ("original" in variants) != (self.variant == "original") or ("original" in variants and len(variants) > 1):
         raise ValueError(f"'original' draws its own neighbourhood (one neighbour, noise 0.5 std): compute it with variant='original' alone; got {variants!r} for {self!r}.")
-    bound = isinstance(explainer, _FittedExplainer)
+    bound = isinstance(explainer, _FittedExplainer) and hasattr(explainer, "policy")   # fitted (`fit`): explains its own policy
     if not bound and not callable(explainer): raise TypeError(f"explainer must be an Explainer or a callable; got {type(explainer).__name__}.")
-    f = (lambda s, acts: explainer.explain(s, acts).values) if bound else explainer
+    f = (lambda s, acts: explainer.explain(explainer.policy, s, acts).values) if bound else explainer
     if states is None and not isinstance(explanation, Attribution): raise ValueError("pass states, or an Attribution that holds them.")
     x = explanation.states if states is None else (as_states(states, explainer.policy) if bound else np.asarray(states, np.float32))
     if len(x) == 0: raise ValueError("states is empty (N = 0); RIS needs at least one state.")
     if explanation is None:
         if not bound: raise ValueError("with a callable explainer, pass the explanation's values and actions.")
-        explanation = explainer.explain(x, actions)
+        explanation = explainer.explain(explainer.policy, x, actions)
     is_ex = isinstance(explanation, Attribution)
     e = np.asarray(explanation.values if is_ex else explanation, np.float64)
     if e.shape != x.shape: raise ValueError(f"explanation has shape {e.shape}; states {x.shape}.")
