@@ -31,11 +31,12 @@ setuptools.setup(
                 + ['Programming Language :: Python :: ' + o for o in py_versions[py_versions.index(min_python):]],
     url=cfg['git_url'],
     # the zoo of trained agents is package data: its folder is declared as a (data-only) package so that setuptools ships it
-    packages=setuptools.find_packages(include=['rlexplain', 'rlexplain.*']) + ['rlexplain.zoo'],
+    packages=setuptools.find_packages(include=['rlexplain', 'rlexplain.*']) + ['rlexplain.zoo', 'rlexplain.data'],
     include_package_data=True,
     package_data={'rlexplain': ['claims.toml',   # the scoreboard's claims (rlexplain.scoreboard.load_claims)
-                                'data/*.csv', 'data/*.json',    # results of papers' own code (bench/xrlbench_original.py)
                                 'papers/*.csv', 'papers/*.toml'],   # the papers' published tables (rlexplain.papers)
+                  # results of papers' own code (bench/xrlbench_original.py) and published scores (agent_zoo): a data-only package
+                  'rlexplain.data': ['*.csv', '*.json'],
                   'rlexplain.zoo': ['*/*/*/*/card.json', '*/*/*/*/weights.safetensors', '*.json', '*.md']},
     exclude_package_data={'rlexplain.zoo': ['_resume/**/*']},
     install_requires=requirements,

@@ -9,7 +9,7 @@ __all__ = ['Policy', 'explain', 'score', 'EXPLAINERS', 'METRICS', 'Attribution',
 # %% ../nbs/index.ipynb #d0e1f2a2
 __version__ = "0.1.0"
 
-# %% ../nbs/index.ipynb #51e055f0
+# %% ../nbs/index.ipynb #3e17b4c0
 # The small public API: `rlexplain.explain`, `rlexplain.Policy`, ... Each name is imported from its module on first use
 # (PEP 562), so `import rlexplain` (and every `import rlexplain.<module>`, which imports this package first) loads no
 # torch. Each paper's study has one entry point, named by its method where two studies call theirs `run_benchmark`.

@@ -593,7 +593,11 @@ CAMPAIGN = {
                     dict(**_TB, pipelines=["a2c"], seeds=list(range(6, 12)), checkpoints=[50_000, 960_000, 2_400_000, 3_000_000]),
                     dict(**_TB, pipelines=["ppo"], seeds=list(range(6)), checkpoints=[50_000, 640_000, 1_600_000]),
                     dict(**_TB, pipelines=["a2c"], seeds=list(range(6)), checkpoints=[50_000, 960_000, 2_400_000, 3_000_000, 6_000_000, 12_000_000]),
-                    dict(**_TB, pipelines=["ppo"], seeds=list(range(6)), checkpoints=[50_000, 640_000, 1_600_000, 3_000_000])],
+                    dict(**_TB, pipelines=["ppo"], seeds=list(range(6)), checkpoints=[50_000, 640_000, 1_600_000, 3_000_000]),
+                    # Then the later A2C seeds to the paper's last checkpoint: first the two that play at 3e6 frames, then
+                    # the four that had collapsed to one action there (seed 3 had too, and plays at 1.2e7).
+                    dict(**_TB, pipelines=["a2c"], seeds=[8, 10], checkpoints=[50_000, 960_000, 2_400_000, 3_000_000, 6_000_000, 12_000_000]),
+                    dict(**_TB, pipelines=["a2c"], seeds=[6, 7, 9, 11], checkpoints=[50_000, 960_000, 2_400_000, 3_000_000, 6_000_000, 12_000_000])],
     # The value-based agents (about 625 frames/s): one seed each of the IR study's DQN and QR-DQN past their constant
     # phase (the curve of distinct actions against frames), the saliency benchmark's two missing games (Huber et al. 2022:
     # Breakout, Ms. Pac-Man, Space Invaders, Frostbite), then the other IR seeds.

@@ -29,7 +29,7 @@ from torch import nn
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 
 from .core import sb3_class
-from .compute import settings
+from .compute import LAYOUTS, settings
 from .runs import atomic_write, save_json
 from .envs import is_multiagent, make_env, make_parallel_env
 
@@ -533,7 +533,6 @@ def set_compute(model, layout: str = "contiguous", precision: str = "fp32", fuse
     (bfloat16 autocast around `train` only, acting stays float32); `fused`: torch's fused Adam/AdamW step (one kernel, same algorithm).
     Returns the card's `compute` record (`model._rlx_compute`, kept in snapshots). Raises `ValueError` for an unknown layout or
     precision, or for bf16-update on a CPU without native bfloat16."""
-    from .compute import LAYOUTS
     if layout not in LAYOUTS: raise ValueError(f"layout must be one of {LAYOUTS}; got {layout!r}.")
     if precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}; got {precision!r}.")
     if precision == "bf16-update" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():

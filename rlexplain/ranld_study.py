@@ -19,7 +19,7 @@ from .ranld import episode_direction
 __all__ = ['BASELINE', 'PAPER_ENV_IDS', 'ADVERSARIAL_CONDITIONS', 'NATURAL_CONDITIONS', 'NESTEROV_READINGS', 'RANLDConfig',
            'QuotientTable', 'ranld_protocol', 'paper_tables', 'paper_shifts', 'ranld_tables', 'plot_tables',
            'tables_config', 'spectral_entropy', 'high_freq_fraction', 'top_mass', 'PolicyComparison',
-           'compare_policies', 'demo_plan', 'demo_units', 'demo_section']
+           'compare_policies', 'demo_plan', 'agents_table', 'derive_agents_table', 'demo_units', 'demo_section']
 
 # %% ../nbs/21_ranld_study.ipynb #f410afb4
 import gymnasium as gym
@@ -31,6 +31,8 @@ import torch
 from .core import Policy
 from .compute import SCALES, get_scale, ScaledConfig, progress as progress_bar, run_jobs
 from .runs import Result, RunDir, json_default
+from .runtables import check_table
+from ._io import atomic_write
 from .envs import game_slug, make_env
 from .papers import RANLD_ADVERSARIAL, RANLD_BASELINE, RANLD_NATURAL, ranld_tables as _paper_ranld_tables
 from .sections import saved_units
@@ -559,6 +561,43 @@ def _demo_compare_job(job: tuple):
     return compare_policies({"DDQN": load_agent(zoo_entry_dir(agents[env_id])), "SA-DDQN": load_agent(zoo_entry_dir(agents[f"sa-ddqn {env_id}"]))},
                             env_id, n_episodes=2, max_steps={"demo": 300, "reference": 1000}.get(scale))
 
+# %% ../nbs/21_ranld_study.ipynb #4e1a9c20
+_GATE_COLUMNS = {"gate_states": "n_states", "distinct": "distinct", "modal_share": "modal_share", "modal_action": "modal_action"}
+
+def agents_table(cards: dict,  # {env_id: zoo card} of the agents the run uses (`demo_plan`'s cards, as loaded at run time)
+                 ) -> pd.DataFrame:
+    """One row per game of an RA-NLD run: `game` (as `ranld_tables` names it), `agent` (the zoo id) and the agent's quality
+    gate as its card held it when the run was made: `gate_states` (visited states), `distinct` (greedy actions taken),
+    `modal_share` and `modal_action` (NaN where the card has no gate or the gate lacks the count). The scoreboard reads it
+    (`runtables.TABLES['ranld_agents']`) to leave out a constant agent's baseline, never the live zoo. Raises `ValueError`
+    naming a card without an `id`."""
+    rows = []
+    for env_id, card in cards.items():
+        if not isinstance(card, dict) or not card.get("id"): raise ValueError(f"the zoo card of {env_id} names no agent (no 'id'): {card!r}")
+        g = card.get("gate") or {}
+        rows.append({"game": game_name(env_id), "agent": str(card["id"]),
+                     **{k: float(g[v]) if g.get(v) is not None else np.nan for k, v in _GATE_COLUMNS.items()}})
+    return pd.DataFrame(rows, columns=["game", "agent", *_GATE_COLUMNS])
+
+def derive_agents_table(section_dir: str | Path,  # a finished run's ranld section, e.g. results/reference/ranld
+                        ) -> Path:
+    """Write `ranld_agents.csv` into a finished RA-NLD section made before the study wrote it: each game's agent as its saved
+    quotient table records it (`quotient_tables/<game>/result.json`, `params.policy`, a zoo id), with the quality gate of that
+    agent's zoo card read once, on the day of the derivation (the reference run's: 2026-12-02). Checked against
+    `runtables.TABLES`. Returns the path. Raises `FileNotFoundError` without saved quotient tables or for an agent the zoo no
+    longer holds, `ValueError` naming a saved table that cannot be read or names no agent."""
+    d = Path(section_dir); units = sorted((d / "quotient_tables").glob("*/result.json"))
+    if not units: raise FileNotFoundError(f"no saved quotient tables under {d / 'quotient_tables'} (<game>/result.json)")
+    cards = {}
+    for p in units:
+        try: params = json.loads(p.read_text())["fields"]["params"]; pid, env_id = str(params["policy"]), str(params["env_id"])
+        except (OSError, ValueError, KeyError, TypeError) as e: raise ValueError(f"{p}: the saved quotient table names no agent ({type(e).__name__}: {e})") from e
+        if game_name(env_id) != p.parent.name: raise ValueError(f"{p}: its env_id {env_id} is not the game of its folder {p.parent.name!r}")
+        card_file = zoo_entry_dir(pid) / "card.json"
+        if not card_file.is_file(): raise FileNotFoundError(f"{p} names the agent {pid}, whose card {card_file} is missing")
+        cards[env_id] = json.loads(card_file.read_text())
+    return atomic_write(d / "ranld_agents.csv", check_table("ranld_agents", agents_table(cards)).to_csv(index=False))
+
 # %% ../nbs/21_ranld_study.ipynb #fd2fa23d
 def _demo_run(sec, scale: str, games: dict):
     """The `runs.RunDir` of the RA-NLD demo's directions (one unit per game) and comparisons (`compare/<game>`), for this scale
@@ -591,6 +630,9 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
         res.plot(ax=axs[0]); res.plot_spectrum(ax=axs[1]); fig.tight_layout()
         sec.figure(f"ranld_direction_{k}", fig, f"Figures 1-2 analogue on {env_id}: the principal non-Lipschitz direction per stacked "
                                               f"frame ({res.n_states} visited states) and its Fourier magnitude")
+    sec.table("ranld_agents", check_table("ranld_agents", agents_table({e: c for e, (_, _, c) in games.items()})),
+              "each game's agent and its quality gate when the run was made (visited states, distinct greedy actions, modal share "
+              "and action): an agent with one action in every state makes Λ(S-hat, S) hold by construction")
     tabs = sec.table("ranld_tables", pd.concat([t for _, t in out], ignore_index=True),
                      "Tables 1-2 analogue: feature correlation quotient Lambda(S-hat, S) and Lambda(S^Psi, S) per game "
                      "and shift (mean, std over runs; at = where S^Psi's gradients are taken), the paper's values beside; "

@@ -19,7 +19,7 @@ from .envs import collect_rollout, make_env
 
 # %% auto #0
 __all__ = ['METHOD_LABELS', 'PAPER_CALIBRATION', 'Z99', 'SANITY_COLUMNS', 'SANITY_VARIANTS', 'DEMO_GRIDS', 'random_saliency',
-           'bench_maps', 'random_map_calibration', 'SanityCheck', 'sanity_check', 'sanity_scores', 'sanity_variants',
+           'random_map_calibration', 'SanityCheck', 'sanity_check', 'sanity_scores', 'sanity_variants',
            'load_bench_agent', 'collect_stream', 'penultimate_features', 'highlights_importance', 'Highlights',
            'highlights_div', 'paper_grid', 'Tuning', 'bench_insertion', 'tune', 'time_maps']
 
@@ -82,20 +82,6 @@ def _bench_explainer(method: str | Callable, **overrides) -> Explainer:
     elif method in PAPER_PARAMS: key, params = PAPER_PARAMS[method]          # the explainer registry's name and the paper's parameters
     else: raise KeyError(f"unknown saliency method {method!r}; expected 'random' or one of {list(PAPER_PARAMS)}.")
     return explainer(key, **{**params, **overrides})
-
-def bench_maps(method: str | Callable,  # a key of PAPER_PARAMS, "random", or f(policy, obs, action) -> image Attribution
-               policy: Policy,          # any Policy with image observations
-               obs: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
-               action: Any = None,      # None: greedy action; an int or (B,) ints
-               **overrides,             # parameters replacing the method's defaults (e.g. patch=4)
-               ) -> Attribution:        # pixels() (B, H, W); `method` is the key (a function's name)
-    """The maps of `method` with the benchmark's parameters, through `rlexplain.attribution.explain` (the one road; `pixels()` is bit for
-    bit the method's own map; the explainer stays on the result for the sanity metrics). Raises `KeyError` for an unknown key,
-    `TypeError` for a callable that returns no image Attribution."""
-    att = attribution.explain(_bench_explainer(method, **overrides), policy, obs, action)    # the one road to an explanation
-    label = method if isinstance(method, str) else att.method
-    return Attribution.from_pixels(att.pixels(), att.actions, label, att.params, att.values.shape[1], att.states, att.timing, att.source,
-                                   explainer=att.explainer)
 
 # %% ../nbs/31_saliency_bench.ipynb #9585a60d
 PAPER_CALIBRATION = calibration()   # Huber et al. (2022), App. B.1: data, rlexplain/papers/huber2022_calibration.csv
@@ -218,7 +204,7 @@ def sanity_check(policy: Policy,           # the trained agent
     if bad: raise ValueError(f"unknown similarity metrics {bad}; expected some of {SIMILARITY_METRICS}.")
     name = method if isinstance(method, str) else getattr(method, "__name__", "custom")
     ex = _bench_explainer(method, **overrides)
-    if reference is None: ref = bench_maps(method, policy, x, action, **overrides)
+    if reference is None: ref = ex.explain(policy, x, action)
     else:
         vals = map_values(reference, x)
         acts = reference.actions if isinstance(reference, Attribution) else resolve_actions(action, policy.outputs(x))
@@ -231,7 +217,7 @@ SANITY_COLUMNS = ["game", "method", "variant", "n_randomized", "layer", "state",
 
 def sanity_scores(policy: Policy,             # the original agent
                   x: Any,                     # (N, C, H, W) float32 in [0, 1] or uint8: the states of `ref`
-                  ref: Attribution,           # the original agent's maps of `x` (e.g. `bench_maps`), with their explainer
+                  ref: Attribution,           # the original agent's maps of `x` (e.g. `_bench_explainer(name).explain`), with their explainer
                   name: str,                  # the method's label in the table
                   metrics: Sequence[str],     # some of SIMILARITY_METRICS
                   seed: int,                  # seed of the re-initialisation
@@ -263,7 +249,7 @@ SANITY_VARIANTS = {   # method -> {variant: (masks, explainer overrides)}: the p
 
 def sanity_variants(policy: Policy,             # the original agent
                     x: Any,                     # (N, C, H, W) float32 in [0, 1] or uint8: the states of `ref`
-                    ref: Attribution,           # the benchmark's maps of `x` (`bench_maps(name, policy, x)`), with their explainer
+                    ref: Attribution,           # the benchmark's maps of `x` (`_bench_explainer(name).explain(policy, x)`), with their explainer
                     name: str,                  # a key of PAPER_PARAMS
                     metrics: Sequence[str],     # some of SIMILARITY_METRICS
                     seed: int,                  # seed of the re-initialisation
@@ -274,11 +260,11 @@ def sanity_variants(policy: Policy,             # the original agent
                     ) -> tuple[pd.DataFrame, tuple]: # (table with SANITY_COLUMNS, randomised layer names)
     """`(table, layers)`: `sanity_scores` of `ref` (variant "shared", the default), then, for a method of `SANITY_VARIANTS`, the rows of
     each other variant: its `masks` for the randomised models and its explainer overrides, the trained agent's maps recomputed with
-    those overrides (`bench_maps`, the same actions). The default's rows are bit for bit `sanity_scores`'. Raises as `sanity_scores`."""
+    those overrides (`_bench_explainer`, the same actions). The default's rows are bit for bit `sanity_scores`'. Raises as `sanity_scores`."""
     table, steps = sanity_scores(policy, x, ref, name, metrics, seed, layers, ssim_flat, game, None, progress)
     parts = [table]
     for label, (masks, over) in SANITY_VARIANTS.get(name, {}).items():
-        r = bench_maps(name, policy, x, ref.actions, **over) if over else ref
+        r = _bench_explainer(name, **over).explain(policy, x, ref.actions) if over else ref
         parts.append(sanity_scores(policy, x, r, name, metrics, seed, layers, ssim_flat, game, None, progress, masks, label)[0])
     parts = [p for p in parts if len(p)]
     return (pd.concat(parts, ignore_index=True) if parts else table), steps
@@ -462,7 +448,7 @@ def _zscore(v: np.ndarray) -> np.ndarray:
 # %% ../nbs/31_saliency_bench.ipynb #26d039f1
 def bench_insertion(policy: Policy,         # the agent
                     obs: Any,               # (B, C, H, W) float32 in [0, 1] or uint8: the states of `maps`
-                    maps: Attribution,      # (B, H, W) maps of `obs`, e.g. `bench_maps`
+                    maps: Attribution,      # (B, H, W) maps of `obs`, e.g. `_bench_explainer(name).explain`
                     starts: Sequence[str] = INSERTION_STARTS, # start images, a non-empty subset of INSERTION_STARTS
                     game: str = "",         # label of the result
                     **params,               # the insertion metrics' parameters: pixel_step, seed, batch_size
@@ -499,7 +485,7 @@ def tune(policy: Policy,                 # the agent
     x = image_obs(policy, obs)
     rows = []
     for params in progress_bar(grid, desc=f"tune {method}", disable=not progress, leave=False):
-        t0 = time.perf_counter(); maps = bench_maps(method, policy, x, **params); dt = (time.perf_counter() - t0) / len(x)
+        t0 = time.perf_counter(); maps = _bench_explainer(method, **params).explain(policy, x); dt = (time.perf_counter() - t0) / len(x)
         ins = bench_insertion(policy, x, maps, starts, seed=seed)
         qa = np.nanmean([np.nanmean(ins.auc("q", s, auc)) for s in ins.starts])
         aa = np.nanmean([np.nanmean(ins.auc("advantage", s, auc)) for s in ins.starts])
@@ -516,12 +502,12 @@ def tune(policy: Policy,                 # the agent
 # %% ../nbs/31_saliency_bench.ipynb #58d62356
 def time_maps(policy: Policy,            # any Policy with image observations
               obs: Any,                  # (N, C, H, W) uint8 or float32 in [0, 1], channel-first: the states, timed one at a time
-              methods: Sequence[str],    # keys of PAPER_PARAMS or "random", at the benchmark's parameters (`bench_maps`)
+              methods: Sequence[str],    # keys of PAPER_PARAMS or "random", at the benchmark's parameters (`_bench_explainer`)
               warmup: bool = True,       # explain state 0 once with every method first, untimed
               clock: Callable[[], float] = time.perf_counter,  # a clock in seconds (the default: `time.perf_counter`)
               ) -> pd.DataFrame:         # N * M rows: state, method, position, seconds
     """Seconds per map state by state (per-state latency; the benchmark's `s_per_map` is batched throughput). State i (0..N-1)
-    is explained alone (a batch of one, `bench_maps`) by every method, in the order of `methods` rotated left by i (round robin:
+    is explained alone (a batch of one, `_bench_explainer(method).explain`) by every method, in the order of `methods` rotated left by i (round robin:
     a slow drift of the machine's load falls on every method alike); `position` is the method's place in that order, and
     `seconds` the difference of two `clock()` readings around the call. With `warmup` every method first explains state 0
     once, untimed. Rows are ordered as timed. The design follows Huber et al. (2022, App. D)'s seconds per map, measured here
@@ -532,5 +518,5 @@ def time_maps(policy: Policy,            # any Policy with image observations
     if not methods or len(set(methods)) != len(methods): raise ValueError(f"methods must be distinct and not empty; got {methods}.")
     bad = [m for m in methods if m != "random" and m not in PAPER_PARAMS]
     if bad: raise KeyError(f"unknown saliency method(s) {bad}; expected 'random' or keys of PAPER_PARAMS: {list(PAPER_PARAMS)}.")
-    rows = time_round_robin(lambda m, i: bench_maps(m, policy, x[i:i + 1]), methods, len(x), warmup, clock)
+    rows = time_round_robin(lambda m, i: _bench_explainer(m).explain(policy, x[i:i + 1]), methods, len(x), warmup, clock)
     return pd.DataFrame(rows, columns=["state", "method", "position", "seconds"])

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 __all__ = ['PAPER_GAMES', 'PAPER_RUNTIMES', 'TUNING_METHODS', 'TIMING_COLUMNS', 'BenchConfig', 'MethodRun',
            'paper_insertion_table', 'paper_tuning_table', 'paper_game', 'SaliencyBenchmark', 'bench_run_config',
            'game_stream', 'benchmark_jobs', 'run_benchmark', 'tuning_jobs', 'run_tuning', 'timing_jobs', 'run_timing',
-           'demo_units', 'demo_section']
+           'demo_units', 'state_tables', 'derive_state_tables', 'demo_section']
 
 # %% ../nbs/33_saliency_study.ipynb #736e6306
 import matplotlib.pyplot as plt
@@ -28,15 +28,18 @@ from fastcore.basics import patch
 
 from .agents import env_slug
 from .agent_zoo import best_zoo_entry, zoo_entry_dir
-from .attribution import (
-    check_int, INSERTION_METRICS, INSERTION_STARTS, InsertionResult, minmax, PAPER_PARAMS, SIMILARITY_METRICS, SUB_METRIC_LABELS)
+from rlexplain.attribution import (
+    check_int, INSERTION_METRICS, INSERTION_STARTS, InsertionResult, minmax, PAPER_PARAMS, paper_explainer, SANITY_MASKS, SIMILARITY_METRICS,
+    SUB_METRIC_LABELS)
 from .core import Policy
 from .compute import run_jobs, ScaledConfig
 from .papers import insertion_table, runtimes, tuning_table
 from .runs import Result, RunDir, load_json
+from .runtables import check_table
+from ._io import atomic_write
 from .sections import saved_units
 from .saliency_bench import (
-    DEMO_GRIDS, Highlights, METHOD_LABELS, SANITY_COLUMNS, SanityCheck, Tuning, bench_insertion, bench_maps,
+    DEMO_GRIDS, Highlights, METHOD_LABELS, SANITY_COLUMNS, SanityCheck, Tuning, bench_insertion,
     collect_stream, highlights_div, load_bench_agent, paper_grid, random_map_calibration, sanity_variants, time_maps, tune)
 
 # %% ../nbs/33_saliency_study.ipynb #446d77c9
@@ -156,13 +159,13 @@ def _run_bench_job(job: _BenchJob) -> MethodRun:
     if multiprocessing.parent_process() is not None: torch.set_num_threads(1)   # a pool worker: one thread each
     policy = _job_agent(job.agent, job.cfg.device)
     cfg = job.cfg
-    t0 = time.perf_counter(); maps = bench_maps(job.method, policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
+    t0 = time.perf_counter(); maps = paper_explainer(job.method).explain(policy, job.obs); sec = (time.perf_counter() - t0) / len(job.obs)
     ins = bench_insertion(policy, job.obs, maps, cfg.starts, job.game, pixel_step=cfg.pixel_step, seed=cfg.seed, batch_size=cfg.batch_size)
     n = min(cfg.n_sanity, len(job.obs))
     if job.method != "random" and n > 0:       # the sanity metrics re-explain with the explainer kept on the maps; RISE also under SANITY_VARIANTS
         sanity = sanity_variants(policy, job.obs[:n], maps[:n], job.method, cfg.sanity_metrics, cfg.seed, None, cfg.ssim_flat, job.game)[0]
     else: sanity = pd.DataFrame(columns=SANITY_COLUMNS)
-    example = bench_maps(job.method, policy, job.example).pixels()[0]
+    example = paper_explainer(job.method).explain(policy, job.example).pixels()[0]
     params = {k: v for k, v in maps.params.items() if isinstance(v, (int, float, str, bool))}
     return MethodRun(job.game, job.method, ins.q, ins.advantage, ins.q_orig, ins.actions, ins.fractions, ins.starts,
                      sanity, example, float(sec), params)
@@ -602,6 +605,51 @@ def demo_units(sec, scale: str) -> list[tuple]:
     return saved_units(rd, [(n, f, job) for f, js, ns in ((fn, jobs, names), (tfn, tjobs, tnames), (mfn, mjobs, mnames))
                             for job, n in zip(js, ns)])
 
+# %% ../nbs/33_saliency_study.ipynb #3d7a51c0
+_SANITY_STATE_COLUMNS = ["game", "method", "variant", "n_randomized", "state", "metric", "value"]
+
+def state_tables(insertion: pd.DataFrame,  # per-state insertion AUCs (`SaliencyBenchmark.insertion`, `InsertionResult.to_frame(auc)`)
+                 sanity: pd.DataFrame,     # per-state sanity similarities (`SaliencyBenchmark.sanity`, each job's `MethodRun.sanity`)
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The two per-state tables the scoreboard reads (`runtables.TABLES`): `saliency_bench_insertion_states` (game, method,
+    state, sub_metric, auc: float64, so that the CSV holds every digit of the float32 AUC) and `saliency_bench_sanity_states`
+    (game, method, variant, n_randomized, state, metric, value; a job saved before the variants, issue 37, used the shared
+    draws: variant `SANITY_MASKS[0]`). Raises `ValueError` naming the missing columns of either input."""
+
+    miss = [c for c in ("game", "method", "state", "sub_metric", "auc") if c not in insertion.columns]
+    if miss: raise ValueError(f"the insertion AUCs lack the column(s) {miss}; they have {list(insertion.columns)}")
+    ins = insertion[["game", "method", "state", "sub_metric", "auc"]].astype({"state": "int64", "auc": "float64"}).reset_index(drop=True)
+    san = sanity.copy() if len(sanity) else pd.DataFrame(columns=_SANITY_STATE_COLUMNS)
+    san["variant"] = san["variant"].fillna(SANITY_MASKS[0]) if "variant" in san else SANITY_MASKS[0]
+    miss = [c for c in _SANITY_STATE_COLUMNS if c not in san.columns]
+    if miss: raise ValueError(f"the sanity similarities lack the column(s) {miss}; they have {list(sanity.columns)}")
+    return ins, san[_SANITY_STATE_COLUMNS].reset_index(drop=True)
+
+def derive_state_tables(section_dir: str | Path,  # a finished run's saliency_bench section, e.g. results/reference/saliency_bench
+                        ) -> dict[str, Path]:
+    """Write `saliency_bench_insertion_states.csv` and `saliency_bench_sanity_states.csv` into a finished section made
+    before the study wrote them, from its saved jobs (`run/units/bench/<game>/<method>/`, one `MethodRun` each) with the AUC
+    its configuration recorded (`run/config.json`, `auc`): the same tables `demo_section` writes, checked against
+    `runtables.TABLES` and the recorded configuration's promised rows. Run once per such run (the reference run's were
+    derived on 2026-12-02). Returns `{table name: path}`. Raises `FileNotFoundError` without a recorded configuration or
+    saved jobs, `ValueError` naming a job that cannot be read or is not a `MethodRun`."""
+    d = Path(section_dir); cfg_file = d / "run" / "config.json"
+    if not cfg_file.is_file(): raise FileNotFoundError(f"{cfg_file} is missing: the section recorded no configuration to derive its tables with")
+    cfg = json.loads(cfg_file.read_text())
+    jobs = sorted((d / "run" / "units" / "bench").glob("*/*/result.json"))
+    if not jobs: raise FileNotFoundError(f"no saved jobs under {d / 'run' / 'units' / 'bench'} (<game>/<method>/result.json)")
+    ins, san = [], []
+    for p in jobs:
+        try:
+            kind = json.loads(p.read_text()).get("type")
+            if kind != "MethodRun": raise ValueError(f"a saved {kind!r}, not a MethodRun")
+            r = MethodRun.load(p.parent); ins.append(r.insertion.to_frame(cfg["auc"])); san.append(r.sanity)
+        except Exception as e: raise ValueError(f"{p.parent}: the saved job cannot be read ({type(e).__name__}: {e})") from e
+    san = [s for s in san if len(s)]
+    tabs = dict(zip(("saliency_bench_insertion_states", "saliency_bench_sanity_states"),
+                    state_tables(pd.concat(ins, ignore_index=True), pd.concat(san, ignore_index=True) if san else pd.DataFrame())))
+    return {name: atomic_write(d / f"{name}.csv", check_table(name, df, cfg).to_csv(index=False)) for name, df in tabs.items()}
+
 # %% ../nbs/33_saliency_study.ipynb #91b9c600
 def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
     """The saliency benchmark's section of `rlexplain demo` (Huber et al. 2022): `run_benchmark` and `run_tuning` in
@@ -614,6 +662,11 @@ def demo_section(sec, scale: str, executor=None, max_workers: int = 1):
     n = res.insertion.groupby("game").state.nunique().to_dict()
     sec.table("saliency_bench_insertion", res.table(),
               f"Table 1 analogue: insertion AUC ({cfg.auc}) mean ± std over {n} states per game, beside the paper's (1000 ALE states)")
+    ins_states, san_states = state_tables(res.insertion, res.sanity)   # what the insertion and sanity claims read, checked before written
+    sec.table("saliency_bench_insertion_states", check_table("saliency_bench_insertion_states", ins_states, dataclasses.asdict(cfg)),
+              f"per-state insertion AUC ({cfg.auc}) of every game, method and sub-metric: what the insertion claims pair")
+    sec.table("saliency_bench_sanity_states", check_table("saliency_bench_sanity_states", san_states, dataclasses.asdict(cfg)),
+              "per-state similarity of the randomised model's map to the original's, per game, method, variant, randomised layers and metric")
     sec.figure("saliency_bench_sanity", res.plot_sanity(),
                f"Figure 3 analogue: similarity to the original maps after cascading re-initialisation (output layer first), {cfg.n_sanity} states, 99% CI")
     sec.table("saliency_bench_sanity_summary", res.sanity_summary(), "sanity-check similarities per method, metric and randomised layer")

@@ -221,13 +221,13 @@ def test_an_unevaluated_ale_entry_is_gated_under_its_games_protocol_epsilon(tmp_
 
 def test_ranld_demo_plan_names_a_gated_agent_that_has_no_evaluation(monkeypatch, tmp_path):
     "The RA-NLD demo's notes come from the gate (which every agent it picks has passed), not from an evaluation the card may lack."
-    import rlexplain.agent_zoo as az
+    import rlexplain.ranld_study as rs
     from rlexplain.ranld_study import PAPER_ENV_IDS, demo_plan
     gate = {"mean": -18.7, "random_mean": -20.0, "low": 0.57, "high": 1.97, "protocol": {"n_episodes": 30, "epsilon": 0.05}}
     def fake(env_id, algo=None, root=None, device="auto", plays=True):
         if env_id != "ALE/Pong-v5": raise LookupError(f"no {env_id} agent")
         return object(), {"id": "ale-pong-v5/ddqn-frequent/seed0/400000", "env_id": env_id, "evaluation": None, "gate": gate}
-    monkeypatch.setattr(az, "load_best_agent", fake)
+    monkeypatch.setattr(rs, "load_best_agent", fake)   # the name ranld_study imported
     games, jobs, names, notes = demo_plan("demo", tmp_path)
     assert list(games) == ["ALE/Pong-v5"] and len(jobs) == 1 and len(notes) == len(PAPER_ENV_IDS)
     assert "return -18.7 against random play's -20.0 over the gate's 30 episodes (epsilon 0.05; 95% interval of the gap [0.6, 2.0])" in notes[0]

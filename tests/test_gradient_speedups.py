@@ -128,7 +128,7 @@ def test_base_values_and_every_action_are_kept(data):
         ex = _fit(cls, pol, bg, n_background=10, all_actions=True, **kw)
         att = ex.explain(pol, x)
         refs = ex.references()
-        np.testing.assert_allclose(att.params["base_values"], pol.outputs(refs).double().mean(0).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(att.base_values, pol.outputs(refs).double().mean(0).numpy(), rtol=1e-6)
         for act in range(pol.n_actions):
             alone = _fit(cls, pol, bg, n_background=10, **kw).explain(pol, x, act).values
             assert close(att.per_action[:, act], alone), (cls.name, act)

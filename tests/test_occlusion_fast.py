@@ -1,5 +1,5 @@
 """Occlusion's exact incremental evaluation (issue 28: `_conv_chain`, `_occlusion_plan`, `_incremental_outputs` in
-rlexplain.attribution.explainers.perturbation): hand-checked outputs, the same maps as the plain batched forward on random
+rlexplain.attribution.explainers.occlusion): hand-checked outputs, the same maps as the plain batched forward on random
 conv nets and on the zoo's image agents, and the fall back to the plain forward for every network that is not a plain chain."""
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from torch import nn
 from rlexplain.core import Policy
 from rlexplain.attribution import Occlusion, explain
 from rlexplain.attribution._utils import forward_batches, patch_masks, perturb
-import rlexplain.attribution.explainers.perturbation as P
+import rlexplain.attribution.explainers.occlusion as P
 
 
 def _sum_net(k: int, s: int, hw: int) -> Policy:

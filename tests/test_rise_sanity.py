@@ -12,11 +12,11 @@ import pytest
 import torch
 from torch import nn
 
-from rlexplain.attribution import explainer
+from rlexplain.attribution import RISE, Occlusion, explainer
 from rlexplain.attribution.explainers.rise import _RISE
 from rlexplain.core import Policy
 from rlexplain.runtables import RunTables
-from rlexplain.saliency_bench import (SANITY_VARIANTS, SanityCheck, bench_maps, cascading_randomization, sanity_check,
+from rlexplain.saliency_bench import (SANITY_VARIANTS, SanityCheck, cascading_randomization, sanity_check,
                                       sanity_scores, sanity_variants, spearman_similarity)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")   # constant randomised agents; all-NaN means
@@ -72,8 +72,8 @@ def test_shared_masks_make_a_randomised_rise_map_the_mask_sum(offset, states):
     sanity similarity is the trained map's own correlation with the mask sum (about 1: the check is fooled); with fresh masks per
     model it falls to about 0.1; with the mean-mask correction the randomised maps are flat (NaN: nothing to compare)."""
     rand = cascading_randomization(offset, seed=0)[0][1]
-    np.testing.assert_allclose(spearman_similarity(bench_maps("rise", rand, states, **KW).pixels(), _mask_sum()), 1.0, atol=1e-3)
-    orig = bench_maps("rise", offset, states, **KW).pixels()
+    np.testing.assert_allclose(spearman_similarity(RISE.preset("huber2022", **KW).explain(rand, states).pixels(), _mask_sum()), 1.0, atol=1e-3)
+    orig = RISE.preset("huber2022", **KW).explain(offset, states).pixels()
     shared = sanity_check(offset, states, "rise", metrics=("spearman",), **KW).table
     fresh = sanity_check(offset, states, "rise", metrics=("spearman",), masks="fresh", **KW).table
     corr = sanity_check(offset, states, "rise", metrics=("spearman",), normalize="coverage", **KW).table
@@ -87,10 +87,10 @@ def test_shared_masks_make_a_randomised_rise_map_the_mask_sum(offset, states):
 
 def test_benchmark_reports_rise_variants_side_by_side(offset, states):
     "sanity_variants: the default's rows are sanity_scores' rows bit for bit; RISE adds its three variants; others add none."
-    ref = bench_maps("rise", offset, states[:2], n_samples=30, s=4)
+    ref = RISE.preset("huber2022", n_samples=30, s=4).explain(offset, states[:2])
     tab, steps = sanity_variants(offset, states[:2], ref, "rise", ("spearman",), 0, None, False, "g")
     assert list(dict.fromkeys(tab.variant)) == ["shared", *SANITY_VARIANTS["rise"]]
-    base = sanity_scores(offset, states[:2], bench_maps("rise", offset, states[:2], n_samples=30, s=4), "rise", ("spearman",), 0, None, False, "g")[0]
+    base = sanity_scores(offset, states[:2], RISE.preset("huber2022", n_samples=30, s=4).explain(offset, states[:2]), "rise", ("spearman",), 0, None, False, "g")[0]
     pd.testing.assert_frame_equal(tab[tab.variant == "shared"].reset_index(drop=True), base)
     s = SanityCheck(tab, steps).summary()
     assert {"method", "variant", "metric", "n_randomized", "mean"} <= set(s.columns) and len(s) == 4
@@ -98,7 +98,7 @@ def test_benchmark_reports_rise_variants_side_by_side(offset, states):
     fig = SanityCheck(tab, steps).plot()
     assert {"RISE", "RISE (fresh)", "RISE (shared+coverage)", "RISE (fresh+coverage)"} <= {l.get_label() for l in fig.axes[0].get_lines()}
     plt.close(fig)
-    occ = sanity_variants(offset, states[:2], bench_maps("occlusion", offset, states[:2], patch=4), "occlusion", ("spearman",), 0, None, False, "g")[0]
+    occ = sanity_variants(offset, states[:2], Occlusion.preset("huber2022", patch=4).explain(offset, states[:2]), "occlusion", ("spearman",), 0, None, False, "g")[0]
     assert set(occ.variant) == {"shared"}
     old = SanityCheck(tab[tab.variant == "shared"].drop(columns="variant")).summary()   # a table saved before the variants
     assert set(old.variant) == {"shared"}
@@ -127,16 +127,16 @@ def test_claim_scores_the_default_and_names_the_other_variants(tmp_path):
 
 
 def test_per_state_values_of_saved_jobs_score_the_default_variant(tmp_path):
-    "The per-state sanity tables saved beside each job: the default's values are scored (paired by game and state), old jobs read as shared."
+    """The per-state sanity table the study writes (`state_tables` -> saliency_bench_sanity_states.csv): the default's values are
+    scored (paired by game and state); a job saved before the variants reads as the shared draws."""
     from rlexplain.measures import MEASURES
-    from rlexplain.saliency_study import MethodRun
+    from rlexplain.saliency_study import state_tables
     run = _run(tmp_path, True)
-    def job(method, table):
-        MethodRun("ALE/MsPacman-v5", method, np.ones((4, 2, 2)), np.zeros((4, 2, 2)), np.ones(4), np.zeros(4, int), np.array([0.0, 1.0]),
-                  ("black", "random"), table, np.zeros((2, 2)), 0.1).save(run.path / "saliency_bench" / "run" / "units" / "bench" / "ale-mspacman-v5" / method)
     rows = lambda m, v, x: [dict(game="ALE/MsPacman-v5", method=m, variant=v, n_randomized=3, layer="0", state=s, metric="spearman", value=x + 0.01 * s) for s in range(4)]
-    job("rise", pd.DataFrame(rows("rise", "shared", 0.8) + rows("rise", "fresh", 0.1)))
-    job("occlusion", pd.DataFrame(rows("occlusion", "shared", 0.1)).drop(columns="variant"))   # saved before the variants
+    old_job = pd.DataFrame(rows("occlusion", "shared", 0.1)).drop(columns="variant")   # saved before the variants
+    san = pd.concat([pd.DataFrame(rows("rise", "shared", 0.8) + rows("rise", "fresh", 0.1)), old_job], ignore_index=True)
+    _, states = state_tables(pd.DataFrame(columns=["game", "method", "state", "sub_metric", "auc"]), san)
+    states.to_csv(run.path / "saliency_bench" / "saliency_bench_sanity_states.csv", index=False)
     es = MEASURES["sal.sanity"](run, metric="spearman", layers="all", methods=["occlusion", "rise"], variants=True)
     assert [e.n for e in es] == [4, 4] and es[0].label == "occlusion" and es[0].mean == pytest.approx(0.115)
     assert es[1].mean == pytest.approx(0.815) and es[1].paired and "fresh 0.115" in es[1].label, es[1].label

@@ -381,13 +381,15 @@ def test_timing_pass_table_pairs_methods_over_states_and_a_rerun_times_nothing(t
 
 
 def test_time_maps_is_the_shared_round_robin_loop_on_a_fake_clock(monkeypatch):
-    """`time_maps` hands `compute.time_round_robin` the call `bench_maps(method, policy, obs[i:i+1])`: an untimed warm-up per
+    """`time_maps` hands `compute.time_round_robin` the call `_bench_explainer(method).explain(policy, obs[i:i+1])`: an untimed warm-up per
     method on state 0, then one state per call in the rotated order, and seconds read off the injected clock (a fake one
     that only the calls advance: occlusion 1 s, rise 2 s, random 4 s), so every time is exact whatever the machine's load."""
     from rlexplain.compute import time_round_robin
     cost, now, log = {"occlusion": 1.0, "rise": 2.0, "random": 4.0}, [0.0], []
-    def fake_bench(method, policy, x): log.append((method, len(x), int(x[0, 0, 0, 0]))); now[0] += cost[method]
-    monkeypatch.setattr(sb, "bench_maps", fake_bench)
+    class _Fake:   # the explainer of one method: its explain advances the fake clock
+        def __init__(self, method): self.method = method
+        def explain(self, policy, x): log.append((self.method, len(x), int(x[0, 0, 0, 0]))); now[0] += cost[self.method]
+    monkeypatch.setattr(sb, "_bench_explainer", _Fake)
     obs = np.arange(4, dtype=np.uint8).reshape(4, 1, 1, 1) * np.ones((4, 4, 8, 8), np.uint8)   # state i is all i
     t = sb.time_maps(None, obs, list(cost), clock=lambda: now[0])
     assert list(t.columns) == ["state", "method", "position", "seconds"] and len(t) == 4 * 3

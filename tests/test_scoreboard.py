@@ -23,18 +23,22 @@ def _csv(run: Path, section: str, name: str, df: pd.DataFrame):
     df.to_csv(run / section / f"{name}.csv", index=False)   # as rlexplain.demo.Section.table writes it
 
 
-_SUBS = {"Q-val black": ("q", 0), "Q-val rand": ("q", 1), "Adv black": ("advantage", 0), "Adv rand": ("advantage", 1)}
+def _append_csv(run: Path, section: str, name: str, df: pd.DataFrame):
+    "Add `df`'s rows to table `name` of the run (created with `df`'s columns)."
+    p = run / section / f"{name}.csv"
+    _csv(run, section, name, pd.concat([pd.read_csv(p), df], ignore_index=True) if p.exists() else df)
+
 
 def _bench_job(run: Path, game: str, method: str, aucs: dict, sanity: pd.DataFrame | None = None):
-    """Save one saliency-benchmark job as run_benchmark does (a MethodRun under saliency_bench/run/units/bench/<game>/<method>)
-    whose per-state insertion AUCs are `aucs[sub_metric]` (n,): flat curves over fractions [0, 1] have their value as area."""
-    from rlexplain.saliency_study import MethodRun
-    n = len(next(iter(aucs.values()))); q, adv = np.ones((n, 2, 2)), np.zeros((n, 2, 2))
-    for sub, v in aucs.items():
-        kind, s = _SUBS[sub]
-        (q if kind == "q" else adv)[:, s, :] = np.asarray(v, float)[:, None]
-    MethodRun(game, method, q, adv, np.ones(n), np.zeros(n, int), np.array([0.0, 1.0]), ("black", "random"), pd.DataFrame() if sanity is None else sanity,
-              np.zeros((2, 2)), 0.1).save(run / "saliency_bench" / "run" / "units" / "bench" / game.replace("/", "-").lower() / method)
+    """One saliency-benchmark job as the study writes its per-state tables: the per-state insertion AUCs `aucs[sub_metric]` (n,)
+    into saliency_bench_insertion_states.csv, and the per-state sanity similarities `sanity` (variant "shared" unless given) into
+    saliency_bench_sanity_states.csv."""
+    _append_csv(run, "saliency_bench", "saliency_bench_insertion_states", pd.concat(
+        [pd.DataFrame({"game": game, "method": method, "state": np.arange(len(v)), "sub_metric": sub, "auc": np.asarray(v, float)})
+         for sub, v in aucs.items()], ignore_index=True))
+    if sanity is not None and len(sanity):
+        san = sanity.assign(variant=sanity["variant"] if "variant" in sanity else "shared")
+        _append_csv(run, "saliency_bench", "saliency_bench_sanity_states", san[["game", "method", "variant", "n_randomized", "state", "metric", "value"]])
 
 
 # ------------------------------------------------------------------ statistics by hand
@@ -418,12 +422,16 @@ def test_ir_command_output_scores_the_untrained_claims(tmp_path):
     (tmp_path / "report.html").write_text("<p>Scale: demo. Tables are also saved</p>")
     v = sb.score_run(tmp_path).set_index("id").verdict
     assert v["ir-untrained-dqn"] == "reproduced" and v["ir-untrained-distributional"] == "reproduced"
-    # Table 6's Normalized from the R matrices that `rlexplain ir` saves under run/units (no ir_cells.csv): every intervened
-    # cell moves R by -0.3 +- 0.01, outside 0 +- 0.2 (contradicted)
+    # Table 6's Normalized reads ir_cells.csv (`rlexplain ir` writes it beside ir_table.csv): every intervened cell moves R
+    # by -0.3 +- 0.01, outside 0 +- 0.2 (contradicted). The R matrices under run/units are never read: without ir_cells.csv
+    # the claim has the table's mean alone.
     from rlexplain.ir import IRMatrix
     R = np.vstack([np.full(4, 1.0), 0.7 + np.array([[0.01, -0.01, 0.0, 0.0], [0.0, 0.01, -0.01, 0.0]])])
-    IRMatrix(R, ("none", "paddle_x_30", "paddle_x_90"), (0, 1, 2, 3), "dqn", 50_000, ("a", "b"), "sample", 1).save(
-        tmp_path / "run" / "units" / "ir" / "toybox-breakout" / "dqn" / "0000050000")
+    m = IRMatrix(R, ("none", "paddle_x_30", "paddle_x_90"), (0, 1, 2, 3), "dqn", 50_000, ("a", "b"), "sample", 1)
+    m.save(tmp_path / "run" / "units" / "ir" / "toybox-breakout" / "dqn" / "0000050000")
+    b = sb.score_run(tmp_path).set_index("id")
+    assert "t over" not in b.loc["ir-interventions-small-mean", "reason"]   # the saved matrices are not evidence
+    _csv(tmp_path, "ir", "ir_cells", m.to_frame())
     b = sb.score_run(tmp_path).set_index("id")
     assert b.loc["ir-interventions-small-mean", "verdict"] == "contradicted" and "t over 8 cells" in b.loc["ir-interventions-small-mean", "reason"]
     # the zoo of before (R 0.172 and 0.582 over 5 agents) is contradicted, not merely 'not reproduced'
@@ -893,7 +901,7 @@ def test_sal_calibration_tests_each_of_the_six_values_against_its_own_band(tmp_p
 
 def _freeway_run(tmp_path, monkeypatch, gate: dict) -> Path:
     """A paper-scale RA-NLD run on Freeway whose baseline Λ is 0.9993 ± 0.00013 over 10 runs (the reference run's DDQN),
-    its saved quotient table naming the agent, and a zoo card for that agent with quality gate `gate`."""
+    its agent recorded in ranld_agents.csv with quality gate `gate` (a live zoo card that says otherwise is never read)."""
     import rlexplain.agents
     r = tmp_path / "run"; (r / "ranld" / "quotient_tables" / "Freeway").mkdir(parents=True, exist_ok=True)
     (r / "config.json").write_text(json.dumps({"scale": "paper"}))
@@ -903,8 +911,10 @@ def _freeway_run(tmp_path, monkeypatch, gate: dict) -> Path:
     pid = "ale-freeway-v5/ddqn/seed0/100000"
     (r / "ranld" / "quotient_tables" / "Freeway" / "result.json").write_text(json.dumps({"fields": {"params": {"policy": pid}}}))
     card = tmp_path / "zoo" / "ale-freeway-v5" / "ddqn" / "seed0" / "0000100000"; card.mkdir(parents=True, exist_ok=True)
-    (card / "card.json").write_text(json.dumps({"id": pid, "gate": gate}))
-    monkeypatch.setattr(rlexplain.agents, "ZOO_DIR", tmp_path / "zoo")
+    (card / "card.json").write_text(json.dumps({"id": pid, "gate": {"distinct": 1, "modal_share": 1.0}}))   # the live zoo says constant...
+    monkeypatch.setattr(rlexplain.agents, "ZOO_DIR", tmp_path / "zoo")                                    # ...and is never read
+    _csv(r, "ranld", "ranld_agents", pd.DataFrame([{"game": "Freeway", "agent": pid, "gate_states": gate["n_states"], "distinct": gate["distinct"],
+                                                    "modal_share": gate["modal_share"], "modal_action": gate["modal_action"]}]))   # what the run recorded
     return r
 
 
@@ -951,3 +961,65 @@ def test_a_drop_from_constant_untrained_agents_is_evidence_but_to_constant_train
     _csv(tmp_path, "ir", "ir_table", _ir_table(rows).assign(constant_agents=[3.0, 3.0]))
     r = sb.score_run(tmp_path).set_index("id").loc["ir-a2c-rises"]
     assert r.verdict == "uninformative" and not r.informative and "at 1.2e7 frames plays one constant action" in r.reason
+
+
+# ------------------------------------------------------------------ issue 49 item 6: the scoreboard reads only declared tables
+def test_declared_configurations_match_the_study_classes():
+    "runtables.CONFIGS carries, per scale, the values of the study classes' `from_scale(scale)`: the two cannot drift apart."
+    import dataclasses, importlib
+    for name, spec in rt.CONFIGS.items():
+        mod, cls = spec.cls.rsplit(".", 1); C = getattr(importlib.import_module(mod), cls)
+        assert cls == name and spec.section in rt.SECTIONS
+        for scale, fields in spec.scales.items():
+            real = dataclasses.asdict(C.from_scale(scale))
+            assert {k: real[k] for k in fields} == fields, (name, scale)
+
+
+def test_the_default_sanity_variant_is_the_attribution_core_s():
+    from rlexplain.attribution import SANITY_MASKS
+    assert ms.SHARED_VARIANT == SANITY_MASKS[0]
+
+
+def test_scoring_the_reference_run_loads_no_torch():
+    "scoreboard.score_run on results/reference in a fresh process: no study module, no torch, no zoo loader."
+    import subprocess, sys
+    ref = Path(__file__).resolve().parents[1] / "results" / "reference"
+    code = ("import sys; from rlexplain import scoreboard as sb; b = sb.score_run(sys.argv[1]); "
+            "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.') or m in "
+            "('rlexplain.agents', 'rlexplain.ir_study', 'rlexplain.saliency_study', 'rlexplain.xrlbench', 'rlexplain.attribution')); "
+            "print(len(b), bad); sys.exit(1 if bad or len(b) != 78 else 0)")
+    p = subprocess.run([sys.executable, "-c", code, str(ref)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+
+
+def test_a_broken_per_state_table_is_an_error_naming_it(tmp_path):
+    "A per-state table the claims read that cannot serve as evidence refuses the run, naming the file; none is skipped."
+    _csv(tmp_path, "saliency_bench", "saliency_bench_insertion", pd.DataFrame({"game": "ALE/MsPacman-v5", "sub_metric": ["Q-val black"]}))
+    _csv(tmp_path, "saliency_bench", "saliency_bench_insertion_states", pd.DataFrame(
+        {"game": "ALE/MsPacman-v5", "method": "occlusion", "state": [0, 1], "sub_metric": "Q-val black", "auc": ["1.0", "unreadable"]}))
+    with pytest.raises(rt.RunTableError, match=r"saliency_bench_insertion_states.csv: column 'auc' must hold numbers"):
+        sb.score_run(tmp_path)
+    (tmp_path / "saliency_bench" / "saliency_bench_insertion_states.csv").write_bytes(b"game,method\n\xff\xfe,a,b,c\n")
+    with pytest.raises(rt.RunTableError, match=r"saliency_bench_insertion_states.csv cannot be parsed"):
+        sb.score_run(tmp_path)
+    (tmp_path / "saliency_bench" / "saliency_bench_insertion_states.csv").unlink()   # absent: 'not run', saying which table
+    r = sb.score_run(tmp_path).set_index("id").loc["sal-pacman-qvalblack-occlusion"]
+    assert r.verdict == "not run" and "saliency_bench_insertion_states.csv is missing" in r.reason
+
+
+def test_an_agents_table_without_a_game_of_the_run_is_refused(tmp_path, monkeypatch):
+    "ranld_agents.csv that names no agent of a game ranld_tables.csv has is a broken run, not a silently informative baseline."
+    run = _freeway_run(tmp_path, monkeypatch, {"distinct": 3, "modal_share": 0.6, "modal_action": 1, "n_states": 10})
+    _csv(run, "ranld", "ranld_agents", pd.DataFrame([{"game": "Pong", "agent": "x", "gate_states": 1, "distinct": 1, "modal_share": 1.0, "modal_action": 0}]))
+    with pytest.raises(rt.RunTableError, match="names no agent of Freeway"): sb.score_run(run)
+
+
+def test_a_study_s_unreadable_unit_is_an_error_naming_it(tmp_path):
+    "Deriving a run's per-state tables from its saved jobs stops at a job that cannot be read, naming its folder."
+    import dataclasses
+    from rlexplain.saliency_study import BenchConfig, derive_state_tables
+    u = tmp_path / "run" / "units" / "bench" / "ale-mspacman-v5" / "occlusion"; u.mkdir(parents=True)
+    (tmp_path / "run" / "config.json").write_text(json.dumps(dataclasses.asdict(BenchConfig.demo())))
+    (u / "result.json").write_text('{"type": "MethodRun", "fields": {}}')
+    with pytest.raises(ValueError, match=r"units/bench/ale-mspacman-v5/occlusion: the saved job cannot be read"):
+        derive_state_tables(tmp_path)

@@ -206,8 +206,8 @@ def test_real_agents_dataset_and_deepshap(shared_agents, tmp_path):
     assert (a == back[[f"q_{i}" for i in range(4)]].to_numpy().argmax(1)).all()
     e = explain("DeepSHAP", pol, X[:20], background=back)      # additivity checked by shap
     q = pol.outputs(X[:20]).numpy()[np.arange(20), e.actions]
-    np.testing.assert_allclose(e.values.sum(1), q - np.asarray(e.params["base_values"])[e.actions], atol=1e-2)
-    assert e.params["feature_names"][:2] == ["x", "y"]
+    np.testing.assert_allclose(e.values.sum(1), q - e.base_values[e.actions], atol=1e-2)
+    assert e.feature_names[:2] == ("x", "y") and "feature_names" not in e.params and "base_values" not in e.params   # fields, not params
 
 
 @pytest.mark.parametrize("env_id", ["ALE/Breakout-v5", "ALE/Pong-v5"])

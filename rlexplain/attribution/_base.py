@@ -32,7 +32,9 @@ class Attribution(Result):
     `states (N, *obs_shape)` float32 or None, `timing` seconds (`total_s`, and `setup_s` for explainers that fit something
     first; a number is read as `total_s`), `source` the method's paper; optional: `pixel_map (N, H, W)` float32 a pixel-map
     method's own map (`pixels()` returns it bit for bit), `per_action (N, A, *obs_shape)` float32 every action's values (when the
-    method computed them, `all_actions=True`), and `explainer` the `Explainer` that made it (metrics that re-explain use it).
+    method computed them, `all_actions=True`), `base_values (A,)` float64 the expected output per action (SHAP methods: the
+    attributions of action a sum to `f_a(x) - base_values[a]`; None otherwise), `feature_names` D names of tabular features (None:
+    f0..f{D-1}), and `explainer` the `Explainer` that made it (metrics that re-explain use it).
     Every field survives `save`/`load`; the explainer is saved as its registry name and JSON-able parameters (array
     parameters such as a `background` are not saved, and an explainer outside `EXPLAINERS` loads as None).
 
@@ -49,6 +51,8 @@ class Attribution(Result):
     source: str = ""
     pixel_map: np.ndarray | None = None
     per_action: np.ndarray | None = None
+    base_values: np.ndarray | None = None
+    feature_names: tuple | None = None
     explainer: Any = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self):
@@ -72,6 +76,15 @@ class Attribution(Result):
                 raise ValueError(f"per_action must have shape (N, A, *obs_shape) = ({len(v)}, A, {', '.join(map(str, v.shape[1:]))}); got {m.shape}.")
             if want is not None and m.shape != want: raise ValueError(f"pixel_map must have shape (N, H, W) = {want}; got {m.shape}.")
             object.__setattr__(self, name, m)
+        if self.base_values is not None:
+            b = np.asarray(self.base_values, np.float64).reshape(-1)
+            if not np.isfinite(b).all(): raise ValueError(f"base_values contain NaN or infinite entries: {b.tolist()[:8]}.")
+            object.__setattr__(self, "base_values", b)
+        if self.feature_names is not None:
+            names = tuple(str(n) for n in self.feature_names)
+            if v.ndim != 2: raise ValueError(f"feature_names are for tabular attributions (N, D); these are images {v.shape}.")
+            if len(names) != v.shape[1]: raise ValueError(f"feature_names has {len(names)} names for D = {v.shape[1]} features.")
+            object.__setattr__(self, "feature_names", names)
         if isinstance(self.explainer, dict): object.__setattr__(self, "explainer", _explainer_from_spec(self.explainer))
 
     def __len__(self): return len(self.values)
@@ -139,7 +152,7 @@ Attribution.from_pixels = classmethod(_att_from_pixels)
 # %% ../../nbs/attribution/01_base.ipynb #53c33fd1
 def _att_normalized(self) -> "Attribution":
     """Each state's attribution min-max scaled to `[0, 1]` (a constant one becomes zeros); images scale their `pixels()` map and
-    spread it over the frames again. `params['normalized']` is True; `per_action` and `explainer`, which belong to the raw values, are not kept."""
+    spread it over the frames again. `params['normalized']` is True; `per_action`, `base_values` and `explainer`, which belong to the raw values, are not kept."""
     v = self.pixels() if self.is_image else self.values
     ax = tuple(range(1, v.ndim))
     lo, hi = v.min(axis=ax, keepdims=True), v.max(axis=ax, keepdims=True); rng = hi - lo
@@ -147,7 +160,7 @@ def _att_normalized(self) -> "Attribution":
     params = {**self.params, "normalized": True}
     if self.is_image:
         return Attribution.from_pixels(n, self.actions, self.method, params, self.values.shape[1], self.states, self.timing, self.source)
-    return dataclasses.replace(self, values=n, params=params, per_action=None, explainer=None)   # raw per-action values and the explainer belong to the raw values
+    return dataclasses.replace(self, values=n, params=params, per_action=None, base_values=None, explainer=None)   # raw per-action values and the explainer belong to the raw values
 
 Attribution.normalized = _att_normalized
 
@@ -167,7 +180,7 @@ def _att_to_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"state": idx.ravel(), "action": self.actions[idx.ravel()], "row": row.ravel(),
                              "col": col.ravel(), "value": p.ravel(), "method": self.method})
     D = self.values.shape[1]
-    names = self.params.get("feature_names") or [f"f{i}" for i in range(D)]
+    names = self.feature_names or [f"f{i}" for i in range(D)]
     return pd.DataFrame({"state": np.repeat(np.arange(N), D), "action": np.repeat(self.actions, D),
                          "feature": np.tile(np.asarray(names), N), "value": self.values.ravel(), "method": self.method})
 
@@ -176,7 +189,7 @@ Attribution.to_frame = _att_to_frame
 
 # %% ../../nbs/attribution/01_base.ipynb #a1dbb55f
 def _att_to_shap(self, action: int | None = None):   # None: each state's explained action; an int: that action (needs every action's values)
-    """A `shap.Explanation` of tabular attributions (values `(N, D)`, base values from `params['base_values']` (per action) when the
+    """A `shap.Explanation` of tabular attributions (values `(N, D)`, base values from the field `base_values` (per action) when the
     method gives them, else 0; data = states; feature names) for shap's beeswarm, bar and waterfall plots. `action`: another
     action's values, kept when the method explained every action (`all_actions=True`). Raises `ValueError` for images, or for an
     action whose values the attribution does not hold."""
@@ -188,9 +201,8 @@ def _att_to_shap(self, action: int | None = None):   # None: each state's explai
         if per is None: raise ValueError(f"{self.method} holds the explained actions' values only; explain with actions={int(action)} "
                                          f"(or all_actions=True) for action {int(action)}.")
         vals, acts = per[:, int(action)], np.full(len(self), int(action))
-    base = self.params.get("base_values")
-    b = np.asarray(base, np.float64)[acts] if base is not None else np.zeros(len(self))
-    names = self.params.get("feature_names") or [f"f{i}" for i in range(self.values.shape[1])]
+    b = self.base_values[acts] if self.base_values is not None else np.zeros(len(self))
+    names = self.feature_names or [f"f{i}" for i in range(self.values.shape[1])]
     return shap.Explanation(values=np.asarray(vals, np.float64), base_values=b, data=self.states, feature_names=list(names))
 
 Attribution.to_shap = _att_to_shap
@@ -207,7 +219,7 @@ def _att_plot(self, ax=None,             # matplotlib Axes (a new small figure w
     ax = ax or plt.subplots(figsize=(2.8, 2.5) if self.is_image else (3.5, 0.25 * self.values.shape[1] + 0.8))[1]
     label = title if title is not None else f"{self.method}: action {int(self.actions[index])}"
     if not self.is_image:
-        v = self.values[index]; names = self.params.get("feature_names") or [f"f{i}" for i in range(len(v))]
+        v = self.values[index]; names = self.feature_names or [f"f{i}" for i in range(len(v))]
         ax.barh(np.arange(len(v)), v, color=np.where(v >= 0, "C3", "C0"))
         ax.set_yticks(np.arange(len(v)), names, fontsize=8); ax.invert_yaxis()
         ax.set_xlabel("attribution (policy output units)", fontsize=8); ax.set_title(label, fontsize=8)
@@ -257,6 +269,7 @@ class Explainer:
     source: str = ""
     presets: dict = {}
     uses_background: bool = False      # takes a `background` parameter (the agent's dataset states)
+    takes_seed: bool = False           # takes a `seed` parameter (its random draws: RISE's masks, LIME's samples)
     field_names: dict = {}             # the field's parameter names (captum, shap) -> this method's own (its paper's), e.g. {"baselines": "hide_color"}
 
     def __init__(self, **params):
@@ -318,10 +331,11 @@ def _ex_explain(self, policy: Policy,   # the agent: q-values or logits (B, A)
     values, extra = self._explain(policy, x, a)
     dt = time.perf_counter() - t0
     extra = dict(extra or {}); setup = extra.pop("setup_s", None); pix = extra.pop("pixel_map", None); per = extra.pop("per_action", None)
+    base, names = extra.pop("base_values", None), extra.pop("feature_names", None)
     timing = {"total_s": dt} if setup is None else {"total_s": dt, "setup_s": float(setup), "explain_s": dt - float(setup)}
     params = {k: v for k, v in self.params.items() if not isinstance(v, (np.ndarray, Tensor, pd.DataFrame))}
     return Attribution(np.asarray(values, np.float32).reshape(x.shape), a, self.name, {**params, **extra}, x, timing, self.source,
-                       pixel_map=pix, per_action=per, explainer=self)   # the explainer: for metrics that re-explain (RIS, sanity checks)
+                       pixel_map=pix, per_action=per, base_values=base, feature_names=names, explainer=self)   # the explainer: for metrics that re-explain (RIS, sanity checks)
 
 Explainer.explain = _ex_explain
 
@@ -338,6 +352,21 @@ def map_values(maps: Any,   # an image Attribution (its `pixels()`), or (B, H, W
         raise ValueError(f"saliency maps must have shape (B, H, W) = {(B, H, W)} to match obs {tuple(x.shape)}; got {v.shape}.")
     if not np.isfinite(v).all(): raise ValueError(f"saliency maps contain NaN or infinite values ({int((~np.isfinite(v)).sum())} of {v.size}).")
     return v
+
+# %% ../../nbs/attribution/01_base.ipynb #2078c38e
+def _spread(m: Attribution, x: np.ndarray) -> tuple:
+    """`(values (N, C, H, W), params)` of a pixel-map computation's attribution `m` for `_explain`: the map spread evenly over the C
+    frames of `x`, and the map itself riding along (`pixel_map`), so that `Attribution.pixels()` returns it bit for bit.
+    Raises `ValueError` when the map's attribution does not have the states' shape."""
+    if m.values.shape != x.shape: raise ValueError(f"the map's attribution has shape {m.values.shape}; the states {x.shape}.")
+    return m.values, {**m.params, "pixel_map": m.pixels()}
+
+class _PixelMapExplainer(Explainer):
+    """Base of the pixel-map methods: `_map(policy, x (N, C, H, W) float32 in [0, 1], a (N,)) -> image Attribution` (its `pixels()`
+    the `(N, H, W)` map), spread over the frames by `_spread`. Each subclass holds its own computation in its own module."""
+    modalities = ("image",)
+    def _map(self, policy, x, a): raise NotImplementedError
+    def _explain(self, policy, x, a): return _spread(self._map(policy, x, a), x)
 
 # %% ../../nbs/attribution/01_base.ipynb #575d11e2
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,6 @@ from torch import nn
 from ...core import Policy
 from .._base import Explainer
 from .._utils import _batch_for, as_states, state_columns
-from .perturbation import _noise_sensitivity, _sarfa_score
 
 # %% auto #0
 __all__ = ['TABULAR_METHODS', 'IMAGE_METHODS']
@@ -157,7 +156,7 @@ class _PerturbationExplainer(_FittedExplainer):
         return p
 
     def _grid_kw(self) -> dict:
-        "XRL-Bench's image perturbation as parameters of `_noise_sensitivity`/`_sarfa`: Gaussian blobs of blurred content (edge replicated)."
+        "XRL-Bench's image perturbation as parameters of `_noise_sensitivity` (noise_sensitivity) and `_sarfa` (sarfa): Gaussian blobs of blurred content (edge replicated)."
         return dict(radius=self.stride, perturbation="blur", mask="gaussian", mask_sigma=self.mask_sigma, blur_sigma=self.blur_sigma,
                     blur_mode="nearest", keep_max=False, batch_size=self.batch_size)
 

@@ -14,10 +14,10 @@ from torch import Tensor
 
 from ...core import Policy
 from .._utils import _for_states, _prepare, check_int, forward_batches
-from .._base import Attribution
+from .._base import Attribution, _PixelMapExplainer
 
 # %% auto #0
-__all__ = ['LIME_SEGMENTATIONS', 'segment']
+__all__ = ['LIME_SEGMENTATIONS', 'segment', 'LIMESlic', 'LIMEQuickshift', 'LIMEFelzenszwalb']
 
 # %% ../../../nbs/attribution/12_lime.ipynb #f2f00370
 LIME_SEGMENTATIONS = {   # name -> (scikit-image parameters, LIME samples): Huber et al. (2022), Tables 7-9 (final)
@@ -117,3 +117,29 @@ def _lime(policy: Policy,               # any Policy with image observations; ra
     return Attribution.from_pixels(maps, acts, "lime", dict(segmentation=name, seg_params={**(LIME_SEGMENTATIONS.get(name, ({}, 0))[0]), **seg_params},
                                                             num_samples=n_samples, hide_color=float(hide_color), kernel_width=float(kernel_width),
                                                             seed=seed, n_segments=n_segments, surrogate_r2=r2), C, x)
+
+# %% ../../../nbs/attribution/12_lime.ipynb #197c46df
+class _LIMEImage(_PixelMapExplainer):
+    "LIME on superpixels (Ribeiro et al. 2016) with raw outputs (Huber et al. 2022, App. A), computed by `_lime`; values `(N, C, H, W)` float32, the map spread over the frames; captum's `baselines` is `hide_color`."
+    name = "lime"
+    takes_seed = True
+    source = "Ribeiro et al. (2016); Huber et al. (2022), App. A and Tables 7-9"
+    segmentation = "slic"
+    field_names = {"baselines": "hide_color"}   # captum's Lime name; lime_image's is the paper's (the sample count is n_samples in both)
+    def __init__(self, **params): super().__init__(**{"segmentation": self.segmentation, **params})
+    def _map(self, policy, x, a): return _lime(policy, x, a, **self.params)
+
+# %% ../../../nbs/attribution/12_lime.ipynb #38315a88
+class LIMESlic(_LIMEImage):
+    "LIME with SLIC superpixels (n_segments 200, compactness 10, sigma 0.25; 2000 samples: Huber et al. 2022, Table 9)."
+    name, segmentation, presets = "lime_slic", "slic", {"huber2022": dict(segmentation="slic")}
+
+# %% ../../../nbs/attribution/12_lime.ipynb #d55b1a72
+class LIMEQuickshift(_LIMEImage):
+    "LIME with quickshift superpixels (kernel 1, max_dist 2, ratio 0; 1500 samples: Huber et al. 2022, Table 8)."
+    name, segmentation, presets = "lime_quickshift", "quickshift", {"huber2022": dict(segmentation="quickshift")}
+
+# %% ../../../nbs/attribution/12_lime.ipynb #89e51769
+class LIMEFelzenszwalb(_LIMEImage):
+    "LIME with Felzenszwalb superpixels (scale 21, sigma 0.5, min_size 4; 1000 samples: Huber et al. 2022, Table 7)."
+    name, segmentation, presets = "lime_felzenszwalb", "felzenszwalb", {"huber2022": dict(segmentation="felzenszwalb")}

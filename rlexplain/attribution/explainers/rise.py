@@ -16,10 +16,10 @@ from torch import Tensor
 
 from ...core import Policy
 from .._utils import _for_states, _prepare, check_int, forward_batches
-from .._base import Attribution
+from .._base import Attribution, _PixelMapExplainer
 
 # %% auto #0
-__all__ = ['RISE_NORMALIZE']
+__all__ = ['RISE_NORMALIZE', 'RISE']
 
 # %% ../../../nbs/attribution/11_rise.ipynb #60729189
 @functools.lru_cache(maxsize=4)   # 1000 masks of 84x84 take 28 MB
@@ -116,3 +116,21 @@ def _rise(policy: Policy,           # any Policy with image observations
          ) -> Attribution:         # values (B, C, H, W); pixels() the (B, H, W) map
     "One-off `_RISE(n_samples, s, p, seed, softmax, batch_size, normalize)(policy, states, actions)`; keep a `_RISE` object to reuse masks across calls."
     return _RISE(n_samples, s, p, seed, softmax, batch_size, normalize)(policy, states, actions)
+
+# %% ../../../nbs/attribution/11_rise.ipynb #8e651c81
+class RISE(_PixelMapExplainer):
+    """RISE (Petsiuk et al. 2018): `n_samples` random masks weighted by the output they leave (Huber et al. 2022, Eq. A3), computed by
+    `_RISE`. The masks are drawn once per (image size, seed, parameters) and reused across calls; `masks(H, W)` returns them.
+    `normalize="coverage"`: the mean-mask correction (each pixel divided by its own mask coverage, Petsiuk et al. 2018, Eq. 5; see
+    `_coverage_map`); default "p", Eq. A3. Values `(N, C, H, W)` float32, the map `(N, H, W)` in output units spread over the frames.
+    Preset "huber2022": App. C.2's final parameters. Raises `ValueError` for bad parameters (as `_RISE`)."""
+    name = "rise"
+    takes_seed = True
+    source = "Petsiuk et al. (2018); Huber et al. (2022), App. A, Eq. A3"
+    presets = {"huber2022": dict(n_samples=1000, s=8, p=0.5, softmax=False)}   # App. C.2's final parameters
+    def _map(self, policy, x, a): return _rise(policy, x, a, **self.params)   # its masks come from the `_rise_masks` cache
+    def masks(self, H: int, W: int) -> Tensor:
+        """The `(n_samples, H, W)` float32 masks in [0, 1] this explainer's parameters draw for H x W images (Petsiuk et al. 2018,
+        Sec. 3.2): drawn once per (parameters, seed, size), shared by every call. Raises `ValueError` for bad parameters or `s > min(H, W)`."""
+        p = {k: self.params[k] for k in ("n_samples", "s", "p", "seed") if k in self.params}
+        return _RISE(**p).masks(H, W)

@@ -5,17 +5,83 @@
 # %% ../../../nbs/attribution/14b_sarfa.ipynb #5f480b46
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+import torch
+from torch import Tensor
 
 from ...core import Policy
-from .perturbation import _sarfa, _sarfa_score
-from .maps import _spread, PAPER_PARAMS
+from .._utils import _check_disk_args, _for_states, _grid_outputs, _grid_to_map, _prepare
+from .._base import Attribution, _spread
 from .fitted import _PerturbationExplainer, _fitted_explain
 
 # %% auto #0
-__all__ = ['SARFA']
+__all__ = ['SARFA_KL', 'SARFA']
+
+# %% ../../../nbs/attribution/14b_sarfa.ipynb #4fd11546
+SARFA_KL = ("paper", "code")
+
+def _sarfa_score(q: Any,             # (..., A) outputs on the original state (tensor or array)
+                q_perturbed: Any,   # (..., A) outputs on perturbed states; broadcast against q
+                action: Any,        # (...) explained action(s), broadcast against the leading axes
+                kl: str = "paper",  # "paper": KL(P'_rem || P_rem) (Puri et al. Eq. 2); "code": KL(P_rem || P'_rem) (their and XRL-Bench's code)
+                ) -> Any:           # (...) scores in [0, 1); a tensor for tensor input (its dtype), else float64 array
+    """SARFA's specific-and-relevant score `2 K dP / (K + dP)` if `dP > 0` else 0 (Puri et al. 2020, Eqs. 1-3; Huber et al. 2022,
+    Eq. A4; Xiong et al. 2024, Sec. 3.2). Natural logarithm. Raises `ValueError` for fewer than 2 actions or an unknown `kl`."""
+    if kl not in SARFA_KL: raise ValueError(f"kl must be one of {SARFA_KL}; got {kl!r}.")
+    is_t = isinstance(q, Tensor)
+    q = q if is_t else torch.as_tensor(np.asarray(q, np.float64))
+    qp = q_perturbed if isinstance(q_perturbed, Tensor) else torch.as_tensor(np.asarray(q_perturbed, np.float64))
+    qp = qp.to(device=q.device, dtype=q.dtype)
+    q, qp = torch.broadcast_tensors(q, qp)
+    A = q.shape[-1]
+    if A < 2: raise ValueError(f"SARFA needs at least 2 actions; got {A}.")
+    a = torch.as_tensor(np.asarray(action.cpu() if isinstance(action, Tensor) else action), dtype=torch.long, device=q.device)
+    a = a.expand(q.shape[:-1]).unsqueeze(-1)
+    dp = (q.softmax(-1).gather(-1, a) - qp.softmax(-1).gather(-1, a)).squeeze(-1)
+    rest = torch.arange(A, device=q.device) == a
+    lp, lpp = q.masked_fill(rest, -math.inf).log_softmax(-1), qp.masked_fill(rest, -math.inf).log_softmax(-1)
+    d = lpp.exp() * (lpp - lp) if kl == "paper" else lp.exp() * (lp - lpp)
+    k = 1.0 / (1.0 + d.masked_fill(rest, 0.0).sum(-1).clamp_min(0.0))
+    s = torch.where(dp > 0, 2 * k * dp / (k + dp).clamp_min(1e-12), torch.zeros_like(dp))
+    return s if is_t else s.numpy()
+
+# %% ../../../nbs/attribution/14b_sarfa.ipynb #777923c3
+def _sarfa(policy: Policy,             # any Policy with image observations and >= 2 actions
+          states: Any,                # (B, C, H, W) float32 in [0, 1] or uint8, channel-first
+          actions: Any = None,        # None: greedy action; an int or (B,) ints
+          radius: int = 2,            # r: disk radius and grid stride, pixels
+          perturbation: str = "black", # "black" disk (benchmark's final) or "blur" (Noise Sensitivity's blurred disk)
+          kl: str = "paper",          # KL direction: "paper" KL(P'||P) or "code" KL(P||P') (see rlexplain.attribution.SARFA.score)
+          blur_sigma: float = 3.0,    # sigma of the blurred image for perturbation="blur", pixels
+          blur_frames: bool = False,  # also blur across frames (the benchmark code's quirk)
+          mask: str = "disk",         # perturbation="blur": "disk" (blurred unit disk) or "gaussian" (XRL-Bench's blob)
+          mask_sigma: float | None = None, # sigma of the mask, pixels; None: radius
+          blur_mode: str = "reflect", # border of the blur: "reflect" or "nearest" (XRL-Bench's code)
+          keep_max: bool = True,      # rescale the resized map to the grid's maximum; False: XRL-Bench
+          batch_size: int | None = None, # perturbed images per forward pass; None: the policy's compute settings
+          ) -> Attribution:           # values (B, C, H, W); pixels() the (B, H, W) map in [0, 1)
+    """SARFA, specific and relevant feature attribution (Puri et al. 2020), as benchmarked by Huber et al. (2022),
+    Appendix A, Eq. A4, with disks on a stride-`radius` grid resized bilinearly keeping the grid maximum.
+
+    Raises `ValueError` for bad observations or actions, fewer than 2 actions, a radius larger than the image,
+    or an unknown `perturbation`/`kl`."""
+    x, q, acts = _prepare(policy, states, actions)
+    B, C, H, W = x.shape
+    if q.shape[-1] < 2: raise ValueError(f"SARFA needs at least 2 actions; the policy has {q.shape[-1]}.")
+    if kl not in ("paper", "code"): raise ValueError(f"kl must be 'paper' or 'code'; got {kl!r}.")
+    radius = _check_disk_args(radius, perturbation, blur_sigma, H, W, mask, mask_sigma, blur_mode)
+    maps = torch.zeros(B, H, W)
+    def one(b: int):
+        out, gh, gw = _grid_outputs(policy, x[b], radius, perturbation, blur_sigma, blur_frames, batch_size, mask, mask_sigma, blur_mode)
+        maps[b] = _grid_to_map(_sarfa_score(q[b], out, int(acts[b]), kl), gh, gw, H, W, keep_max)
+    _for_states(policy, B, "sarfa", one)
+    params = dict(radius=radius, perturbation=perturbation, kl=kl, blur_sigma=float(blur_sigma), blur_frames=bool(blur_frames))
+    if (mask, mask_sigma, blur_mode, keep_max) != ("disk", None, "reflect", True):
+        params.update(mask=mask, mask_sigma=None if mask_sigma is None else float(mask_sigma), blur_mode=blur_mode, keep_max=bool(keep_max))
+    return Attribution.from_pixels(maps.numpy(), acts, "sarfa", params, C, x)
 
 # %% ../../../nbs/attribution/14b_sarfa.ipynb #37cad2c4
 class SARFA(_PerturbationExplainer):
@@ -27,7 +93,8 @@ class SARFA(_PerturbationExplainer):
     Raises `ValueError` for an unknown `kl`, fewer than 2 actions, or bad perturbation parameters."""
     name, key = "sarfa", "SARFA"
     source = "Puri et al. (2020), Eqs. 1-3; Huber et al. (2022), Eq. A4; Xiong et al. (2024), Sec. 3.2"
-    presets = {"huber2022": {**PAPER_PARAMS["sarfa"][1], "kl": "paper"}, "huber2022_blur": {**PAPER_PARAMS["sarfa_blur"][1], "kl": "paper"},
+    presets = {"huber2022": dict(radius=2, perturbation="black", kl="paper"),      # Huber et al. (2022), App. C.2's final parameters
+               "huber2022_blur": dict(radius=2, perturbation="blur", kl="paper"),  # Table 10
                "xrlbench": dict(perturbation="blob", kl="code")}
     score = staticmethod(_sarfa_score)   # SARFA.score(q, q_perturbed, action, kl="paper"): the score of one perturbation (Eqs. 1-3)
     _DISK_ONLY = ("perturbation", "radius", "mask", "mask_sigma", "blur_sigma", "blur_frames", "blur_mode", "keep_max")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 import warnings
 from typing import Any, Sequence
 
@@ -192,8 +191,7 @@ SANITY_MASKS = ("shared", "fresh")   # the randomised models' random draws: the 
 def _fresh_explainer(ex: Any, attribution: Attribution, k: int) -> Any:
     """A copy of the explainer `ex` whose seed is moved to `s0 + k` (s0: its own seed, else the attribution's, else 0): the
     k-th randomised model's own random draws (`masks="fresh"`). Raises `ValueError` when the explainer takes no `seed`."""
-    fn = getattr(type(ex), "fn", None)
-    takes = "seed" in ex.params or (callable(fn) and "seed" in inspect.signature(fn).parameters)
+    takes = "seed" in ex.params or bool(getattr(ex, "takes_seed", False))
     if not takes: raise ValueError(f"masks='fresh' needs an explainer with a `seed` parameter (RISE, LIME); {ex!r} has none.")
     new = copy.copy(ex); new.params = {**ex.params, "seed": int(ex.params.get("seed", attribution.params.get("seed", 0))) + int(k)}
     return new
