@@ -5,20 +5,18 @@
 # %% ../nbs/02a_agent_zoo.ipynb #623806f4
 from __future__ import annotations
 
-import functools
-import importlib.resources
 import json
 import math
 import warnings
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['GATE', 'GATE_COLUMNS', 'SCORES_CSV', 'PLAYS_WELL', 'TIER_COLUMNS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO',
-           'TABULAR_ZOO', 'ALE_ZOO', 'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO', 'CAMPAIGN', 'list_zoo', 'load_agent',
-           'untrained_agent', 'evaluate_policy_returns', 'protocol_epsilon', 'evaluate_entry', 'action_diversity',
-           'q_spread', 'return_gap', 'gate_verdict', 'quality_gate', 'gate_zoo', 'gate_legend', 'published_scores',
-           'score_sources', 'human_normalised', 'reference_scores', 'agent_tier', 'tier_legend', 'train_zoo',
-           'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent', 'zoo_entry_dir', 'zoo_id']
+__all__ = ['GATE', 'GATE_COLUMNS', 'PLAYS_WELL', 'TIER_COLUMNS', 'DEMO_ZOO', 'EXTRA_ZOO', 'PAPER_ZOO', 'TABULAR_ZOO', 'ALE_ZOO',
+           'ALE_AC_ZOO', 'RANLD_ZOO', 'MPE_ZOO', 'CAMPAIGN', 'list_zoo', 'load_agent', 'untrained_agent',
+           'evaluate_policy_returns', 'protocol_epsilon', 'evaluate_entry', 'action_diversity', 'q_spread',
+           'return_gap', 'gate_verdict', 'quality_gate', 'gate_zoo', 'gate_legend', 'agent_tier', 'tier_legend',
+           'train_zoo', 'train_demo_zoo', 'train_campaign', 'best_zoo_entry', 'load_best_agent', 'zoo_entry_dir',
+           'zoo_id']
 
 # %% ../nbs/02a_agent_zoo.ipynb #b0bbd042
 import gymnasium as gym
@@ -27,10 +25,11 @@ import pandas as pd
 import torch
 
 from .core import Policy, SB3Head, sb3_class
-from .compute import progress, run_jobs
+from .compute import LAYOUTS, progress, run_jobs
 from .runs import save_json
+from .scores import human_normalised, reference_scores, score_sources
 from .envs import collect_rollout, is_multiagent, make_env, play_episodes, team_returns
-from .agents import (FEATURE_EXTRACTORS, LIST_KEYS, PIPELINES, TrainJob, ZOO_DIR, entry_dir, get_pipeline,
+from .agents import (FEATURE_EXTRACTORS, LIST_KEYS, PIPELINES, PRECISIONS, TrainJob, ZOO_DIR, entry_dir, get_pipeline,
                               load_card, train_agent, zero_output_heads)
 
 # %% ../nbs/02a_agent_zoo.ipynb #cbeb141d
@@ -351,63 +350,7 @@ def gate_legend(gate: dict = GATE) -> str:
             f"lies above 0, and modal_share (the share of the most frequent greedy action) <= {gate['max_modal_share']}.")
 
 # %% ../nbs/02a_agent_zoo.ipynb #aeffa110
-SCORES_CSV = Path(str(importlib.resources.files("rlexplain") / "data" / "published_scores.csv"))   # the published scores
-_SCORE_COLUMNS = ("env_id", "kind", "algo", "value", "primary", "key", "budget", "protocol", "source", "note")
 PLAYS_WELL = dict(min_fraction=0.5)   # plays_well: at least half the reference agent's gain over random play (see the prose)
-
-@functools.lru_cache(maxsize=4)
-def _scores(path: str) -> pd.DataFrame:
-    df = pd.read_csv(path, keep_default_na=False, dtype=str)
-    if missing := [c for c in _SCORE_COLUMNS if c not in df.columns]:
-        raise ValueError(f"the score table {path} lacks the columns {missing}; expected {list(_SCORE_COLUMNS)}.")
-    if bad := sorted(set(df.kind) - {"random", "human", "agent", "none"}):
-        raise ValueError(f"the score table {path} has unknown kinds {bad}; expected random, human, agent or none.")
-    v = pd.to_numeric(df.value, errors="coerce"); df["primary"] = df.primary.map({"True": True, "False": False})
-    if (v.isna() & (df.value != "")).any(): raise ValueError(f"the score table {path} has values that are no numbers: {df.value[v.isna() & (df.value != '')].tolist()}.")
-    df["value"] = v
-    if df.primary.isna().any(): raise ValueError(f"the score table {path}: `primary` must be True or False in every row.")
-    if (df.source == "").any(): raise ValueError(f"the score table {path} has rows without a source: {df.index[df.source == ''].tolist()}.")
-    p = df[df.primary]; dup = p[p.duplicated(["env_id", "kind", "algo"], keep=False)]
-    if len(dup): raise ValueError(f"the score table {path} has two primary rows for {dup[['env_id', 'kind', 'algo']].drop_duplicates().values.tolist()}.")
-    return df
-
-def published_scores(path: str | Path | None = None) -> pd.DataFrame:
-    """The published per-game scores (default `SCORES_CSV`), one row per number: `kind` random (uniformly random actions),
-    human, agent (a reference agent's mean episode return; `algo` its algorithm, `budget` its training length in frames,
-    or in agent steps where the source counts steps) or none (no reference; the reason in `note`). `primary` marks the
-    row the zoo uses (one per game, kind and algorithm; the others are kept for comparison), `key` names the source
-    briefly, `source` gives the paper and table, `protocol` how it was measured. Raises `ValueError` for a missing
-    column, an unknown kind, a row without a source, or two primary rows of one game, kind and algorithm."""
-    return _scores(str(path or SCORES_CSV)).copy()
-
-def score_sources(path: str | Path | None = None) -> dict:
-    "`{key: source}` of the score table's sources, and `gate`: random play measured by the card's own quality gate."
-    return {**dict(zip(*published_scores(path)[["key", "source"]].T.values)), "gate": "random play measured by the card's quality gate"}
-
-# %% ../nbs/02a_agent_zoo.ipynb #4699b5ab
-def human_normalised(ret: float, random: float, human: float) -> float:
-    """The human-normalised score `(ret - random) / (human - random)` of a return `ret` (or a mean of returns), with `random`
-    and `human` the returns of random play and of a human on the same game: 0 at random play, 1 at the human's score
-    (Mnih et al. 2015, Nature, the note of Extended Data Table 2; there in per cent). Raises `ValueError` unless all three are finite and `human > random`."""
-    if not all(math.isfinite(float(v)) for v in (ret, random, human)):
-        raise ValueError(f"human_normalised needs finite numbers; got ret={ret}, random={random}, human={human}.")
-    if not human > random: raise ValueError(f"human_normalised needs human > random; got human={human}, random={random}.")
-    return (float(ret) - float(random)) / (float(human) - float(random))
-
-def reference_scores(env_id: str, algo: str, path: str | Path | None = None) -> dict:
-    """The primary rows of `published_scores(path)` for game `env_id` (e.g. "ALE/Pong-v5", matched case-insensitively) and
-    `algo` (a card's: "dqn", "ddqn", "ppo", "a2c", "qrdqn", ...): `random`, `human` and `reference` (the
-    reference agent's return), each None where the table has none, their source keys `random_src`, `human_src`,
-    `reference_src`, and `reason`: None, or why there is no reference (the table's `none` row, or no row at all)."""
-    df = published_scores(path); df = df[df.primary & (df.env_id.str.lower() == env_id.lower())]
-    out = {}
-    for name, kind, a in (("random", "random", ""), ("human", "human", ""), ("reference", "agent", algo)):
-        rows = df[(df.kind == kind) & (df.algo == a)]
-        out[name], out[name + "_src"] = (float(rows.value.iloc[0]), rows.key.iloc[0]) if len(rows) else (None, None)
-    none = df[(df.kind == "none") & df.algo.isin(["", algo])]
-    out["reason"] = (None if out["reference"] is not None else none.note.iloc[0] if len(none)
-                     else f"no reference: the score table has no published {algo} return on {env_id}")
-    return out
 
 # %% ../nbs/02a_agent_zoo.ipynb #4204f057
 _TIER_KEYS = ("reference_return", "reference_src", "human_normalised", "human_src", "random_src", "reference_fraction",
@@ -461,16 +404,23 @@ def train_zoo(env_id: str, pipelines: list[str], seeds: list[int],
               checkpoints: list[int] | dict,   # frames; or {pipeline: frames}
               root: str | Path | None = None, executor=None, max_workers: int = 1, features: str = "compact",
               eval_episodes: int = 10, env_kwargs: dict | None = None,
-              eval_epsilon: float | None = None) -> pd.DataFrame:   # epsilon-greedy evaluation; None: `protocol_epsilon`
+              eval_epsilon: float | None = None,   # epsilon-greedy evaluation; None: `protocol_epsilon`
+              precision: str = "fp32",             # the update's arithmetic, `agents.PRECISIONS` ("bf16-update": opt-in, not validated)
+              layout: str | None = None,           # conv memory order, `compute.LAYOUTS`; None: settings().layout, else contiguous
+              ) -> pd.DataFrame:
     """Train pipelines x seeds (in parallel on `executor`, seed-major order so that an interrupted run has
     every pipeline's first seeds), evaluate every checkpoint and measure its quality gate (`quality_gate`), and return
-    `list_zoo(root)`. Resumable."""
+    `list_zoo(root)`. Resumable; `precision` and `layout` say how it computes (the card's `compute`), and a resumed run
+    must keep its precision. Raises `ValueError` for an unknown pipeline, precision or layout."""
     root = str(root or ZOO_DIR)
     unknown = [p for p in pipelines if p not in PIPELINES]
     if unknown: raise ValueError(f"unknown pipelines {unknown}; expected some of {sorted(PIPELINES)}.")
+    if precision not in PRECISIONS: raise ValueError(f"precision must be one of {PRECISIONS}; got {precision!r}.")
+    if layout is not None and layout not in LAYOUTS: raise ValueError(f"layout must be one of {LAYOUTS} or None; got {layout!r}.")
     ck = checkpoints if isinstance(checkpoints, dict) else {p: checkpoints for p in pipelines}
     jobs = [TrainJob(p, env_id, int(s), tuple(int(c) for c in ck[p]), root, features, eval_episodes,
-                     env_kwargs=tuple(sorted((env_kwargs or {}).items()))) for s in seeds for p in pipelines]
+                     env_kwargs=tuple(sorted((env_kwargs or {}).items())), precision=precision, layout=layout)
+            for s in seeds for p in pipelines]
     entries = run_jobs(train_agent, jobs, executor=executor, max_workers=max_workers, desc="train")
     run_jobs(_eval_job, [(e, eval_episodes, eval_epsilon) for es in entries for e in es], executor=executor, max_workers=max_workers, desc="evaluate")
     run_jobs(quality_gate, [e for es in entries for e in es], executor=executor, max_workers=max_workers, desc="quality gate")

@@ -38,6 +38,11 @@ SCALES = ("demo", "reference", "paper")              # experiment sizes, smalles
 PROGRESS_MODES = ("auto", "bar", "log", "off")       # see `progress`
 LAYOUTS = ("contiguous", "channels_last")            # memory orders of image inputs and conv weights
 
+def _cores() -> int:
+    "The cores this process may run on."
+    try: return len(os.sched_getaffinity(0))
+    except AttributeError: return os.cpu_count() or 1
+
 def _checked(name: str, v: Any, label: str) -> Any:
     "Settings field `name`'s value `v`, normalised (paths as `Path`). Raises `ValueError` / `TypeError` naming `label` and `v`."
     none = " (or None)" if label.startswith("Settings.") else ""   # an environment variable is None when unset
@@ -250,11 +255,6 @@ def init_torch_threads() -> int:
     `torch.set_num_threads` made after the first `Policy` is kept). The first `Policy` calls it."""
     if not _THREADS_SET: torch_threads()
     return _torch().get_num_threads()
-
-def _cores() -> int:
-    "The cores this process may run on."
-    try: return len(os.sched_getaffinity(0))
-    except AttributeError: return os.cpu_count() or 1
 
 # %% ../nbs/00a_compute.ipynb #54e0d20c
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 # %% auto #0
 __all__ = ['get_device', 'seed_everything', 'to_obs_tensor', 'PolicyLike', 'Policy', 'warn_constant_policy', 'sb3_class',
-           'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy']
+           'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy', 'linear_policy']
 
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
@@ -463,3 +463,19 @@ def sb3_policy(model: Any, device: str | torch.device = "auto", name: str | None
     kind = "logits" if mode == "ac" else "q"
     return Policy(SB3Head(model.policy, mode, scale), int(model.action_space.n), tuple(space.shape),
                   kind=kind, device=device, name=name or cls)
+
+# %% ../nbs/00_core.ipynb #6ff6843e
+def linear_policy(obs_shape: tuple = (2, 6, 6),  # observation shape: (C, H, W) images float32 in [0, 1], or (D,) features
+                  n_actions: int = 3,
+                  seed: int = 0,                 # seed of the weights (torch's default Linear initialisation)
+                  ) -> Policy:
+    """A linear Q-network `q(x) = W flatten(x) + b` with `n_actions` outputs: no training, so every attribution of it can be
+    checked by hand (the lessons' and tests' toy agent; a Linear layer's gradient is its weight row). The weights are drawn
+    under `seed` without touching torch's global random state. Returns a CPU `Policy` of kind "q". Raises `ValueError` for an
+    empty shape, a non-positive dimension or fewer than 1 action."""
+    dims = tuple(int(d) for d in obs_shape)
+    if not dims or min(dims) < 1: raise ValueError(f"obs_shape must be positive dimensions such as (2, 6, 6); got {obs_shape}.")
+    if int(n_actions) < 1: raise ValueError(f"n_actions must be >= 1; got {n_actions}.")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed)); net = nn.Sequential(nn.Flatten(), nn.Linear(math.prod(dims), int(n_actions)))
+    return Policy.from_module(net, dims, device="cpu")

@@ -238,6 +238,8 @@ def explain_episode(policy: Policy,                     # the agent (image obser
         ro, frames = play_episode(policy, env, seed, max_steps, deterministic, epsilon)
     steps = np.arange(0, len(ro.actions), every)
     obs, acts = ro.obs[steps], ro.actions[steps]
+    if getattr(ex, "uses_background", False) and ex.params.get("background") is None:   # one background for every batch (issue 54.1):
+        ex = type(ex)(**{**ex.params, "background": obs})    # the episode's explained states, never a batch alone (a last batch of 1)
     vals, pix, secs = [], [], 0.0
     for i in progress(range(0, len(steps), batch_size), desc=f"explain {ex.name}", disable=not show_progress, leave=False):
         att = ex.explain(policy, obs[i:i + batch_size], acts[i:i + batch_size])

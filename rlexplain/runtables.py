@@ -88,6 +88,8 @@ CONFIGS: dict[str, ConfigSpec] = {   # the study configurations a promise (Table
     "IRConfig": ConfigSpec("rlexplain.ir_study.IRConfig", "ir", {"demo": dict(n_agents=5), "reference": dict(n_agents=5), "paper": dict(n_agents=10)}),
 }
 
+
+# %% ../nbs/95a_run_tables.ipynb #cea90f3b
 @dataclasses.dataclass(frozen=True)
 class TableSpec:
     """One table of a run. `file`: path relative to the run folder, with `{game}`/`{env}` fields for per-game tables;

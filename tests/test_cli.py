@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from rlexplain.cli import build_parser, main
+from rlexplain.cli import main
+from rlexplain.cli_options import build_parser
 from rlexplain.runs import load_json
 
 
@@ -171,7 +172,7 @@ def test_every_method_has_a_subcommand_whose_help_example_parses():
     assert {"saliency", "xrlbench", "ranld", "timeseries", "switching", "ir", "demo", "zoo", "scoreboard"} <= set(sub)
     for key in DEMOS:
         assert key.replace("_", "-") in sub, key
-    from rlexplain.cli import subcommand_parsers
+    from rlexplain.cli_options import subcommand_parsers
     for name, sp in subcommand_parsers(p).items():   # every subcommand, zoo's too (issue 27.4: docs, readme and zoo had none)
         ex = [l for l in (sp.epilog or "").splitlines() if l.startswith("example: rlexplain ")]
         assert ex, f"{name} has no example"
@@ -185,7 +186,7 @@ def test_every_method_has_a_subcommand_whose_help_example_parses():
 def test_cheap_help_examples_run(tmp_path, monkeypatch, capsys):
     "The examples that take seconds run for real: zoo list, lessons (checking stored outputs), scoreboard."
     import shlex
-    from rlexplain.cli import subcommand_parsers
+    from rlexplain.cli_options import subcommand_parsers
     pytest.importorskip("rlexplain.scoreboard")
     root = Path(__file__).resolve().parent.parent
     monkeypatch.chdir(tmp_path); (tmp_path / "runs" / "demo" / "ir").mkdir(parents=True); (tmp_path / "nbs").symlink_to(root / "nbs")
@@ -203,7 +204,7 @@ def test_cheap_help_examples_run(tmp_path, monkeypatch, capsys):
 def test_one_default_per_option():
     "Issue 27.4: help lines read '(default: X) (default: None)'. Every option that takes a value states one default; flags none."
     import argparse
-    from rlexplain.cli import subcommand_parsers
+    from rlexplain.cli_options import subcommand_parsers
     p = build_parser()
     for name, sp in {"": p, **subcommand_parsers(p)}.items():
         fmt = sp._get_formatter()
@@ -235,7 +236,9 @@ def _fake_scoreboard(monkeypatch):
     mod.summary_line = lambda board: "demo scale: 1 of 2 claims reproduced, 1 not run"
     monkeypatch.setitem(sys.modules, "rlexplain.scoreboard", mod)
     import rlexplain
+    import rlexplain.report
     monkeypatch.setattr(rlexplain, "scoreboard", mod, raising=False)
+    monkeypatch.setattr(rlexplain.report, "scoreboard", mod)   # the name report imported at its top
 
 
 def test_scoreboard_command_prints_the_summary_and_board(tmp_path, monkeypatch, capsys):

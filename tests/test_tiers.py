@@ -6,8 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from rlexplain.agent_zoo import (PLAYS_WELL, SCORES_CSV, TIER_COLUMNS, agent_tier, human_normalised, list_zoo,
-                                 published_scores, reference_scores, tier_legend)
+from rlexplain.agent_zoo import PLAYS_WELL, TIER_COLUMNS, agent_tier, list_zoo, tier_legend
+from rlexplain.scores import SCORES_CSV, human_normalised, published_scores, reference_scores
 
 # Breakout in the table: random 1.7, human 31.8, Nature's DQN 401.2 (Mnih et al. 2015, Extended Data Table 2)
 R, H, REF = 1.7, 31.8, 401.2

@@ -97,3 +97,20 @@ def test_the_throughput_bench_prints_its_columns():
     rows = [l for l in out.stdout.splitlines() if l.startswith("| tb-dqn-compact")]
     assert [r.split("|")[2].strip() for r in rows] == ["before", "fused"]
     assert "machine:" in out.stdout and "load after" in out.stdout
+
+
+def test_zoo_train_passes_precision_and_layout_to_every_job(monkeypatch, tmp_path):
+    """`rlexplain zoo train --precision/--layout` reach `train_zoo`, which puts them on every `TrainJob` (the card's `compute`);
+    an unknown value is refused at the parser and at `train_zoo`, before anything trains."""
+    import rlexplain.agent_zoo as Z
+    from rlexplain.cli_options import build_parser
+    seen = []
+    monkeypatch.setattr(Z, "run_jobs", lambda fn, jobs, **kw: seen.extend(jobs) or [[] for _ in jobs])
+    Z.train_zoo("CartPole-v1", ["dqn-mlp"], [0, 1], [300], root=tmp_path, precision="bf16-update", layout="channels_last")
+    jobs = [j for j in seen if hasattr(j, "precision")]
+    assert len(jobs) == 2 and {(j.precision, j.layout) for j in jobs} == {("bf16-update", "channels_last")}
+    with pytest.raises(ValueError, match="precision must be one of"): Z.train_zoo("CartPole-v1", ["dqn-mlp"], [0], [300], root=tmp_path, precision="fp16")
+    with pytest.raises(ValueError, match="layout must be one of"): Z.train_zoo("CartPole-v1", ["dqn-mlp"], [0], [300], root=tmp_path, layout="nhwc")
+    a = build_parser().parse_args(["zoo", "train", "--precision", "bf16-update", "--layout", "channels_last"])
+    assert (a.precision, a.layout) == ("bf16-update", "channels_last")
+    with pytest.raises(SystemExit): build_parser().parse_args(["zoo", "train", "--precision", "fp16"])

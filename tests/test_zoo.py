@@ -266,7 +266,7 @@ def test_ir_zoo_follows_the_papers_presets(zoo):
 def test_ir_zoo_cards_record_the_command_that_trains_them(zoo):
     "Each IR card's `command`, parsed by the CLI's own parser, names its pipeline, seed, checkpoints and env flags."
     import shlex
-    from rlexplain.cli import build_parser
+    from rlexplain.cli_options import build_parser
     z = zoo[zoo.env_id == DEMO_ZOO["env_id"]]
     for path in z[z.pipeline.isin(["dqn", "qrdqn"])].path:    # the entries trained since cards record the full command
         card = load_json(f"{path}/card.json")

@@ -24,6 +24,31 @@ from ._utils import as_states, resolve_actions
 __all__ = ['EXPLAINERS', 'METRICS', 'Attribution', 'Explainer', 'map_values', 'MetricResult', 'Metric', 'resolve_name',
            'registry_name', 'explainer', 'explain', 'score']
 
+# %% ../../nbs/attribution/01_base.ipynb #b7d946c9
+def _check_optional_fields(att, v: np.ndarray) -> None:
+    """Check and convert, in place, the optional fields of the attribution `att` whose values `v` are checked: `pixel_map (N, H, W)`,
+    `per_action (N, A, *obs_shape)` float32, `base_values (A,)` float64, `feature_names` (D names, tabular only). Raises
+    `ValueError` naming the field, the shape it must have and the one given, or its non-finite entries."""
+    for name, want in (("pixel_map", (len(v), *v.shape[2:]) if v.ndim == 4 else None), ("per_action", None)):
+        m = getattr(att, name)
+        if m is None: continue
+        m = np.asarray(m.detach().cpu() if isinstance(m, Tensor) else m, np.float32)
+        if want is None and name == "pixel_map": raise ValueError(f"pixel_map is for image attributions; these are tabular {v.shape}.")
+        if name == "per_action" and (m.ndim != v.ndim + 1 or m.shape[0] != len(v) or m.shape[2:] != v.shape[1:]):
+            raise ValueError(f"per_action must have shape (N, A, *obs_shape) = ({len(v)}, A, {', '.join(map(str, v.shape[1:]))}); got {m.shape}.")
+        if want is not None and m.shape != want: raise ValueError(f"pixel_map must have shape (N, H, W) = {want}; got {m.shape}.")
+        object.__setattr__(att, name, m)
+    if att.base_values is not None:
+        b = np.asarray(att.base_values, np.float64).reshape(-1)
+        if not np.isfinite(b).all(): raise ValueError(f"base_values contain NaN or infinite entries: {b.tolist()[:8]}.")
+        object.__setattr__(att, "base_values", b)
+    if att.feature_names is not None:
+        names = tuple(str(n) for n in att.feature_names)
+        if v.ndim != 2: raise ValueError(f"feature_names are for tabular attributions (N, D); these are images {v.shape}.")
+        if len(names) != v.shape[1]: raise ValueError(f"feature_names has {len(names)} names for D = {v.shape[1]} features.")
+        object.__setattr__(att, "feature_names", names)
+
+
 # %% ../../nbs/attribution/01_base.ipynb #a92c14ed
 @dataclasses.dataclass(frozen=True)
 class Attribution(Result):
@@ -67,24 +92,7 @@ class Attribution(Result):
         object.__setattr__(self, "params", dict(self.params))
         t = self.timing if isinstance(self.timing, dict) else {"total_s": float(self.timing or 0.0)}
         object.__setattr__(self, "timing", {k: float(s) for k, s in t.items()})
-        for name, want in (("pixel_map", (len(v), *v.shape[2:]) if v.ndim == 4 else None), ("per_action", None)):
-            m = getattr(self, name)
-            if m is None: continue
-            m = np.asarray(m.detach().cpu() if isinstance(m, Tensor) else m, np.float32)
-            if want is None and name == "pixel_map": raise ValueError(f"pixel_map is for image attributions; these are tabular {v.shape}.")
-            if name == "per_action" and (m.ndim != v.ndim + 1 or m.shape[0] != len(v) or m.shape[2:] != v.shape[1:]):
-                raise ValueError(f"per_action must have shape (N, A, *obs_shape) = ({len(v)}, A, {', '.join(map(str, v.shape[1:]))}); got {m.shape}.")
-            if want is not None and m.shape != want: raise ValueError(f"pixel_map must have shape (N, H, W) = {want}; got {m.shape}.")
-            object.__setattr__(self, name, m)
-        if self.base_values is not None:
-            b = np.asarray(self.base_values, np.float64).reshape(-1)
-            if not np.isfinite(b).all(): raise ValueError(f"base_values contain NaN or infinite entries: {b.tolist()[:8]}.")
-            object.__setattr__(self, "base_values", b)
-        if self.feature_names is not None:
-            names = tuple(str(n) for n in self.feature_names)
-            if v.ndim != 2: raise ValueError(f"feature_names are for tabular attributions (N, D); these are images {v.shape}.")
-            if len(names) != v.shape[1]: raise ValueError(f"feature_names has {len(names)} names for D = {v.shape[1]} features.")
-            object.__setattr__(self, "feature_names", names)
+        _check_optional_fields(self, v)
         if isinstance(self.explainer, dict): object.__setattr__(self, "explainer", _explainer_from_spec(self.explainer))
 
     def __len__(self): return len(self.values)

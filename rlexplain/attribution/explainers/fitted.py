@@ -116,14 +116,33 @@ class _FittedExplainer(Explainer):
         raise NotImplementedError
 
 # %% ../../../nbs/attribution/14_fitted.ipynb #fe8fb84e
+def _distinct_states(x: np.ndarray) -> int:
+    "The number of distinct states among `x (N, *obs_shape)`."
+    return len(np.unique(np.asarray(x).reshape(len(x), -1), axis=0)) if len(x) else 0
+
+def _check_background(name: str, bg: np.ndarray | None, x: np.ndarray) -> None:
+    """Refuse a background that makes the baseline the input (issue 54.1): the explained states `x` themselves (no
+    `background` given) with fewer than 2 distinct states, or a background whose only distinct state is an explained one.
+    Every reference, perturbation scale or surrogate sample is then the input, and every attribution is exactly 0."""
+    fix = (f"pass the agent's dataset states as the background, e.g. explain({name!r}, policy, states, background=dataset_states) "
+           "with dataset_states (M, *obs_shape), M >= 2")
+    if bg is None and _distinct_states(x) < 2:
+        raise ValueError(f"{name} uses the explained states as its background when none is given, and {len(x)} state(s) with "
+                         f"{_distinct_states(x)} distinct make the baseline equal the input (every attribution would be 0): {fix}.")
+    if bg is not None and _distinct_states(bg) == 1 and len(x) and (np.asarray(bg).reshape(len(bg), -1)[:1] == np.asarray(x).reshape(len(x), -1)).all(1).any():
+        raise ValueError(f"{name}: the background's one distinct state is an explained state, so the baseline equals the input "
+                         f"(its attribution would be 0): {fix}.")
+
 def _fitted_explain(self, policy, x, a):
     """The explainer contract's `_explain` of a fitted method: fit when not fitted to `policy` (and the `background` parameter;
     without one, to the explained states `x` unless `fit` was called for this policy), then `_compute`. Extra params: the fitted
-    method's scalars, `feature_names` and `base_values` (`(A,)` expected outputs, SHAP methods), `setup_s`, `per_action`."""
+    method's scalars, `feature_names` and `base_values` (`(A,)` expected outputs, SHAP methods), `setup_s`, `per_action`.
+    Raises `ValueError` (`_check_background`) when the background would make the baseline the input."""
     t0 = time.perf_counter()
     bg = self.params.get("background")
     done = getattr(self, "_fitted_to", None)
     if done is None or done[0] != id(policy) or (bg is not None and done[1] != id(bg)) or (bg is None and done[1] == "states"):
+        _check_background(self.name, None if bg is None else as_states(bg, policy, "background"), x)
         self.fit(policy, x if bg is None else bg)
         if bg is None: self._fitted_to = (id(policy), "states")   # fitted to these states only: the next call refits
     setup = time.perf_counter() - t0
