@@ -98,7 +98,8 @@ def _cmd_demo(args) -> None:
 def _cmd_episode(args) -> None:
     "`rlexplain explain-episode`: `episode.explain_episode_to` under the folder's lock; prints each file written."
     from rlexplain.episode import explain_episode_to
-    with run_lock(args.out): files = explain_episode_to(args.out, args.env, args.method, args.steps, args.every, args.seed, args.algo, args.fps, args.scale, args.zoo)
+    with run_lock(args.out): files = explain_episode_to(args.out, args.env, args.method, args.steps, args.every, args.seed, args.algo, args.fps, args.scale, args.zoo,
+                                                       force=args.force)
     for k, p in files.items(): print(f"[rlexplain explain-episode] {k}: {p}")
 
 def _cmd_course(args) -> None:
@@ -166,7 +167,8 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rlexplain` command. A user's mistake (a bad argument, `ValueError`, `TypeError`, `LookupError`,
     `ConfigMismatchError`) or a file that cannot be read or written (any `OSError`) prints one line
-    `rlexplain: error: ...` to stderr, naming the user's flag where there is one, and returns 2; `--debug` re-raises
+    `rlexplain: error: ...` to stderr, naming the user's flag where there is one, and returns 2 (a `MemoryError` too, naming
+    the folder); `--debug` re-raises
     it with its traceback. Warnings print as one line `rlexplain: warning: ...` each. Returns 0 on success."""
     import warnings
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -194,4 +196,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.cmd == "ir" and isinstance(e, ConfigMismatchError):   # IRConfig's field names -> the flags that set them
                 msg = re.sub(r"(?<![\w.-])(" + "|".join(_IR_FLAGS) + r")(?=: saved=)", lambda m: _IR_FLAGS[m.group(1)], msg)
             print(f"rlexplain: error: {' '.join(str(msg).split())} (--debug shows the traceback)", file=sys.stderr)
+            return 2
+        except MemoryError:        # an option whose arrays do not fit: one line, naming the folder whose finished parts are kept
+            if debug: raise
+            out = getattr(args, "out", None)
+            print("rlexplain: error: out of memory" + (f"; the finished parts are saved in {out}" if out else "")
+                  + ": lower the sizes (--states, --t, --workers) (--debug shows the traceback)", file=sys.stderr)
             return 2

@@ -205,6 +205,7 @@ def _add_methods(sub):
     ee.add_argument("--scale", choices=["episode", "frame"], default="episode", help="one colour scale for the episode, or each frame its own")
     ee.add_argument("--fps", type=_at_least(1), default=10, help="frames per second of the movie")
     ee.add_argument("--zoo", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
+    ee.add_argument("--force", action="store_true", help="replace an episode of another configuration in --out (otherwise refused)")
     sb = sub.add_parser("scoreboard", help="score a finished run against the papers' claims: reproduced, not reproduced, not comparable, not run",
                         epilog=_examples("scoreboard runs/demo"), **_PAR)
     sb.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by `rlexplain demo` (or a method's subcommand)")

@@ -21,7 +21,7 @@ import torch
 from .attribution import PAPER_PARAMS, Attribution, Explainer, check_int, explainer, registry_name
 from .core import Policy
 from .compute import progress
-from .runs import Result, atomic_write
+from .runs import ConfigMismatchError, Result, atomic_write, load_json, save_json
 from .envs import Rollout, action_names, make_env
 from .shifts import make_shift
 from .ranld import ranld
@@ -532,6 +532,23 @@ def vulnerability_overlap(policy: Policy,      # the agent (image observations)
             rows += [dict(state=i, method=m, reference=r, overlap=o[i], random_overlap=o_rand[i]) for i in range(len(x))]
     return OverlapStudy(pd.DataFrame(rows), k, P, float(level), policy.name, env_id)
 
+# %% ../nbs/32_episode.ipynb #e732acd4
+_EPISODE_FILES = ("episode.mp4", "episode.gif", "episode.html", "result")   # what explain_episode_to writes into its folder
+
+def _check_episode_folder(out: Path, cfg: dict, force: bool) -> None:
+    """Refuse to overwrite `out` when it holds an episode (`_EPISODE_FILES`) of a configuration other than `cfg` (its
+    `config.json`; a folder with episode files and no record is refused too), unless `force`. Raises `ConfigMismatchError`
+    naming each differing field and the two ways out."""
+    if force or not any((out / f).exists() for f in _EPISODE_FILES): return
+    rec = out / "config.json"
+    try: saved = load_json(rec) if rec.exists() else None
+    except (OSError, ValueError): saved = None
+    if saved == cfg: return
+    why = ("no readable record of its configuration" if saved is None else
+           "; ".join(f"{k}: {saved.get(k)!r} -> {v!r}" for k, v in cfg.items() if saved.get(k) != v))
+    raise ConfigMismatchError(f"{out} holds an episode of another configuration ({why}); use --force / force=True to replace it, "
+                              "or another --out.")
+
 # %% ../nbs/32_episode.ipynb #24ed14ec
 def episode_agent(env_id: str,                  # e.g. "ALE/Breakout-v5"
                   algo: str | None = None,      # "a2c", "ppo", "dqn", ...; None: any
@@ -549,18 +566,25 @@ def explain_episode_to(out: str | Path,                # folder: episode.mp4, ep
                        steps: int = 200,               # agent steps to play (fewer when the episode ends first)
                        every: int = 1, seed: int = 0, algo: str | None = None, fps: int = 10,
                        scale: str = "episode", root: str | Path | None = None,
+                       force: bool = False,            # replace an episode of another configuration in `out`
                        **params,                       # the method's options (over EPISODE_PARAMS)
                        ) -> dict:                      # {"mp4", "gif", "html", "result"}: the paths written
     """What `rlexplain explain-episode` does: the zoo agent of `env_id` (`episode_agent`), `explain_episode` of `steps` agent
-    steps with its card's environment arguments, the result saved to `out/result`, and `write_movie`. The cheap checks run
-    first: `LookupError` for an unknown method or a game without a zoo agent, `ValueError` for steps or every < 1, an
+    steps with its card's environment arguments, the result saved to `out/result`, and `write_movie`. `out/config.json`
+    records the configuration (game, agent, method and its options, steps, every, seed, fps, scale); a folder that holds an
+    episode of another one is refused (`ConfigMismatchError`, naming each differing field) unless `force`. The cheap checks
+    run first: `LookupError` for an unknown method or a game without a zoo agent, `ValueError` for steps or every < 1, an
     unknown scale, or fps < 1, before anything is played."""
     for name, v in (("steps", steps), ("every", every), ("fps", fps)): check_int(name, v, 1)
     color_scale(np.ones((1, 1, 1)), scale)
     ex = _episode_explainer(method, params)
     policy, card = episode_agent(env_id, algo, root)
+    out = Path(out)
+    cfg = dict(env_id=env_id, agent=card.get("id"), method=ex.name, params={k: v for k, v in ex.params.items() if isinstance(v, (int, float, str, bool, type(None)))},
+               steps=int(steps), every=int(every), seed=int(seed), fps=int(fps), scale=scale)
+    _check_episode_folder(out, cfg, force)
     ep = explain_episode(policy, env_id, ex, every=every, max_steps=steps, seed=seed, scale=scale,
                          env_kwargs=card.get("env_kwargs") or {}, show_progress=True)
-    out = Path(out)
+    save_json(out / "config.json", cfg)
     files = write_movie(ep, out / "episode.mp4", out / "episode.gif", out / "episode.html", fps=fps)
     return {**files, "result": ep.save(out / "result")}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any, Sequence
 
 # %% auto #0
@@ -66,6 +67,20 @@ def interventional_robustness(probs: Any,  # (..., n, A): the n agents' action d
     r = 1.0 - js_divergence(p) / math.log2(p.shape[-2])
     return np.clip(r, 0.0, 1.0) if isinstance(r, np.ndarray) else min(max(r, 0.0), 1.0)
 
+# %% ../nbs/10_ir.ipynb #de36d75d
+def _sampling_bytes(t: int, S: int, n: int, A: int) -> int:
+    "Peak bytes of Algorithm 1's sampling in `ir_from_agents`: uniforms, the comparison, the sampled actions and their one-hots (t, S, n, A), twice for the JSD."
+    return int(t) * S * n * (24 + 17 * A) * 2
+
+def _available_bytes() -> int:
+    "Memory available without swapping, bytes: psutil's `available` where psutil is installed, else the free physical pages (POSIX), else unbounded."
+    try:
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except ImportError: pass
+    try: return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError): return 2**62
+
 # %% ../nbs/10_ir.ipynb #bc6c865b
 def ir_from_agents(probs: Any,                   # (S, n, A) each agent's action distribution in each state
                    stochastic: Sequence[bool] | bool, # per agent (n,): sample t actions (True) or act greedily (False)
@@ -76,8 +91,9 @@ def ir_from_agents(probs: Any,                   # (S, n, A) each agent's action
     """R for each of S states from n agents' action distributions (Avery et al. 2022, Algorithm 1).
 
     Greedy agents use the one-hot of their argmax in both modes. Raises `ValueError` for bad shapes, n < 2,
-    t < 1, an unknown mode, probabilities that do not sum to 1, or a `stochastic` that is neither one bool nor one
-    per agent; `TypeError` for a non-boolean `stochastic`."""
+    t < 1, a t whose samples would not fit in the memory available (`_sampling_bytes`, checked before allocating), an
+    unknown mode, probabilities that do not sum to 1, or a `stochastic` that is neither one bool nor one per agent;
+    `TypeError` for a non-boolean `stochastic`."""
     p = _check_probs(probs)
     if p.ndim != 3: raise ValueError(f"probs must have shape (S, n_agents, n_actions); got {p.shape}.")
     S, n, A = p.shape
@@ -88,6 +104,9 @@ def ir_from_agents(probs: Any,                   # (S, n, A) each agent's action
     sto = np.broadcast_to(sto.astype(bool), (n,))
     if mode not in ("sample", "exact"): raise ValueError(f"mode must be 'sample' or 'exact'; got {mode!r}.")
     if int(t) < 1: raise ValueError(f"t must be >= 1; got {t}.")
+    if mode == "sample" and (need := _sampling_bytes(int(t), S, n, A)) > (free := _available_bytes()):
+        raise ValueError(f"t={int(t)} action samples for {S} states x {n} agents x {A} actions need about {need / 2**30:.1f} GiB; "
+                         f"{free / 2**30:.1f} GiB are available: lower t (IRConfig's default: 30).")
     greedy = np.eye(A)[p.argmax(-1)]                         # (S, n, A)
     if mode == "exact":
         return interventional_robustness(np.where(sto[None, :, None], p, greedy))

@@ -191,6 +191,11 @@ def ir_jobs(cfg: IRConfig) -> list[_IRJob]:
                 if isinstance(found, str):   # stated, not silent: the pipeline is left out and the warning says why
                     warnings.warn(found + " The pipeline is left out of the study.", stacklevel=2); continue
                 last, seeds = found
+                if len(seeds) - 1 < cfg.n_agents:   # said, not silent (issue 54.5): the study measures the playing seeds it has
+                    warnings.warn(f"IR {game}/{pipe}: IRConfig(n_agents={cfg.n_agents}) asks for {cfg.n_agents} measured agents; "
+                                  f"{len(seeds) - 1} pass the quality gate at {last} frames (seeds {seeds[1:]}, seed {seeds[0]} samples "
+                                  f"the states), so {len(seeds) - 1} are measured (ir_table's n_agents records it). Train more seeds "
+                                  "(rlexplain zoo train) or lower --agents.", stacklevel=2)
                 z = z[(z.frames <= last) & z.seed.isin(seeds)]
                 full = z.groupby("frames").seed.nunique() == len(seeds)   # checkpoints every chosen seed has
                 z = z[z.frames.isin(full[full].index)]

@@ -431,3 +431,29 @@ def test_zoo_gate_of_an_unknown_environment_is_an_error_and_seeds_are_not_negati
     assert "no entry for --env Bogus-v0" in err and "toybox/Breakout" in err and len(err.strip().splitlines()) == 1
     assert main(["explain-episode", "--seed", "-1", "--out", "unused"]) == 2
     assert "argument --seed: expected an integer >= 0, got -1" in capsys.readouterr().err
+
+
+def test_ir_t_beyond_memory_is_refused_before_allocating_and_memory_errors_are_one_line(monkeypatch, capsys):
+    """Issue 54.5: Algorithm 1's samples are sized before they are drawn (t x states x agents x actions), so `--t 1e9`
+    is a clear error naming the GiB needed and available; a MemoryError anywhere else is one line, not a traceback."""
+    import numpy as np
+    import rlexplain.cli as cli
+    from rlexplain.ir import ir_from_agents
+    p = np.full((5, 3, 4), 0.25)
+    with pytest.raises(ValueError, match=r"t=1000000000 action samples .* GiB; .* GiB are available: lower t"):
+        ir_from_agents(p, True, t=10**9)
+    assert ir_from_agents(p, True, t=30).shape == (5,)
+    def boom(args): raise MemoryError()
+    monkeypatch.setattr(cli, "_run", boom)
+    assert main(["ir", "--out", "runs/x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "out of memory" in err and "runs/x" in err, err
+
+
+def test_ir_agents_above_the_playing_seeds_is_said_and_recorded():
+    """Issue 54.5: `--agents 10` with fewer seeds that pass the gate measures the playing seeds, with a warning that names
+    them; each job holds the agents it measures (ir_table's n_agents)."""
+    from rlexplain.ir_study import IRConfig, ir_jobs
+    with pytest.warns(UserWarning, match=r"IRConfig\(n_agents=10\) asks for 10 measured agents; \d+ pass the quality gate"):
+        jobs = ir_jobs(IRConfig(n_agents=10, pipelines=("a2c",)))
+    assert jobs and all(2 <= len(j.agents) < 10 for j in jobs)

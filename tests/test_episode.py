@@ -177,6 +177,16 @@ def test_cli_explain_episode_writes_movie_player_and_result(tmp_path, capsys):
     from rlexplain.cli import main
     out = tmp_path / "ep"
     assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "3", "--out", str(out)]) == 0
-    assert {p.name for p in out.iterdir()} == {"episode.mp4", "episode.gif", "episode.html", "result"}
+    assert {p.name for p in out.iterdir()} == {"episode.mp4", "episode.gif", "episode.html", "result", "config.json"}
     ep = EpisodeAttribution.load(out / "result")
     assert len(ep) == 3 and ep.env_id == "ALE/Breakout-v5" and json.loads((out / "result" / "result.json").read_text())["type"] == "EpisodeAttribution"
+    cfg = json.loads((out / "config.json").read_text()); assert (cfg["method"], cfg["steps"], cfg["seed"]) == ("occlusion", 3, 0)
+    # issue 54.2: another configuration into the same folder is refused, naming the field, and leaves the episode as it was
+    before = (out / "result" / "result.json").read_bytes()
+    assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "3", "--seed", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "another configuration" in err and "seed: 0 -> 1" in err and "--force" in err, err
+    assert (out / "result" / "result.json").read_bytes() == before
+    assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "3", "--out", str(out)]) == 0   # the same: rewritten
+    assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "2", "--seed", "1", "--out", str(out), "--force"]) == 0
+    assert len(EpisodeAttribution.load(out / "result")) == 2 and json.loads((out / "config.json").read_text())["seed"] == 1
