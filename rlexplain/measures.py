@@ -18,11 +18,11 @@ from fastcore.basics import patch
 
 from .runtables import NotComparable, NotRun, RunTableError, RunTables, read_table, recorded_config
 from .papers import RANLD_ADVERSARIAL, RANLD_BASELINE, RANLD_NATURAL, calibration
-from .stats import t_from_se, t_interval, t_quantile, welch_df
+from .stats import STATE_BLOCK, clustered_t, t_from_se, t_interval, t_quantile, welch_df
 
 # %% auto #0
-__all__ = ['LEVEL', 'MEASURES', 'NOOP_L2', 'SHARED_VARIANT', 'Estimate', 'level_pct', 'random_policy_R', 'measure',
-           'condition_group']
+__all__ = ['LEVEL', 'MEASURES', 'NOOP_L2', 'SHARED_VARIANT', 'Estimate', 'state_blocks', 'level_pct', 'random_policy_R',
+           'measure', 'condition_group']
 
 # %% ../nbs/96_measures.ipynb #81284477
 LEVEL = 0.95   # every claim's intervals: 95% simultaneous over the claim's comparisons (Bonferroni)
@@ -42,7 +42,9 @@ class Estimate:
     `(verdict, reason)` for an item that cannot be evidence: 'uninformative' when it holds by construction (agents that
     each play one constant action), 'not comparable' when its condition was not applied (an attack that changed no
     observation). Such items are left out of the claim's comparisons, and the claim never counts as reproduced.
-    The intervals are drawn by `rlexplain.stats` (`t_interval`, `t_from_se`)."""
+    States drawn from episodes are not independent (issue 50): `clusters` gives each paired state its episode (or block of
+    consecutive states), and the interval is the cluster-robust one (`stats.clustered_t`, `from_states`).
+    The intervals are drawn by `rlexplain.stats` (`t_interval`, `t_from_se`, `clustered_t`)."""
     label: str
     mean: float
     se: float | None = None
@@ -55,6 +57,8 @@ class Estimate:
     block: str = ""
     fixed: tuple | None = None
     paired: tuple = ()   # ((key, value), ...): the units' values by key (a game, a state), for paired comparisons
+    clusters: tuple = () # the cluster (episode, or block of consecutive states) of each `paired` key, in its order; () for independent units
+    cluster_kind: str = ""   # what the clusters are: "episodes" or "40-state blocks" (`stats.STATE_BLOCK`; episodes not recorded)
     test: str = "t"      # the interval's test: 't', 'jackknife-t', 'welch', 'exact', 'prediction' or 'none' (rlexplain.stats.TESTS)
     excluded: tuple = () # (verdict, reason): evidence that holds by construction ('uninformative') or a condition not applied ('not comparable')
 
@@ -96,6 +100,44 @@ def from_summary(cls: Estimate, mean: float, sd: float, n, label: str, unit: str
         why = "no spread in the table" if n and n >= 2 else ("n unknown" if n is None else f"one {unit.rstrip('s')}")
         return cls(label, float(mean), None, math.inf, n, unit, None, f"point estimate: {why}", test="none", **kw)
     return cls(label, float(mean), float(sd) / math.sqrt(n), n - 1, n, unit, float(sd), f"t over {n} {unit}", test="t", **kw)
+
+# %% ../nbs/96_measures.ipynb #d76b1882
+def state_blocks(keys: list, episodes: list | None = None) -> tuple[tuple, str]:
+    """`(clusters, kind)` for states keyed `keys` (a state index, or `(game, state)`), in their order: each state's episode
+    when `episodes` (one per key) is given, kind "episodes"; else its block of `stats.STATE_BLOCK` consecutive states of its
+    game, kind "40-state blocks" (a run that did not record the episodes). Raises `ValueError` for `episodes` of another length."""
+    if episodes is not None:
+        if len(episodes) != len(keys): raise ValueError(f"one episode per state: {len(keys)} states, {len(episodes)} episodes.")
+        game = [k[0] if isinstance(k, tuple) else "" for k in keys]
+        return tuple(f"{g}:{e}" for g, e in zip(game, episodes)), "episodes"
+    seen: dict = {}; out = []
+    for k in keys:
+        g = k[0] if isinstance(k, tuple) else ""; i = seen.get(g, 0); seen[g] = i + 1
+        out.append(f"{g}:{i // STATE_BLOCK}")
+    return tuple(out), f"{STATE_BLOCK}-state blocks"
+
+@patch(cls_method=True)
+def from_states(cls: Estimate, values, keys: list, label: str, episodes: list | None = None, **kw) -> "Estimate":
+    """The mean of per-state `values` (one per key of `keys`, in visiting order) with the cluster-robust interval of states
+    drawn from episodes (`stats.clustered_t` over `state_blocks(keys, episodes)`; issue 50): `paired` and `clusters` keep
+    them by key for paired comparisons, `n` counts the states and `method` names the clusters. Fewer than 2 clusters
+    give a point estimate without an interval (the states cannot tell their episodes' noise from a difference). `sd` is
+    `se * sqrt(n)`, so that the n that would decide extrapolates in states at the observed correlation. Raises
+    `NotRun` when no value is finite, `ValueError` for keys and values of different lengths."""
+    v = np.asarray(values, dtype=float).ravel()
+    if len(v) != len(keys): raise ValueError(f"{label}: {len(v)} values for {len(keys)} keys.")
+    cl, kind = state_blocks(list(keys), episodes)
+    ok = np.isfinite(v)
+    if not ok.any(): raise NotRun(f"{label}: no finite values")
+    paired = tuple((k, float(x)) for k, x, o in zip(keys, v, ok) if o); cls_ = tuple(c for c, o in zip(cl, ok) if o)
+    G = len(set(cls_))
+    if G < 2:
+        return cls(label, float(v[ok].mean()), None, math.inf, int(ok.sum()), "states", None,
+                   f"point estimate: {int(ok.sum())} states in {G} of {kind} (a correlation-robust interval needs 2)",
+                   paired=paired, clusters=cls_, cluster_kind=kind, test="none", **kw)
+    iv = clustered_t(v[ok], list(cls_))
+    return cls(label, iv.value, iv.se, iv.df, iv.n, "states", iv.se * math.sqrt(iv.n), f"cluster-t over {G} {kind} ({iv.n} states)",
+               paired=paired, clusters=cls_, cluster_kind=kind, test="cluster-t", **kw)
 
 # %% ../nbs/96_measures.ipynb #b824b43c
 @patch(cls_method=True)
@@ -408,9 +450,10 @@ def _m_insertion(run, games, sub_metrics, exclude=("random",)) -> list[Estimate]
             if d.empty: raise NotRun(f"no saved {sub} insertion AUCs for {g}")
             cols = [m for m in t.columns if m in set(d.method)]   # the table's order of methods
             for m, dm in sorted(d.groupby("method", sort=False), key=lambda x: cols.index(x[0]) if x[0] in cols else len(cols)):
-                v = dm.sort_values("state"); paired = tuple(zip(v.state.astype(int), v.auc.astype(float)))
+                v = dm.sort_values("state")
                 if not np.isfinite(v.auc.to_numpy(float)).any(): continue   # a method without this sub-metric
-                out.append(Estimate.from_values(v.auc.to_numpy(), m, "states", group=m, block=f"{g} {sub}", paired=paired))
+                eps = v.episode.tolist() if "episode" in v and v.episode.notna().all() else None   # a run that recorded them
+                out.append(Estimate.from_states(v.auc.to_numpy(), v.state.astype(int).tolist(), m, eps, group=m, block=f"{g} {sub}"))
     return out
 
 # %% ../nbs/96_measures.ipynb #94e63cfd
@@ -440,7 +483,8 @@ def _sanity_estimate(s: pd.DataFrame, per: pd.DataFrame | None, m: str, metric: 
     if r is None: raise NotRun(f"no {m} / {metric} row with {layers} randomised layer(s)")
     v = None if per is None else per[(per.method == m) & (per.variant == variant) & (per.metric == metric) & (per.n_randomized == r.n_randomized)].sort_values(["game", "state"])
     if v is not None and np.isfinite(v.value.to_numpy(float)).sum() >= 2:
-        return Estimate.from_values(v.value.to_numpy(float), label, "states", group=m, paired=tuple(zip(zip(v.game, v.state.astype(int)), v.value.astype(float))))
+        eps = v.episode.tolist() if "episode" in v and v.episode.notna().all() else None
+        return Estimate.from_states(v.value.to_numpy(float), list(zip(v.game, v.state.astype(int))), label, eps, group=m)
     return Estimate.from_summary(float(r["mean"]), r.get("std"), r.get("n"), label, "states", group=m)
 
 @measure("sal.sanity")

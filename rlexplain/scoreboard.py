@@ -19,7 +19,7 @@ import pandas as pd
 from .measures import LEVEL, MEASURES, Estimate, condition_group, level_pct
 from .papers import calibration, insertion_table, ir_table6, ranld_tables, runtimes, xrlbench_results
 from .runtables import NotComparable, NotRun, RunTableError, RunTables, check_run
-from .stats import bonferroni_level, holm, paired_t, t_interval, t_quantile, welch_df
+from .stats import bonferroni_level, holm, paired_clustered_t, paired_t, t_interval, t_quantile, welch_df
 
 # %% auto #0
 __all__ = ['VERDICTS', 'SCORERS', 'PAPER_TABLES', 'CLAIM_FIELDS', 'KINDS', 'CLAIMS', 'PRE_PERIOD_TOL', 'BOARD_COLUMNS',
@@ -91,9 +91,16 @@ def check_greater(a: Estimate, b: Estimate, level: float = LEVEL, margin: float 
         return Check("open", f"{a.label} [{ia[0]:.3g}, {ia[1]:.3g}] and {b.label} [{ib[0]:.3g}, {ib[1]:.3g}] overlap", **pr)
     pa, pb = dict(a.paired), dict(b.paired); keys = [k for k in pa if k in pb]
     if len(keys) >= 2 and len(keys) == len(pa) == len(pb):   # the same units: paired t over their differences (stats.paired_t)
-        p = paired_t([pa[k] for k in keys], [pb[k] for k in keys], level)
-        d = p.value - margin; lo, hi = p.low - margin, p.high - margin; iv = dict(low=lo, high=hi, test="paired-t", level=level)
-        txt = f"{name} = {d:+.3g} [{lo:+.3g}, {hi:+.3g}] ({level_pct(level)} paired t over {p.n} {a.unit})"
+        x, y = [pa[k] for k in keys], [pb[k] for k in keys]
+        if a.clusters:   # states from episodes (issue 50): cluster-robust over the episodes (or blocks) of a's states
+            cl = dict(zip((k for k, _ in a.paired), a.clusters)); G = len({cl[k] for k in keys})
+            if G < 2: return Check("open", f"{name}: {len(keys)} states in {G} of {a.cluster_kind}: no correlation-robust interval", test="cluster-t", level=level)
+            p = paired_clustered_t(x, y, [cl[k] for k in keys], level); test = "cluster-t"
+            how = f"cluster t over {G} {a.cluster_kind}, {p.n} {a.unit}, effective n {p.n_eff:.0f}"
+        else:
+            p = paired_t(x, y, level); test, how = "paired-t", f"paired t over {p.n} {a.unit}"
+        d = p.value - margin; lo, hi = p.low - margin, p.high - margin; iv = dict(low=lo, high=hi, test=test, level=level)
+        txt = f"{name} = {d:+.3g} [{lo:+.3g}, {hi:+.3g}] ({level_pct(level)} {how})"
         if lo > 0: return Check("holds", txt, **iv)
         if hi < 0: return Check("fails", txt, **iv)
         return Check("open", txt, n_to_decide(p.se * math.sqrt(p.n), abs(d), level) if p.se > 0 else None, a.unit, **iv)
@@ -316,7 +323,7 @@ def _score_reversal(c: dict, items: list[Estimate]) -> list[Check]:
             cx, cy = check_greater(ex[a], ex[b], lv), check_greater(ey[a], ey[b], lv)
             if {cx.status, cy.status} == {"holds", "fails"}: rev.append(f"{X}: {cx.text}; {Y}: {cy.text}")
             elif cx.status == cy.status != "open": same += 1
-        t = dict(test="paired-t" if all(ex[m].paired for m in ex) else "welch", level=lv)
+        t = dict(test=("cluster-t" if all(ex[m].clusters for m in ex) else "paired-t") if all(ex[m].paired for m in ex) else "welch", level=lv)
         if rev: out.append(Check("holds", f"{g}: {len(rev)} of {len(pairs)} method pairs swap between {X} and {Y}, e.g. " + rev[0], **t))
         elif same == len(pairs): out.append(Check("fails", f"{g}: all {len(pairs)} method pairs keep one significant order under {X} and {Y}", **t))
         else: out.append(Check("open", f"{g}: no significant swap between {X} and {Y} ({same} of {len(pairs)} pairs keep one order; the others are undecided)", **t))

@@ -13,9 +13,9 @@ import numpy as np
 from scipy import stats as _st
 
 # %% auto #0
-__all__ = ['TESTS', 'Interval', 't_quantile', 't_bounds', 't_interval', 't_from_se', 'welch_df', 'welch_from_se', 'welch',
-           'paired_t', 'bonferroni_level', 'holm', 'jackknife', 'jackknife_interval', 'bootstrap', 'bootstrap_means',
-           'percentile_bounds']
+__all__ = ['TESTS', 'STATE_BLOCK', 'Interval', 't_quantile', 't_bounds', 't_interval', 't_from_se', 'welch_df', 'welch_from_se',
+           'welch', 'paired_t', 'state_clusters', 'clustered_t', 'paired_clustered_t', 'bonferroni_level', 'holm',
+           'jackknife', 'jackknife_interval', 'bootstrap', 'bootstrap_means', 'percentile_bounds']
 
 # %% ../nbs/06_stats.ipynb #2e6ebb12
 TESTS = ("t", "welch", "paired-t", "jackknife-t", "bootstrap", "exact", "none")
@@ -25,7 +25,9 @@ class Interval:
     """An estimate with its two-sided interval. `value` the point estimate; `low`, `high` the interval (NaN for test
     'none': a point estimate without one); `n` the units it rests on (None: not counted, e.g. exact); `level` the
     coverage in (0, 1); `test` one of `TESTS`; `se` the standard error and `df` the degrees of freedom of its t quantile
-    (inf: normal) where the test has them; `pvalue` the two-sided p-value against 0 (NaN where not computed)."""
+    (inf: normal) where the test has them; `pvalue` the two-sided p-value against 0 (NaN where not computed); `clusters`
+    the independent groups (episodes, or blocks of consecutive states) a `cluster-t` interval rests on, None otherwise;
+    `n_eff` the effective number of independent units, `(sd / se)^2`."""
     value: float
     low: float
     high: float
@@ -35,6 +37,13 @@ class Interval:
     se: float = math.nan
     df: float = math.inf
     pvalue: float = math.nan
+    clusters: int | None = None
+    sd: float = math.nan   # the spread of one unit (the sample standard deviation), for `n_eff`
+
+    @property
+    def n_eff(self) -> float:
+        "Effective number of independent units: `(sd / se)^2` (n for independent units; fewer when units are correlated)."
+        return (self.sd / self.se) ** 2 if self.se and math.isfinite(self.se) and self.se > 0 and math.isfinite(self.sd) else math.nan
 
     @property
     def sign(self) -> int:
@@ -45,7 +54,8 @@ class Interval:
         "'-0.497 [-0.937, -0.0573] (98.75% paired-t, n = 200)'; a point estimate or an exact value without brackets."
         if self.test == "exact": return f"{self.value:{fmt}} (exact)"
         if not (math.isfinite(self.low) and math.isfinite(self.high)): return f"{self.value:{fmt}} (no interval, n = {self.n})"
-        return f"{self.value:{fmt}} [{self.low:{fmt}}, {self.high:{fmt}}] ({100 * self.level:.4g}% {self.test}, n = {self.n})"
+        g = f", {self.clusters} clusters, effective n {self.n_eff:.0f}" if self.clusters else ""
+        return f"{self.value:{fmt}} [{self.low:{fmt}}, {self.high:{fmt}}] ({100 * self.level:.4g}% {self.test}, n = {self.n}{g})"
 
 def _level(level: float) -> float:
     if not 0 < level < 1: raise ValueError(f"level must be in (0, 1); got {level}.")
@@ -157,6 +167,50 @@ def paired_t(a: Any, b: Any,       # (n,) values of two methods on the same n un
         return Interval(m, m, m, len(d), _level(level), "paired-t", 0.0, len(d) - 1, 0.0 if m else 1.0)
     r = _st.ttest_rel(a, b); ci = r.confidence_interval(_level(level))
     return Interval(m, float(ci.low), float(ci.high), len(d), level, "paired-t", sd / math.sqrt(len(d)), float(r.df), float(r.pvalue))
+
+# %% ../nbs/06_stats.ipynb #e98fdfab
+STATE_BLOCK = 40   # consecutive states per block when the episodes of the states are not recorded (see the prose)
+
+def state_clusters(n: int,                    # number of states, in the order they were visited
+                   episodes: Any = None,      # (n,) the episode of each state; None: not recorded
+                   block: int = STATE_BLOCK,  # states per block when `episodes` is None
+                   ) -> np.ndarray:           # (n,) int64 cluster ids
+    """The cluster of each of `n` states: its episode (relabelled 0..G-1 in order of first appearance), else its block of
+    `block` consecutive states. Raises `ValueError` for `episodes` of another length or `block < 1`."""
+    if int(block) < 1: raise ValueError(f"block must be >= 1; got {block}.")
+    if episodes is None: return np.arange(int(n)) // int(block)
+    e = np.asarray(episodes).ravel()
+    if len(e) != n: raise ValueError(f"episodes must give one episode per state: {n} states, {len(e)} episodes.")
+    return np.unique(e, return_inverse=True)[1].astype(np.int64)
+
+def clustered_t(x: Any,                # (n,) values of n correlated units (states); NaN left out with their cluster ids
+                clusters: Any,         # (n,) the cluster (episode) of each unit; units of one cluster may be correlated
+                level: float = 0.95,
+                ) -> Interval:
+    """The t interval of `mean(x)` with the cluster-robust (CR1) standard error and `G - 1` degrees of freedom, `G` the
+    number of clusters (Cameron & Miller 2015; statsmodels' `OLS(x, 1).fit(cov_type="cluster")`): it holds its coverage
+    when the clusters are independent, however the units inside one are correlated. test 'cluster-t', `n` the units,
+    `clusters` G. Raises `ValueError` for shapes that differ or fewer than 2 clusters with finite values."""
+    v, g = np.asarray(x, np.float64).ravel(), np.asarray(clusters).ravel()
+    if len(v) != len(g): raise ValueError(f"clustered_t needs one cluster per value: {len(v)} values, {len(g)} cluster ids.")
+    ok = np.isfinite(v); v, g = v[ok], g[ok]
+    G = len(np.unique(g)); level = _level(level)
+    if G < 2: raise ValueError(f"a cluster-robust interval needs at least 2 clusters (episodes) with finite values; got {G}.")
+    m, sd = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+    if np.all(v == v[0]): return Interval(m, m, m, len(v), level, "cluster-t", 0.0, G - 1.0, 0.0 if m else 1.0, G, sd)
+    import statsmodels.api as sm   # heavy: imported on first use
+    r = sm.OLS(v, np.ones((len(v), 1))).fit(cov_type="cluster", cov_kwds={"groups": np.unique(g, return_inverse=True)[1], "use_correction": True, "df_correction": True})
+    se = float(r.bse[0]); q = t_quantile(level, G - 1.0); p = float(2 * _st.t.sf(abs(m) / se, G - 1.0)) if se > 0 else (0.0 if m else 1.0)
+    return Interval(m, m - q * se, m + q * se, len(v), level, "cluster-t", se, G - 1.0, p, G, sd)
+
+def paired_clustered_t(a: Any, b: Any,  # (n,) values of two methods on the same n states, in the same order
+                       clusters: Any,   # (n,) the episode (or block) of each state
+                       level: float = 0.95) -> Interval:
+    """`clustered_t` of the paired differences `a - b` over the states where both are finite: the paired comparison of two
+    methods on states drawn from episodes. Raises `ValueError` for shapes that differ, as `clustered_t` otherwise."""
+    a, b, g = (np.asarray(v).ravel() for v in (a, b, clusters))
+    if not (a.shape == b.shape == g.shape): raise ValueError(f"paired_clustered_t needs the same states on both sides; got {a.shape}, {b.shape} and {g.shape} cluster ids.")
+    return clustered_t(a.astype(np.float64) - b.astype(np.float64), g, level)
 
 # %% ../nbs/06_stats.ipynb #fdaed7d9
 def bonferroni_level(level: float,  # the family's coverage, in (0, 1)

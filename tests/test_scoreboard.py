@@ -29,16 +29,17 @@ def _append_csv(run: Path, section: str, name: str, df: pd.DataFrame):
     _csv(run, section, name, pd.concat([pd.read_csv(p), df], ignore_index=True) if p.exists() else df)
 
 
-def _bench_job(run: Path, game: str, method: str, aucs: dict, sanity: pd.DataFrame | None = None):
+def _bench_job(run: Path, game: str, method: str, aucs: dict, sanity: pd.DataFrame | None = None, episodes=None):
     """One saliency-benchmark job as the study writes its per-state tables: the per-state insertion AUCs `aucs[sub_metric]` (n,)
-    into saliency_bench_insertion_states.csv, and the per-state sanity similarities `sanity` (variant "shared" unless given) into
-    saliency_bench_sanity_states.csv."""
+    into saliency_bench_insertion_states.csv (with each state's `episode` when given), and the per-state sanity similarities
+    `sanity` (variant "shared" unless given) into saliency_bench_sanity_states.csv."""
+    ep = lambda n: {} if episodes is None else {"episode": np.asarray(episodes)[:n]}
     _append_csv(run, "saliency_bench", "saliency_bench_insertion_states", pd.concat(
-        [pd.DataFrame({"game": game, "method": method, "state": np.arange(len(v)), "sub_metric": sub, "auc": np.asarray(v, float)})
+        [pd.DataFrame({"game": game, "method": method, "state": np.arange(len(v)), "sub_metric": sub, "auc": np.asarray(v, float), **ep(len(v))})
          for sub, v in aucs.items()], ignore_index=True))
     if sanity is not None and len(sanity):
         san = sanity.assign(variant=sanity["variant"] if "variant" in sanity else "shared")
-        _append_csv(run, "saliency_bench", "saliency_bench_sanity_states", san[["game", "method", "variant", "n_randomized", "state", "metric", "value"]])
+        _append_csv(run, "saliency_bench", "saliency_bench_sanity_states", san[["game", "method", "variant", "n_randomized", "state", "metric", "value", *(["episode"] if "episode" in san else [])]])
 
 
 # ------------------------------------------------------------------ statistics by hand
@@ -318,11 +319,12 @@ def run(tmp_path) -> Path:
     # ... and the per-state AUCs the verdicts rest on (the same means and spreads over the 50 states, z of mean 0, sd 1):
     # occlusion - sarfa = 2 + 0.5 z on Q-val black (paired: holds); sarfa - occlusion = -0.1 on Adv black (fails); on Q-val
     # rand rise and occlusion are unrelated orders of 2 z, so d = 0.1 with sd about 2.8 (open)
-    z = np.linspace(-1.7, 1.7, 50); z = (z - z.mean()) / z.std(ddof=1); w = z[::-1]
-    _bench_job(r, "ALE/MsPacman-v5", "occlusion", {"Q-val black": 3 + z, "Adv black": 0.2 + 0.1 * z, "Q-val rand": 0.9 + 2 * z})
-    _bench_job(r, "ALE/MsPacman-v5", "sarfa", {"Q-val black": 1 + 0.5 * z, "Adv black": 0.1 + 0.1 * z + 0.01 * w, "Q-val rand": np.full(50, np.nan)})
-    _bench_job(r, "ALE/MsPacman-v5", "rise", {"Q-val black": np.full(50, np.nan), "Adv black": np.full(50, np.nan), "Q-val rand": 1 + 2 * w})
-    _bench_job(r, "ALE/MsPacman-v5", "random", {"Q-val black": 5 + z, "Adv black": 0.1 * z, "Q-val rand": 9 + z})
+    # The 50 states come from 5 episodes of 10 (the study records each state's episode): the intervals are cluster-t over them.
+    z = np.linspace(-1.7, 1.7, 50); z = (z - z.mean()) / z.std(ddof=1); w = z[::-1]; ep = np.repeat(np.arange(5), 10)
+    _bench_job(r, "ALE/MsPacman-v5", "occlusion", {"Q-val black": 3 + z, "Adv black": 0.2 + 0.1 * z, "Q-val rand": 0.9 + 2 * z}, episodes=ep)
+    _bench_job(r, "ALE/MsPacman-v5", "sarfa", {"Q-val black": 1 + 0.5 * z, "Adv black": 0.1 + 0.1 * z + 0.01 * w, "Q-val rand": np.full(50, np.nan)}, episodes=ep)
+    _bench_job(r, "ALE/MsPacman-v5", "rise", {"Q-val black": np.full(50, np.nan), "Adv black": np.full(50, np.nan), "Q-val rand": 1 + 2 * w}, episodes=ep)
+    _bench_job(r, "ALE/MsPacman-v5", "random", {"Q-val black": 5 + z, "Adv black": 0.1 * z, "Q-val rand": 9 + z}, episodes=ep)
     # sanity checks over 8 states: at 1 randomised layer noise 0.8 +- 0.1 vs occlusion 0.3 +- 0.1 (reproduced); all 3 layers
     # randomised: rise 0.45 +- 0.2 straddles 0.5 (inconclusive)
     _csv(r, "saliency_bench", "saliency_bench_sanity_summary", pd.DataFrame(
@@ -627,15 +629,15 @@ def test_paired_per_state_aucs_decide_what_welch_on_the_rounded_summaries_leaves
     _csv(tmp_path, "saliency_bench", "saliency_bench_insertion", pd.DataFrame(
         {"game": ["ALE/MsPacman-v5"], "sub_metric": ["Q-val black"], "occlusion": [f"{occ.mean():.2f} ± {occ.std(ddof=1):.2f}"],
          "lime_slic": [f"{lime.mean():.2f} ± {lime.std(ddof=1):.2f}"], "n_states": [200]}))
-    _bench_job(tmp_path, "ALE/MsPacman-v5", "occlusion", {"Q-val black": occ})
-    _bench_job(tmp_path, "ALE/MsPacman-v5", "lime_slic", {"Q-val black": lime})
+    _bench_job(tmp_path, "ALE/MsPacman-v5", "occlusion", {"Q-val black": occ}, episodes=np.arange(200) // 10)   # 20 episodes of 10 states
+    _bench_job(tmp_path, "ALE/MsPacman-v5", "lime_slic", {"Q-val black": lime}, episodes=np.arange(200) // 10)
     # Welch on the summaries cannot decide it
     a, b = (E.from_summary(*(float(x) for x in s.split(" ± ")), 200, m) for m, s in
             (("occlusion", f"{occ.mean():.2f} ± {occ.std(ddof=1):.2f}"), ("lime", f"{lime.mean():.2f} ± {lime.std(ddof=1):.2f}")))
     assert sb.check_greater(a, b).status == "open"
     r = sb.score_run(tmp_path).set_index("id").loc["sal-pacman-qvalblack-occlusion"]
-    assert r.verdict == "contradicted" and r.test == "paired-t" and r.n == "200 states" and r.informative
-    assert "occlusion - lime_slic = -0.1 [" in r.reason and "paired t over 200 states" in r.reason
+    assert r.verdict == "contradicted" and r.test == "cluster-t" and r.n == "200 states" and r.informative
+    assert "occlusion - lime_slic = -0.1 [" in r.reason and "cluster t over 20 episodes, 200 states" in r.reason, r.reason
 
 
 def test_insertion_claims_need_the_per_state_aucs(tmp_path):
@@ -744,15 +746,24 @@ def test_a_determinism_self_test_is_uninformative_but_a_failure_still_shows(tmp_
     assert sb.score_run(tmp_path).set_index("id").loc["ts-pre-identical"].verdict == "contradicted"   # a broken seeding is news
 
 
-def test_reference_run_pacman_occlusion_is_decided_by_the_paired_aucs():
-    "results/reference: occlusion - LIME-slic on Pac-Man Q-val black = -0.50 [-0.94, -0.06] at 98.75% over 200 states (issue 37)."
+def test_reference_run_pacman_intervals_treat_the_episode_not_the_frame_as_the_unit():
+    """results/reference, issue 50: the saliency benchmark's 200 Pac-Man states are frames of 2 episodes (the `episode`
+    column derived from the saved stream), so the per-state comparisons are cluster-t over those 2 episodes. RISE - Noise
+    Sensitivity on Q-val rand is +0.252 with a naive paired interval above 0 (the old 'reproduced'); the robust one
+    contains 0: inconclusive."""
     from pathlib import Path
-    ref = Path(__file__).resolve().parents[1] / "results" / "reference"
-    r = sb.score_claim(sb.CLAIMS[sb.CLAIMS.id == "sal-pacman-qvalblack-occlusion"].iloc[0], rt.RunTables(ref))
     import re
-    m = re.search(r"occlusion - lime_slic = (-?[\d.]+) \[(-?[\d.]+), (-?[\d.]+)\] \(98.75% paired t over 200 states\)", r["reason"])
-    assert r["verdict"] == "contradicted" and m, r["reason"]
-    assert float(m.group(2)) < float(m.group(1)) < float(m.group(3)) < 0   # the paired interval lies wholly below 0
+    from rlexplain.stats import bonferroni_level, paired_t
+    ref = Path(__file__).resolve().parents[1] / "results" / "reference"
+    r = sb.score_claim(sb.CLAIMS[sb.CLAIMS.id == "sal-pacman-qvalrand-rise"].iloc[0], rt.RunTables(ref))
+    m = re.search(r"rise - noise_sensitivity = \+?(-?[\d.]+) \[(-?[\d.+]+), (-?[\d.+]+)\] \(98.75% cluster t over 2 episodes, 200 states", r["reason"])
+    assert r["verdict"] == "inconclusive" and r["test"].startswith("cluster-t") and m, r["reason"]
+    assert float(m.group(2)) < 0 < float(m.group(3))
+    a = rt.read_table(rt.RunTables(ref), "saliency_bench_insertion_states")
+    a = a[(a.game == "ALE/MsPacman-v5") & (a.sub_metric == "Q-val rand")]
+    rise, ns = (a[a.method == k].sort_values("state").auc.to_numpy() for k in ("rise", "noise_sensitivity"))
+    naive = paired_t(rise, ns, bonferroni_level(0.95, 4))
+    assert naive.low > 0 and abs(naive.value - float(m.group(1))) < 1e-3   # the same difference; only the frame-as-unit interval excluded 0
 
 
 def test_sanity_checks_pair_the_states_the_run_saved(tmp_path):
@@ -761,7 +772,7 @@ def test_sanity_checks_pair_the_states_the_run_saved(tmp_path):
     (d = 0.02 + 0.005 w, s_d 0.005), decide it."""
     z = np.sin(np.arange(32) * 0.9) * 0.3 + 0.5; w = np.cos(np.arange(32) * 1.7)
     def san(m, v): return pd.DataFrame({"game": "ALE/MsPacman-v5", "method": m, "n_randomized": 1, "layer": "q", "state": np.arange(32),
-                                        "metric": "spearman", "value": v})
+                                        "metric": "spearman", "value": v, "episode": np.arange(32) // 4})   # 8 episodes of 4 states
     noise, occ = z + 0.02 + 0.005 * w, z
     for m, v in (("noise_sensitivity", noise), ("occlusion", occ)):
         _bench_job(tmp_path, "ALE/MsPacman-v5", m, {"Q-val black": np.ones(32)}, san(m, v))
@@ -771,7 +782,7 @@ def test_sanity_checks_pair_the_states_the_run_saved(tmp_path):
     a, b = E.from_summary(noise.mean(), noise.std(ddof=1), 32, "n"), E.from_summary(occ.mean(), occ.std(ddof=1), 32, "o")
     assert sb.check_greater(a, b).status == "open"
     r = sb.score_run(tmp_path).set_index("id").loc["sal-noise-output-layer"]
-    assert r.verdict == "reproduced" and r.test == "paired-t" and "paired t over 32 states" in r.reason
+    assert r.verdict == "reproduced" and r.test == "cluster-t" and "cluster t over 8 episodes, 32 states" in r.reason, r.reason
 
 
 # ------------------------------------------------------------------ issue 37 item 4: the headline findings' comparisons
@@ -1023,3 +1034,18 @@ def test_a_study_s_unreadable_unit_is_an_error_naming_it(tmp_path):
     (u / "result.json").write_text('{"type": "MethodRun", "fields": {}}')
     with pytest.raises(ValueError, match=r"units/bench/ale-mspacman-v5/occlusion: the saved job cannot be read"):
         derive_state_tables(tmp_path)
+
+
+def test_reference_per_state_tables_carry_the_episodes_of_the_saved_streams():
+    """Issue 50.1: each insertion (and sanity) state's episode comes from the run's saved stream (`state_episodes`), and the
+    committed per-state tables hold it; Pac-Man's 200 states come from 2 episodes, of 153 and 47 of them."""
+    import json
+    from pathlib import Path
+    from rlexplain.saliency_study import state_episodes
+    ref = Path(__file__).resolve().parents[1] / "results" / "reference" / "saliency_bench"
+    eps = state_episodes(ref / "run", json.loads((ref / "run" / "config.json").read_text()))
+    assert sorted(np.unique(eps["ALE/MsPacman-v5"], return_counts=True)[1].tolist()) == [47, 153]
+    t = pd.read_csv(ref / "saliency_bench_insertion_states.csv")
+    assert (t.episode.to_numpy() == [eps[g][s] for g, s in zip(t.game, t.state)]).all()
+    s = pd.read_csv(ref / "saliency_bench_sanity_states.csv")
+    assert (s.episode.to_numpy() == [eps[g][k] for g, k in zip(s.game, s.state)]).all()
