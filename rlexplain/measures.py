@@ -6,166 +6,20 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pandas as pd
-from fastcore.basics import patch
 
 from .runtables import NotComparable, NotRun, RunTableError, RunTables, read_table, recorded_config
 from .papers import RANLD_ADVERSARIAL, RANLD_BASELINE, RANLD_NATURAL, calibration
-from .stats import STATE_BLOCK, clustered_t, t_from_se, t_interval, t_quantile, welch_df
+from .estimates import LEVEL, Estimate
+from .stats import welch_df
 
 # %% auto #0
-__all__ = ['LEVEL', 'MEASURES', 'NOOP_L2', 'SHARED_VARIANT', 'Estimate', 'state_blocks', 'level_pct', 'random_policy_R',
-           'measure', 'condition_group']
-
-# %% ../nbs/96_measures.ipynb #81284477
-LEVEL = 0.95   # every claim's intervals: 95% simultaneous over the claim's comparisons (Bonferroni)
-
-# %% ../nbs/96_measures.ipynb #a6ecbaa2
-@dataclasses.dataclass(frozen=True)
-class Estimate:
-    """One measured quantity of a run with what its interval rests on.
-
-    `mean` the point estimate; `se` its standard error and `df` the degrees of freedom of its Student-t quantile
-    (`df=inf`: normal; `se=0`: exact, computed without sampling; `se=None`: a point estimate without an interval);
-    `n` how many `unit`s (states, seeds, runs, games) it averages; `sd` the spread of one unit, used to say which n
-    would decide; `fixed` a `(low, high, level)` interval that is not a t interval (a forecast's prediction interval),
-    used as given; `group` and `block` say which items a comparison pairs (e.g. `group='baseline'`, `block='RoadRunner'`);
-    `paired` keeps the units' values by key (the games a run-time was measured on) so that two estimates over the same
-    units are compared through their paired differences; `test` names the interval's test; `excluded` is
-    `(verdict, reason)` for an item that cannot be evidence: 'uninformative' when it holds by construction (agents that
-    each play one constant action), 'not comparable' when its condition was not applied (an attack that changed no
-    observation). Such items are left out of the claim's comparisons, and the claim never counts as reproduced.
-    States drawn from episodes are not independent (issue 50): `clusters` gives each paired state its episode (or block of
-    consecutive states), and the interval is the cluster-robust one (`stats.clustered_t`, `from_states`).
-    The intervals are drawn by `rlexplain.stats` (`t_interval`, `t_from_se`, `clustered_t`)."""
-    label: str
-    mean: float
-    se: float | None = None
-    df: float = math.inf
-    n: int | None = None
-    unit: str = "states"
-    sd: float | None = None
-    method: str = ""
-    group: str = ""
-    block: str = ""
-    fixed: tuple | None = None
-    paired: tuple = ()   # ((key, value), ...): the units' values by key (a game, a state), for paired comparisons
-    clusters: tuple = () # the cluster (episode, or block of consecutive states) of each `paired` key, in its order; () for independent units
-    cluster_kind: str = ""   # what the clusters are: "episodes" or "40-state blocks" (`stats.STATE_BLOCK`; episodes not recorded)
-    test: str = "t"      # the interval's test: 't', 'jackknife-t', 'welch', 'exact', 'prediction' or 'none' (rlexplain.stats.TESTS)
-    excluded: tuple = () # (verdict, reason): evidence that holds by construction ('uninformative') or a condition not applied ('not comparable')
-
-    @property
-    def has_interval(self) -> bool:
-        "Whether the estimate has an interval (a standard error, exact, or a given prediction interval)."
-        return self.se is not None or self.fixed is not None
-
-    def interval(self, level: float = LEVEL) -> tuple[float, float] | None:
-        "The two-sided `level` interval `(low, high)`, the given one for a prediction, None for a point estimate."
-        if self.fixed is not None: return self.fixed[0], self.fixed[1]
-        if self.se is None: return None
-        iv = t_from_se(self.mean, self.se, self.df, level)
-        return iv.low, iv.high
-
-    def text(self, level: float = LEVEL, fmt: str = ".3f") -> str:
-        "'label 0.980 [0.954, 1.006] (95% t over 4 states)'; no brackets for a point estimate or an exact value."
-        iv = self.interval(level)
-        if self.method == "exact" or iv is None: return f"{self.label} {self.mean:{fmt}}" + ("" if self.method == "exact" else f" ({self.method})")
-        lv = self.fixed[2] if self.fixed is not None else level
-        return f"{self.label} {self.mean:{fmt}} [{iv[0]:{fmt}}, {iv[1]:{fmt}}] ({level_pct(lv)} {self.method})"
-
-# %% ../nbs/96_measures.ipynb #454900c0
-@patch(cls_method=True)
-def from_values(cls: Estimate, values, label: str, unit: str = "states", **kw) -> "Estimate":
-    """The mean of the finite `values` (1-D) and its Student-t standard error over them (`n - 1` degrees of freedom,
-    `stats.t_interval`). One value gives a point estimate without an interval. Raises `NotRun` when no value is finite."""
-    v = np.asarray(values, dtype=float).ravel(); v = v[np.isfinite(v)]
-    if len(v) == 0: raise NotRun(f"{label}: no finite values")
-    if len(v) == 1: return cls(label, float(v[0]), None, math.inf, 1, unit, None, "point estimate: one value", test="none", **kw)
-    iv = t_interval(v)
-    return cls(label, iv.value, iv.se, iv.df, iv.n, unit, float(v.std(ddof=1)), f"t over {len(v)} {unit}", test="t", **kw)
-
-@patch(cls_method=True)
-def from_summary(cls: Estimate, mean: float, sd: float, n, label: str, unit: str = "states", **kw) -> "Estimate":
-    "A mean with the standard deviation `sd` of its `n` units (as tables print 'mean ± std'): t interval, n - 1 df."
-    n = None if n is None or not np.isfinite(float(n)) else int(n)
-    if n is None or n < 2 or sd is None or not np.isfinite(float(sd)):
-        why = "no spread in the table" if n and n >= 2 else ("n unknown" if n is None else f"one {unit.rstrip('s')}")
-        return cls(label, float(mean), None, math.inf, n, unit, None, f"point estimate: {why}", test="none", **kw)
-    return cls(label, float(mean), float(sd) / math.sqrt(n), n - 1, n, unit, float(sd), f"t over {n} {unit}", test="t", **kw)
-
-# %% ../nbs/96_measures.ipynb #d76b1882
-def state_blocks(keys: list, episodes: list | None = None) -> tuple[tuple, str]:
-    """`(clusters, kind)` for states keyed `keys` (a state index, or `(game, state)`), in their order: each state's episode
-    when `episodes` (one per key) is given, kind "episodes"; else its block of `stats.STATE_BLOCK` consecutive states of its
-    game, kind "40-state blocks" (a run that did not record the episodes). Raises `ValueError` for `episodes` of another length."""
-    if episodes is not None:
-        if len(episodes) != len(keys): raise ValueError(f"one episode per state: {len(keys)} states, {len(episodes)} episodes.")
-        game = [k[0] if isinstance(k, tuple) else "" for k in keys]
-        return tuple(f"{g}:{e}" for g, e in zip(game, episodes)), "episodes"
-    seen: dict = {}; out = []
-    for k in keys:
-        g = k[0] if isinstance(k, tuple) else ""; i = seen.get(g, 0); seen[g] = i + 1
-        out.append(f"{g}:{i // STATE_BLOCK}")
-    return tuple(out), f"{STATE_BLOCK}-state blocks"
-
-@patch(cls_method=True)
-def from_states(cls: Estimate, values, keys: list, label: str, episodes: list | None = None, **kw) -> "Estimate":
-    """The mean of per-state `values` (one per key of `keys`, in visiting order) with the cluster-robust interval of states
-    drawn from episodes (`stats.clustered_t` over `state_blocks(keys, episodes)`; issue 50): `paired` and `clusters` keep
-    them by key for paired comparisons, `n` counts the states and `method` names the clusters. Fewer than 2 clusters
-    give a point estimate without an interval (the states cannot tell their episodes' noise from a difference). `sd` is
-    `se * sqrt(n)`, so that the n that would decide extrapolates in states at the observed correlation. Raises
-    `NotRun` when no value is finite, `ValueError` for keys and values of different lengths."""
-    v = np.asarray(values, dtype=float).ravel()
-    if len(v) != len(keys): raise ValueError(f"{label}: {len(v)} values for {len(keys)} keys.")
-    cl, kind = state_blocks(list(keys), episodes)
-    ok = np.isfinite(v)
-    if not ok.any(): raise NotRun(f"{label}: no finite values")
-    paired = tuple((k, float(x)) for k, x, o in zip(keys, v, ok) if o); cls_ = tuple(c for c, o in zip(cl, ok) if o)
-    G = len(set(cls_))
-    if G < 2:
-        return cls(label, float(v[ok].mean()), None, math.inf, int(ok.sum()), "states", None,
-                   f"point estimate: {int(ok.sum())} states in {G} of {kind} (a correlation-robust interval needs 2)",
-                   paired=paired, clusters=cls_, cluster_kind=kind, test="none", **kw)
-    iv = clustered_t(v[ok], list(cls_))
-    return cls(label, iv.value, iv.se, iv.df, iv.n, "states", iv.se * math.sqrt(iv.n), f"cluster-t over {G} {kind} ({iv.n} states)",
-               paired=paired, clusters=cls_, cluster_kind=kind, test="cluster-t", **kw)
-
-# %% ../nbs/96_measures.ipynb #b824b43c
-@patch(cls_method=True)
-def from_interval(cls: Estimate, mean: float, low: float, high: float, level: float, n, label: str, unit: str = "seeds",
-                  kind: str = "t", **kw) -> "Estimate":
-    """A mean with the `level` interval `[low, high]` a table gives (symmetric t interval over `n` units, e.g. a DiD over
-    seeds): the standard error is recovered as half-width / t quantile, so the interval can be re-drawn at another level."""
-    n = None if n is None or not np.isfinite(float(n)) else int(n)
-    df = (n - 1) if n and n >= 2 else math.inf
-    h = (float(high) - float(low)) / 2
-    se = h / t_quantile(level, df) if h >= 0 else None
-    sd = se * math.sqrt(n) if (se is not None and n) else None
-    return cls(label, float(mean), se, df, n, unit, sd, f"{kind} over {n} {unit}" if n else f"{kind} interval", test=kind, **kw)
-
-@patch(cls_method=True)
-def exact(cls: Estimate, value: float, label: str, **kw) -> "Estimate":
-    "A value computed without sampling (e.g. the claim's 0, or a deterministic identity): its interval is the value."
-    return cls(label, float(value), 0.0, math.inf, None, "", 0.0, "exact", test="exact", **kw)
-
-@patch(cls_method=True)
-def prediction(cls: Estimate, value: float, low: float, high: float, level: float, label: str, **kw) -> "Estimate":
-    "A forecast with its `level` prediction interval, compared as given (no standard error)."
-    return cls(label, float(value), None, math.inf, None, "", None, "prediction interval", fixed=(float(low), float(high), level), test="prediction", **kw)
-
-# %% ../nbs/96_measures.ipynb #cd9afc3a
-def level_pct(level: float) -> str:
-    "A coverage level as the intervals' text prints it: 0.95 -> '95%', 0.9875 -> '98.75%'."
-    return f"{100 * level:.4g}%"
+__all__ = ['MEASURES', 'NOOP_L2', 'SHARED_VARIANT', 'random_policy_R', 'measure', 'condition_group']
 
 # %% ../nbs/96_measures.ipynb #a8575d4b
 def random_policy_R(n: int,          # agents, n >= 2

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 __all__ = ['PAPER_GAMES', 'PAPER_RUNTIMES', 'TUNING_METHODS', 'TIMING_COLUMNS', 'BenchConfig', 'MethodRun',
            'paper_insertion_table', 'paper_tuning_table', 'paper_game', 'SaliencyBenchmark', 'bench_run_config',
            'game_stream', 'benchmark_jobs', 'run_benchmark', 'tuning_jobs', 'run_tuning', 'timing_jobs', 'run_timing',
-           'demo_units', 'state_episodes', 'state_tables', 'derive_state_tables', 'demo_section']
+           'demo_units', 'derive_state_tables', 'demo_section']
 
 # %% ../nbs/33_saliency_study.ipynb #736e6306
 import matplotlib.pyplot as plt
@@ -29,7 +29,7 @@ from fastcore.basics import patch
 from .agents import env_slug
 from .agent_zoo import best_zoo_entry, zoo_entry_dir
 from rlexplain.attribution import (
-    check_int, INSERTION_METRICS, INSERTION_STARTS, InsertionResult, minmax, PAPER_PARAMS, paper_explainer, SANITY_MASKS, SIMILARITY_METRICS,
+    check_int, INSERTION_METRICS, INSERTION_STARTS, InsertionResult, minmax, PAPER_PARAMS, paper_explainer, SIMILARITY_METRICS,
     SUB_METRIC_LABELS)
 from .core import Policy
 from .compute import run_jobs, ScaledConfig
@@ -38,6 +38,7 @@ from .runs import Result, RunDir, load_json
 from .runtables import check_table
 from ._io import atomic_write
 from .sections import saved_units
+from .saliency_tables import state_episodes, state_tables
 from .saliency_bench import (
     DEMO_GRIDS, Highlights, METHOD_LABELS, SANITY_COLUMNS, SanityCheck, Tuning, bench_insertion,
     collect_stream, highlights_div, load_bench_agent, paper_grid, random_map_calibration, sanity_variants, time_maps, tune)
@@ -606,50 +607,6 @@ def demo_units(sec, scale: str) -> list[tuple]:
                             for job, n in zip(js, ns)])
 
 # %% ../nbs/33_saliency_study.ipynb #3d7a51c0
-_SANITY_STATE_COLUMNS = ["game", "method", "variant", "n_randomized", "state", "metric", "value"]
-
-def state_episodes(run_dir: str | Path,   # a benchmark's run folder (`<section>/run`), with its saved streams
-                   cfg: dict,             # its recorded configuration (`run/config.json`): games, skip, n_states
-                   ) -> dict[str, np.ndarray]:
-    """`{game: (k,) int64}`: the episode of each insertion state (state index i is the i-th of `_state_index`; the sanity
-    states are the first `n_sanity` of them), read from the saved stream units (`stream/<game>`, `collect_stream`'s
-    episode ids): the unit of independence of every per-state comparison (issue 50). A game whose stream is not saved is
-    left out. Raises `ValueError` for a configuration without `games` or `skip`."""
-    miss = [k for k in ("games", "skip") if k not in cfg]
-    if miss: raise ValueError(f"the configuration lacks {miss}; it has {sorted(cfg)}")
-    rd, out = RunDir(run_dir), {}
-    for g in cfg["games"]:
-        name = f"stream/{env_slug(g)}"
-        if not rd.done(name): continue
-        ep = np.asarray(rd.load_unit(name)["episode"])[int(cfg["skip"]):]
-        n = cfg.get("n_states"); idx = np.arange(len(ep)) if n is None or n >= len(ep) else np.linspace(0, len(ep) - 1, n).round().astype(int)
-        out[g] = ep[idx].astype(np.int64)
-    return out
-
-def _with_episodes(df: pd.DataFrame, episodes: dict | None) -> pd.DataFrame:
-    "`df` (game, state, ...) with each state's `episode` from `episodes` ({game: (k,)}); unchanged without them or for a game not in them."
-    if not episodes or not len(df) or not set(df.game) <= set(episodes): return df
-    return df.assign(episode=[int(episodes[g][s]) for g, s in zip(df.game, df.state.astype(int))])
-
-def state_tables(insertion: pd.DataFrame,  # per-state insertion AUCs (`SaliencyBenchmark.insertion`, `InsertionResult.to_frame(auc)`)
-                 sanity: pd.DataFrame,     # per-state sanity similarities (`SaliencyBenchmark.sanity`, each job's `MethodRun.sanity`)
-                 episodes: dict | None = None,   # {game: (k,)} each insertion state's episode (`state_episodes`); None: not recorded
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The two per-state tables the scoreboard reads (`runtables.TABLES`): `saliency_bench_insertion_states` (game, method,
-    state, sub_metric, auc: float64, so that the CSV holds every digit of the float32 AUC) and `saliency_bench_sanity_states`
-    (game, method, variant, n_randomized, state, metric, value; a job saved before the variants, issue 37, used the shared
-    draws: variant `SANITY_MASKS[0]`), each with the state's `episode` when `episodes` covers every game. Raises
-    `ValueError` naming the missing columns of either input."""
-
-    miss = [c for c in ("game", "method", "state", "sub_metric", "auc") if c not in insertion.columns]
-    if miss: raise ValueError(f"the insertion AUCs lack the column(s) {miss}; they have {list(insertion.columns)}")
-    ins = insertion[["game", "method", "state", "sub_metric", "auc"]].astype({"state": "int64", "auc": "float64"}).reset_index(drop=True)
-    san = sanity.copy() if len(sanity) else pd.DataFrame(columns=_SANITY_STATE_COLUMNS)
-    san["variant"] = san["variant"].fillna(SANITY_MASKS[0]) if "variant" in san else SANITY_MASKS[0]
-    miss = [c for c in _SANITY_STATE_COLUMNS if c not in san.columns]
-    if miss: raise ValueError(f"the sanity similarities lack the column(s) {miss}; they have {list(sanity.columns)}")
-    return _with_episodes(ins, episodes), _with_episodes(san[_SANITY_STATE_COLUMNS].reset_index(drop=True), episodes)
-
 def derive_state_tables(section_dir: str | Path,  # a finished run's saliency_bench section, e.g. results/reference/saliency_bench
                         ) -> dict[str, Path]:
     """Write `saliency_bench_insertion_states.csv` and `saliency_bench_sanity_states.csv` into a finished section made

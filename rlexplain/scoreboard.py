@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .measures import LEVEL, MEASURES, Estimate, condition_group, level_pct
+from .estimates import LEVEL, Estimate, level_pct
+from .measures import MEASURES, condition_group
 from .papers import calibration, insertion_table, ir_table6, ranld_tables, runtimes, xrlbench_results
 from .runtables import NotComparable, NotRun, RunTableError, RunTables, check_run
 from .stats import bonferroni_level, holm, paired_clustered_t, paired_t, t_interval, t_quantile, welch_df

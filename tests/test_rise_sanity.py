@@ -130,7 +130,7 @@ def test_per_state_values_of_saved_jobs_score_the_default_variant(tmp_path):
     """The per-state sanity table the study writes (`state_tables` -> saliency_bench_sanity_states.csv): the default's values are
     scored (paired by game and state); a job saved before the variants reads as the shared draws."""
     from rlexplain.measures import MEASURES
-    from rlexplain.saliency_study import state_tables
+    from rlexplain.saliency_tables import state_tables
     run = _run(tmp_path, True)
     rows = lambda m, v, x: [dict(game="ALE/MsPacman-v5", method=m, variant=v, n_randomized=3, layer="0", state=s, metric="spearman", value=x + 0.01 * s) for s in range(4)]
     old_job = pd.DataFrame(rows("occlusion", "shared", 0.1)).drop(columns="variant")   # saved before the variants

@@ -15,7 +15,7 @@ from rlexplain import measures as ms, runtables as rt, scoreboard as sb
 from rlexplain import papers
 from rlexplain.papers import RANLD_ADVERSARIAL as ADVERSARIAL_CONDITIONS, RANLD_BASELINE as BASELINE, RANLD_NATURAL as NATURAL_CONDITIONS
 
-E = ms.Estimate
+from rlexplain.estimates import Estimate as E
 
 
 def _csv(run: Path, section: str, name: str, df: pd.DataFrame):
@@ -1041,7 +1041,7 @@ def test_reference_per_state_tables_carry_the_episodes_of_the_saved_streams():
     committed per-state tables hold it; Pac-Man's 200 states come from 2 episodes, of 153 and 47 of them."""
     import json
     from pathlib import Path
-    from rlexplain.saliency_study import state_episodes
+    from rlexplain.saliency_tables import state_episodes
     ref = Path(__file__).resolve().parents[1] / "results" / "reference" / "saliency_bench"
     eps = state_episodes(ref / "run", json.loads((ref / "run" / "config.json").read_text()))
     assert sorted(np.unique(eps["ALE/MsPacman-v5"], return_counts=True)[1].tolist()) == [47, 153]

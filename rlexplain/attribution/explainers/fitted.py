@@ -51,6 +51,9 @@ class _FittedExplainer(Explainer):
     modalities: tuple = ("tabular", "image")
     uses_background = True             # takes a `background` parameter (the agent's dataset states)
     needs_background: bool = False     # ... and cannot explain without one
+    def _baseline_from_background(self) -> bool:
+        "Whether the method's baseline, references or perturbation scale come from the background (IG with baseline 'zeros' or an array: no)."
+        return True
 
     def _setup(self, policy: Policy,              # the agent; q-values or logits (B, A)
                background: Any = None,            # the dataset's states (M, *obs_shape) or a dataset DataFrame
@@ -142,7 +145,7 @@ def _fitted_explain(self, policy, x, a):
     bg = self.params.get("background")
     done = getattr(self, "_fitted_to", None)
     if done is None or done[0] != id(policy) or (bg is not None and done[1] != id(bg)) or (bg is None and done[1] == "states"):
-        _check_background(self.name, None if bg is None else as_states(bg, policy, "background"), x)
+        if self._baseline_from_background(): _check_background(self.name, None if bg is None else as_states(bg, policy, "background"), x)
         self.fit(policy, x if bg is None else bg)
         if bg is None: self._fitted_to = (id(policy), "states")   # fitted to these states only: the next call refits
     setup = time.perf_counter() - t0

@@ -32,6 +32,8 @@ class IntegratedGradients(_GradientExplainer):
     name, key = "integrated_gradients", "IG"
     source = "Sundararajan et al. (2017), Eqs. 1-3; Xiong et al. (2024), Sec. 3.2"
     presets = {"xrlbench": dict(n_background=100, background_seed=42, n_steps=50)}
+    def _baseline_from_background(self) -> bool:   # a zero or given baseline is not the background
+        b = self.params.get("baseline", "background"); return isinstance(b, str) and b in ("background", "mean")
 
     def _setup(self, policy: Policy, background: Any = None,
                n_steps: int = 50,                   # quadrature points per path (>= 2 for Riemann rules)
