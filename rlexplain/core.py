@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 # %% auto #0
-__all__ = ['get_device', 'seed_everything', 'to_obs_tensor', 'PolicyLike', 'Policy', 'warn_constant_policy', 'sb3_class',
-           'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy', 'linear_policy']
+__all__ = ['MIN_CONSTANT_STATES', 'get_device', 'seed_everything', 'to_obs_tensor', 'PolicyLike', 'Policy',
+           'warn_constant_policy', 'sb3_class', 'sb3_algo_of_zip', 'load_sb3', 'SB3Head', 'sb3_policy', 'linear_policy']
 
 # %% ../nbs/00_core.ipynb #9aeb3b06
 import numpy as np
@@ -310,16 +310,19 @@ def from_sb3(cls: Policy, model: Any, # a stable-baselines3 / sb3-contrib model,
 
 # %% ../nbs/00_core.ipynb #b4329160
 _WARNED_CONSTANT: set = set()
+MIN_CONSTANT_STATES = 10   # fewer states than this are no evidence of a constant policy (see `warn_constant_policy`)
 
 def warn_constant_policy(policy: Any,       # a Policy (its `name` labels the warning) or a name
                          outputs: Any,      # (N, n_actions) q-values or logits on the N states of the input
                          where: str = "",   # the study or function, e.g. "explain"
                          ) -> bool:
-    """Warn (a `UserWarning`, once per agent name and place) when the greedy action is the same on every one of N >= 2
-    states, naming the agent and the action; returns True when it is. This is the quality gate's second question asked of a
-    study's own input (`rlexplain.agent_zoo.quality_gate`)."""
+    """Warn (a `UserWarning`, once per agent name and place) when the greedy action is the same on every one of N >=
+    `MIN_CONSTANT_STATES` states, naming the agent, the action and N; returns True when it is. This is the quality gate's
+    second question asked of a study's own input (`rlexplain.agent_zoo.quality_gate`). On fewer states agreement is no
+    evidence: an agent that plays (it passes the gate) but takes its most frequent action in 42% of states agrees on 3
+    states with probability 0.42^2 = 0.18, on 10 with 0.42^9 < 0.001; so it stays silent and returns False."""
     q = torch.as_tensor(outputs)
-    if q.ndim != 2 or q.shape[0] < 2: return False
+    if q.ndim != 2 or q.shape[0] < MIN_CONSTANT_STATES: return False
     a = q.argmax(-1)
     if not bool((a == a[0]).all()): return False
     name = policy if isinstance(policy, str) else getattr(policy, "name", type(policy).__name__)

@@ -22,7 +22,7 @@ import torch
 from scipy.special import entr
 from fastcore.basics import patch
 
-from .core import Policy, to_obs_tensor, warn_constant_policy
+from .core import MIN_CONSTANT_STATES, Policy, to_obs_tensor, warn_constant_policy
 from .compute import progress as progress_bar
 from .runs import Result
 from .envs import ToyboxEnv, collect_rollout
@@ -219,7 +219,9 @@ def to_dict(self: IRMatrix) -> dict:
     cells (Normalized); with the 95% jackknife interval of Original over the n measured agents (`interval`), and how
     state-dependent the agents are: `distinct_actions`, the mean over agents of the number of different most-probable
     actions on the unintervened states, and `constant_agents`, how many agents take one action in every state (NaN
-    without `modal_actions`). An agent that plays one constant action makes R a count of which action each seed froze on."""
+    without `modal_actions`, or on fewer than `rlexplain.core.MIN_CONSTANT_STATES` states, where one action in every
+    state is no evidence of a constant agent). An agent that plays one constant action makes R a count of which action
+    each seed froze on."""
     lo, hi, se = self.interval()
     ma = None if self.modal_actions is None else np.asarray(self.modal_actions)
     distinct = [len(np.unique(r)) for r in ma] if ma is not None and ma.size else []
@@ -229,7 +231,7 @@ def to_dict(self: IRMatrix) -> dict:
             "original_low": lo, "original_high": hi, "original_se": se, "n_agents": len(self.agents),
             "interval": "95% jackknife-t over agents",
             "distinct_actions": float(np.mean(distinct)) if distinct else float("nan"),
-            "constant_agents": float(sum(d == 1 for d in distinct)) if distinct else float("nan")}
+            "constant_agents": float(sum(d == 1 for d in distinct)) if distinct and ma.shape[-1] >= MIN_CONSTANT_STATES else float("nan")}
 
 # %% ../nbs/10_ir.ipynb #07cf5d08
 @patch
@@ -318,6 +320,6 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
     modal = probs.reshape(J, P, n, -1)[0].argmax(-1).T                 # (n, p): most probable action on each unintervened state
     modal = modal[:, v[0]] if v[0].any() else modal[:, :0]
     for a, m in zip(agents, modal):   # the quality gate's second question, asked of this study's own states
-        if m.size >= 2 and (m == m[0]).all(): warn_constant_policy(a, np.eye(probs.shape[-1])[m], f"IR ({pipeline} @ {int(frames)} frames)")
+        if (m == m[0]).all(): warn_constant_policy(a, np.eye(probs.shape[-1])[m], f"IR ({pipeline} @ {int(frames)} frames)")
     return IRMatrix(R.reshape(J, P), names, tuple(int(s) for s in state_steps) or tuple(range(P)), pipeline, int(frames),
                     tuple(a.name for a in agents), mode, int(t), Rj.reshape(n, J, P) if n >= 3 else None, modal.astype(np.int64))

@@ -393,7 +393,8 @@ def run_ir_to(out: str | Path,            # the run folder: `out/run` (units), `
               executor=None, max_workers: int = 1,
               ) -> tuple[IRStudy, Section]:
     """`rlexplain ir`: `run_ir(cfg)` saved in `out/run` under `out`'s lock, its tables and figures (`section_outputs`) in
-    section `out/ir`, recorded as the command's. Returns `(study, section)`; a study writes no report: the caller (the CLI)
+    section `out/ir`, recorded as the command's, its `done.json` written last (and removed first, so that a rerun cut short
+    leaves an unfinished section the scoreboard refuses). Returns `(study, section)`; a study writes no report: the caller (the CLI)
     writes `out/report.html` from the section and the demo sections finished in `out`.
     Raises `ValueError` (`check_zoo`) before anything is written when the zoo lacks an agent, and when `out` holds a
     demo's finished ir section; `ConfigMismatchError` for another configuration's results unless `force`. A run that
@@ -401,7 +402,7 @@ def run_ir_to(out: str | Path,            # the run folder: `out/run` (units), `
     import shutil
     out = Path(out)
     check_zoo(cfg)   # the agents exist (pipelines, checkpoints) before anything is written
-    if (out / "ir" / "done.json").is_file():
+    if _demo_finished(out / "ir"):
         raise ValueError(f"--out {out} holds the finished ir section of a `rlexplain demo` run ({out / 'ir' / 'done.json'}), which "
                          f"the ir command would replace: choose another --out, or rerun that section with `rlexplain demo --out {out} --only ir --force`.")
     run_made = not (out / "run").exists()
@@ -414,6 +415,13 @@ def run_ir_to(out: str | Path,            # the run folder: `out/run` (units), `
             raise
         # the section records the command that made it: `demo --out` this folder then refuses to replace it (run_demo)
         RunDir(out / "ir", config={"command": "ir", "config": cfg}, force=True)
+        (out / "ir" / "done.json").unlink(missing_ok=True)   # until the new tables are all written, the section is unfinished
         sec = Section(out, "ir", "Interventional robustness")
         section_outputs(sec, study, cfg.games)
+        save_json(out / "ir" / "done.json", {"command": "ir", "items": sec.items})   # last: the scoreboard scores only a finished section
     return study, sec
+
+def _demo_finished(sec_dir: Path) -> bool:
+    "Whether `sec_dir` is an ir section that `rlexplain demo` finished (its `done.json`, not written by the ir command)."
+    try: return (sec_dir / "done.json").is_file() and load_json(sec_dir / "done.json").get("command") != "ir"
+    except (OSError, ValueError, AttributeError): return True   # an unreadable marker: never replaced unasked

@@ -243,8 +243,9 @@ def stale_outputs(path: str | Path, lib: str | Path | None = None) -> str | None
     if not any(c.get("outputs") for c in json.loads(path.read_text())["cells"]): return None   # nothing to be stale
     try: entry = json.loads((path.parent / RECORD).read_text()).get(path.name)
     except (FileNotFoundError, json.JSONDecodeError): entry = None
-    if entry is None: return f"{path.name}: no record of the code its outputs were made with; run `rlexplain lessons --execute --only {path.stem}`"
+    only = f"attribution/{path.stem}" if path.parent.name == "attribution" else path.stem   # as `lesson_paths` matches it
+    if entry is None: return f"{path.name}: no record of the code its outputs were made with; run `rlexplain lessons --execute --only {only}`"
     if entry.get("code") != code_hash(path, lib):
-        return f"{path.name}: its outputs were made by other code (the notebook or a module it imports changed); run `rlexplain lessons --execute --only {path.stem}`"
+        return f"{path.name}: its outputs were made by other code (the notebook or a module it imports changed); run `rlexplain lessons --execute --only {only}`"
     return None
 

@@ -343,6 +343,12 @@ class run_lock:
         import socket
         return bool(rec) and rec.get("host") == socket.gethostname() and not _pid_alive(rec.get("pid"))
 
+    def status(self) -> str:
+        """'free' (no lock), 'held' (a live run holds it, or its record is being written) or 'stale' (its pid is dead on
+        this host: the run that took it was killed). Reads the lock; never takes it."""
+        rec = self.holder()
+        return "free" if rec is None else ("stale" if self._stale(rec) else "held")
+
     def __enter__(self) -> "run_lock":
         import datetime, socket
         self._made = not self.folder.exists()

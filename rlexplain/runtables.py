@@ -14,8 +14,9 @@ from typing import Callable
 import pandas as pd
 
 # %% auto #0
-__all__ = ['CONFIGS', 'TABLES', 'SECTIONS', 'NotRun', 'NotComparable', 'RunTableError', 'NotARun', 'run_scale', 'ConfigSpec',
-           'TableSpec', 'recorded_config', 'RunTables', 'read_table', 'check_table', 'check_run']
+__all__ = ['CONFIGS', 'TABLES', 'SECTIONS', 'NotRun', 'NotComparable', 'RunTableError', 'NotARun', 'IncompleteSection',
+           'run_scale', 'ConfigSpec', 'TableSpec', 'recorded_config', 'RunTables', 'read_table', 'check_table',
+           'check_run']
 
 # %% ../nbs/95a_run_tables.ipynb #2c459cae
 class NotRun(LookupError):
@@ -31,6 +32,11 @@ class RunTableError(ValueError):
 
 class NotARun(ValueError):
     "A folder that is not a finished run: it holds none of the sections the scoreboard reads, or it is one section of a run."
+
+class IncompleteSection(RunTableError):
+    """A section of the run that holds tables but not its `done.json`, the marker every command writes last: the run that
+    wrote it was cut short (killed, a full disk) or is writing still. Its tables may mix two runs, or stop mid-row; the
+    scoreboard refuses the run, naming the section and how to finish it (issue 54)."""
 
 # %% ../nbs/95a_run_tables.ipynb #6fb040b5
 def run_scale(run_dir: str | Path) -> str | None:
@@ -97,13 +103,16 @@ class TableSpec:
     measure falls back, or a claim asks for one by name), with their types, checked where present; `config` and `rows`:
     the name of the section's configuration in `CONFIGS` ('BenchConfig') and `rows(config) -> int | None`, the number of
     rows that configuration (a dict of its fields, plain data) promises (None: no promise; fewer is an error); `promise`
-    says which rows, for the message."""
+    says which rows, for the message; `covers`: `(other, columns)` when this table summarises the cells of table `other`,
+    so that it has a row for each value of `columns` there (a summary cut short, or cells left from another run, is an
+    error: `check_run`)."""
     file: str
     columns: dict
     optional: dict = dataclasses.field(default_factory=dict)
     config: str = ""
     rows: Callable | None = None
     promise: str = ""
+    covers: tuple | None = None   # (other table, key columns): this table has a row for each key of the other (IR's means of its cells)
 
     @property
     def section(self) -> str:
@@ -127,7 +136,8 @@ def _bench_jobs(c: dict) -> int:
 
 TABLES: dict[str, TableSpec] = {   # every table a measure reads (rlexplain.measures), by name
     "ir_table": TableSpec("ir/ir_table.csv", dict(game=_S, pipeline=_S, frames=_I, original=_F),
-                          dict(intervened=_F, normalized=_F, original_se=_F, n_agents=_F, constant_agents=_F)),
+                          dict(intervened=_F, normalized=_F, original_se=_F, n_agents=_F, constant_agents=_F),
+                          covers=("ir_cells", ("pipeline", "frames"))),   # a mean for every (pipeline, checkpoint) of the cells
     "ir_cells": TableSpec("ir/ir_cells.csv", dict(pipeline=_S, frames=_I, intervention=_S, R=_F), dict(game=_S, R_normalized=_F)),
     "ranld_tables": TableSpec("ranld/ranld_tables.csv", dict(game=_S, condition=_S, quotient_mean=_F),
                               dict(at=_S, quotient_std=_F, n_runs=_F, changed=_F, l2=_F)),
@@ -297,11 +307,35 @@ def check_table(name: str,                 # a key of TABLES
     return _check_frame(spec, df, f"{spec.file} (being written)", None if n is None else (int(n), f"{spec.config} of the study"))
 
 # %% ../nbs/95a_run_tables.ipynb #8729c7af
+def _finish_command(p: Path, s: str) -> str:
+    "The command that finishes section `s` of run `p`: `rlexplain ir` for a section it made, else `rlexplain demo --only`."
+    try: made_by = json.loads((p / s / "config.json").read_text()).get("command")   # `rlexplain ir` records {"command": "ir", ...}
+    except (OSError, ValueError, AttributeError): made_by = None
+    return f"rlexplain ir --out {p}" if made_by == "ir" else f"rlexplain demo --out {p} --only {s}"
+
+def _covers(run: RunTables) -> None:
+    """Tables that summarise another's cells (`TableSpec.covers`): a row for each key of the other. Raises `RunTableError`
+    naming both files and a missing key: the summary was cut short, or the cells come from another run."""
+    for name, spec in TABLES.items():
+        if spec.covers is None or not run.has(name): continue
+        other, keys = spec.covers
+        if not run.has(other): continue
+        try: a, b = read_table(run, name), read_table(run, other)
+        except NotRun: continue
+        if not set(keys) <= set(a.columns) & set(b.columns): continue
+        ka, kb = set(map(tuple, a[list(keys)].astype(str).to_numpy())), set(map(tuple, b[list(keys)].astype(str).to_numpy()))
+        if kb - ka:
+            k = sorted(kb - ka)[0]
+            raise RunTableError(f"{spec.file} lacks the row of {TABLES[other].file}'s {dict(zip(keys, k))} ({len(kb - ka)} such keys): "
+                                f"it summarises those cells, so it was cut short or the cells come from another run.")
+
 def check_run(run_dir: str | Path) -> RunTables:
     """`run_dir` opened for scoring, after checking that it is a finished run: a folder holding at least one section of
-    `SECTIONS` with a table or a `done.json`, not itself a section of a run, whose every declared table parses and matches
-    `TABLES` (`read_table`). Raises `FileNotFoundError` when it is not a folder, `NotARun` saying what it is instead,
-    `RunTableError` naming the first broken table (sections in `SECTIONS` order)."""
+    `SECTIONS` with a table or a `done.json`, not itself a section of a run, whose every section with a table finished
+    (its `done.json`, written last), whose every declared table parses and matches `TABLES` (`read_table`) and whose
+    summaries have a row for each of the cells they summarise (`TableSpec.covers`). Raises `FileNotFoundError` when it is not a folder,
+    `NotARun` saying what it is instead, `IncompleteSection` naming the first unfinished section and the command that
+    finishes it, `RunTableError` naming the first broken table (sections in `SECTIONS` order)."""
     p = Path(run_dir)
     if not p.is_dir(): raise FileNotFoundError(f"run directory {str(p)!r} does not exist; expected the folder `rlexplain demo --out` wrote.")
     try: rec = json.loads((p / "config.json").read_text())
@@ -313,9 +347,15 @@ def check_run(run_dir: str | Path) -> RunTables:
     if not any((p / s / "done.json").is_file() or any((p / s).glob("*.csv")) for s in SECTIONS):
         raise NotARun(f"{p} is not a finished run: it holds none of the sections {', '.join(SECTIONS)} with a table or a done.json "
                       f"(rlexplain demo --out {p} writes one).")
+    for s in SECTIONS:
+        if any((p / s).glob("*.csv")) and not (p / s / "done.json").is_file():
+            raise IncompleteSection(f"{p / s} holds tables but no done.json: the run that wrote it was cut short or is still "
+                                    f"writing, and a section is scored only once complete. Finish it ({_finish_command(p, s)} "
+                                    f"resumes from its saved units) or remove {p / s}.")
     run = RunTables(p)
     for name in TABLES:
         for fields in run.present(name):
             try: read_table(run, name, **fields)
             except NotRun: pass   # a table without rows: its claims are 'not run'
+    _covers(run)
     return run

@@ -9,6 +9,7 @@ import dataclasses
 import importlib.resources
 import math
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -19,6 +20,7 @@ import pandas as pd
 from .estimates import LEVEL, Estimate, level_pct
 from .measures import MEASURES, condition_group
 from .papers import calibration, insertion_table, ir_table6, ranld_tables, runtimes, xrlbench_results
+from .runs import RUN_LOCK, RunFolderBusy, run_lock
 from .runtables import NotComparable, NotRun, RunTableError, RunTables, check_run
 from .stats import bonferroni_level, holm, paired_clustered_t, paired_t, t_interval, t_quantile, welch_df
 
@@ -628,9 +630,19 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
     paper's better-of-two ranking, its |importance| variant named in the reason where it disagrees) and the `reason`. Deterministic: the same tables give the same board. The run's scale
     is in `board.attrs["scale"]`. A missing section or table gives 'not run'. Refuses what is not a finished run
     (`rlexplain.runtables.check_run`): raises `FileNotFoundError` if `run_dir` is not a directory, `NotARun` for a folder
-    without a run's sections (or one section of a run), `RunTableError` naming the file for a table that cannot be
-    parsed, lacks a declared column or has fewer rows than its configuration promises."""
+    without a run's sections (or one section of a run), `IncompleteSection` (a `RunTableError`) naming a section with
+    tables and no `done.json`, `RunTableError` naming the file for a table that cannot be parsed, lacks a declared column,
+    has fewer rows than its configuration promises or other cells than its companion table, and `RunFolderBusy` while a
+    live run holds the folder's lock (a stale lock, left by a killed run, is a warning)."""
     p = Path(run_dir)
+    lock = run_lock(p)
+    if lock.status() == "held":   # a live writer: its sections may be half written
+        who = lock.holder() or {}
+        raise RunFolderBusy(f"{p} is being written by a live run (pid {who.get('pid', '?')}, {who.get('command', '?')!r}, started "
+                            f"{who.get('started', '?')}): score it once that run ends.")
+    if lock.status() == "stale":
+        warnings.warn(f"{p / RUN_LOCK} is left by a killed run (pid {(lock.holder() or {}).get('pid')}); only its finished "
+                      f"sections are scored, and the next run into {p} takes the lock over.", stacklevel=2)
     run = check_run(p); rows = []
     for _, c in (CLAIMS if claims is None else claims).iterrows():
         kind = c["kind"] + (f" ({c['from_table']})" if c["kind"] == "derived" else "")

@@ -190,7 +190,8 @@ def test_cheap_help_examples_run(tmp_path, monkeypatch, capsys):
     pytest.importorskip("rlexplain.scoreboard")
     root = Path(__file__).resolve().parent.parent
     monkeypatch.chdir(tmp_path); (tmp_path / "runs" / "demo" / "ir").mkdir(parents=True); (tmp_path / "nbs").symlink_to(root / "nbs")
-    (tmp_path / "runs" / "demo" / "ir" / "ir_table.csv").write_text("game,pipeline,frames,original\ntoybox/Breakout,dqn,50000,1.0\n")   # a finished run
+    (tmp_path / "runs" / "demo" / "ir" / "ir_table.csv").write_text("game,pipeline,frames,original\ntoybox/Breakout,dqn,50000,1.0\n")
+    (tmp_path / "runs" / "demo" / "ir" / "done.json").write_text('{"items": [], "seconds": 1.0}')   # a finished run
     ran = []
     for name, sp in subcommand_parsers().items():
         for e in (sp.epilog or "").splitlines():

@@ -144,12 +144,13 @@ def test_explain_warns_once_when_the_policy_takes_one_action_in_every_state():
     net = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
     with torch.no_grad(): net[1].weight.zero_(); net[1].bias.copy_(torch.tensor([0., 1., 0.]))
     const = Policy(net, n_actions=3, obs_shape=(4,), name="constant-explain-test")
-    x = np.random.default_rng(0).random((6, 4)).astype(np.float32)
+    x = np.random.default_rng(0).random((12, 4)).astype(np.float32)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
+        explain("random", const, x[:3])                              # 3 states: agreement is no evidence (issue 54.6)
         explain("random", const, x); explain("random", const, x)
     msgs = [str(m.message) for m in w if "takes action" in str(m.message)]
-    assert len(msgs) == 1 and "constant-explain-test" in msgs[0] and "action 1 in all 6 states" in msgs[0]
+    assert len(msgs) == 1 and "constant-explain-test" in msgs[0] and "action 1 in all 12 states" in msgs[0]
     net2 = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
     with torch.no_grad(): net2[1].weight.copy_(torch.eye(3, 4)); net2[1].bias.zero_()
     varied = Policy(net2, n_actions=3, obs_shape=(4,), name="varied-explain-test")
@@ -231,3 +232,26 @@ def test_ranld_demo_plan_names_a_gated_agent_that_has_no_evaluation(monkeypatch,
     games, jobs, names, notes = demo_plan("demo", tmp_path)
     assert list(games) == ["ALE/Pong-v5"] and len(jobs) == 1 and len(notes) == len(PAPER_ENV_IDS)
     assert "return -18.7 against random play's -20.0 over the gate's 30 episodes (epsilon 0.05; 95% interval of the gap [0.6, 2.0])" in notes[0]
+
+
+def test_the_constant_action_warning_needs_enough_states_to_mean_anything():
+    """Issue 54.6: with `--states 3` an agent that passes the gate (modal share 0.42) was told it "does not react to the
+    screen", and IR counted it in `constant_agents`. Below `MIN_CONSTANT_STATES` agreement is no evidence: no warning, and
+    IR's `constant_agents` is NaN (not 'all agents constant'); from there on the warning speaks and states its count."""
+    import warnings
+    import numpy as np
+    from rlexplain.core import MIN_CONSTANT_STATES, warn_constant_policy
+    from rlexplain.ir import IRMatrix
+    q = np.tile([[0.0, 1.0, 0.0]], (MIN_CONSTANT_STATES, 1))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert warn_constant_policy("few-states-test", q[:3], "t") is False
+        assert warn_constant_policy("enough-states-test", q, "t") is True
+    assert [str(m.message) for m in w] and all(f"in all {MIN_CONSTANT_STATES} states" in str(m.message) for m in w) and len(w) == 1
+    R = np.ones((1, 3))
+    few = IRMatrix(R, ("none",), (0, 1, 2), "dqn", 0, ("a", "b"), "sample", 1, modal_actions=np.zeros((2, 3), int))
+    assert np.isnan(few.to_dict()["constant_agents"]) and few.to_dict()["distinct_actions"] == 1.0
+    R = np.ones((1, MIN_CONSTANT_STATES))
+    many = IRMatrix(R, ("none",), tuple(range(MIN_CONSTANT_STATES)), "dqn", 0, ("a", "b"), "sample", 1,
+                    modal_actions=np.vstack([np.zeros(MIN_CONSTANT_STATES, int), np.arange(MIN_CONSTANT_STATES) % 2]))
+    assert many.to_dict()["constant_agents"] == 1.0

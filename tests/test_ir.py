@@ -333,3 +333,26 @@ def test_ir_does_not_move_to_a_checkpoint_where_too_few_agents_play_for_an_inter
     assert [j.frames for j in jobs] == [640_000] and [p.split("/")[-2] for p in jobs[0].agents] == ["seed1", "seed2", "seed4", "seed5"]
     two = ir_jobs(IRConfig(**{**cfg.__dict__, "n_agents": 2}))                          # a 2-agent study has no interval to keep
     assert [j.frames for j in two] == [640_000, 1_600_000] and [p.split("/")[-2] for p in two[1].agents] == ["seed1", "seed2"]
+
+
+def test_the_ir_command_marks_its_section_finished_last(tmp_path, monkeypatch):
+    """Issue 54.4: `rlexplain ir` writes `ir/done.json` after its tables; a rerun killed while writing removes the old
+    marker first, so the scoreboard refuses the half-written section instead of scoring old and new tables together.
+    A demo's finished ir section (its `done.json` without `"command": "ir"`) is still never replaced."""
+    import rlexplain.ir_study as ir
+    from rlexplain.runs import load_json
+    from rlexplain.runtables import IncompleteSection, check_run
+    if not _TB_DQN.exists(): pytest.skip("the demo zoo's Breakout DQN agents are absent")
+    cfg = IRConfig(pipelines=("dqn",), checkpoints=(50_000,), n_agents=2, plays=False, p=3, t=2, interventions=("paddle_width_48",))
+    ir.run_ir_to(tmp_path, cfg)
+    done = load_json(tmp_path / "ir" / "done.json")
+    assert done["command"] == "ir" and [i[2] for i in done["items"] if i[0] == "table"] == ["ir_table.csv", "ir_cells.csv"]
+    check_run(tmp_path)                                                  # finished: scored
+    def killed(sec, study, games):                                       # the rerun dies after its first table
+        sec.table("ir_table", study.table(), "cut"); raise KeyboardInterrupt
+    monkeypatch.setattr(ir, "section_outputs", killed)
+    with pytest.raises(KeyboardInterrupt): ir.run_ir_to(tmp_path, cfg)
+    assert not (tmp_path / "ir" / "done.json").exists()
+    with pytest.raises(IncompleteSection, match="rlexplain ir --out"): check_run(tmp_path)
+    (tmp_path / "ir" / "done.json").write_text('{"items": [], "seconds": 1.0}')   # as `rlexplain demo` marks its section
+    with pytest.raises(ValueError, match="finished ir section of a `rlexplain demo` run"): ir.run_ir_to(tmp_path, cfg)

@@ -19,8 +19,10 @@ from rlexplain.estimates import Estimate as E
 
 
 def _csv(run: Path, section: str, name: str, df: pd.DataFrame):
+    "Table `name` of a finished section: the CSV as `rlexplain.demo.Section.table` writes it, and the section's `done.json`."
     (run / section).mkdir(parents=True, exist_ok=True)
-    df.to_csv(run / section / f"{name}.csv", index=False)   # as rlexplain.demo.Section.table writes it
+    df.to_csv(run / section / f"{name}.csv", index=False)
+    if not (run / section / "done.json").exists(): (run / section / "done.json").write_text('{"items": [], "seconds": 1.0}')
 
 
 def _append_csv(run: Path, section: str, name: str, df: pd.DataFrame):
@@ -463,6 +465,8 @@ def test_what_is_not_a_finished_run_is_refused(tmp_path):
     or with text in a number column: an error naming the folder or the file, never a board of 'not run' rows."""
     with pytest.raises(rt.NotARun, match="not a finished run"): sb.score_run(tmp_path)
     (tmp_path / "ir").mkdir(); (tmp_path / "ir" / "ir_table.csv").write_text("game,pipeline\nBreakout,dqn\n")
+    with pytest.raises(rt.IncompleteSection, match=r"ir holds tables but no done.json"): sb.score_run(tmp_path)
+    (tmp_path / "ir" / "done.json").write_text('{"items": [], "seconds": 1.0}')
     with pytest.raises(rt.RunTableError, match=r"ir/ir_table.csv lacks the declared column\(s\) \['frames', 'original'\]; it has \['game', 'pipeline'\]"):
         sb.score_run(tmp_path)
     _csv(tmp_path, "ir", "ir_table", _ir_table([("dqn", 50_000, 1.0, 0.0, 6)]))
@@ -474,6 +478,32 @@ def test_what_is_not_a_finished_run_is_refused(tmp_path):
     (tmp_path / "xrlbench" / "xrl_fidelity_stability.csv").write_bytes(b"method,env\n\xff\xfe\x00,1,2,3\n")
     with pytest.raises(rt.RunTableError, match="xrl_fidelity_stability.csv cannot be parsed"): sb.score_run(tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"): sb.score_run(tmp_path / "nowhere")
+
+
+def test_a_half_written_truncated_or_locked_run_is_refused(tmp_path):
+    """Issue 54.4: an `ir --force` rerun killed while writing leaves new tables beside old ones and no `done.json`; a
+    truncated `ir_table` drops checkpoints its cells hold; a live run's lock means its sections may be half written.
+    Each is refused naming why (on the code before, each was scored: 13 -> 14 reproduced on a 300-byte table); a stale
+    lock (a killed run's) is a warning and the finished sections are scored."""
+    import os, socket
+    from rlexplain.runs import RUN_LOCK, RunFolderBusy
+    cells = pd.DataFrame({"pipeline": ["dqn", "ppo"], "frames": 50_000, "intervention": "null", "R": 1.0, "game": "toybox/Breakout"})
+    _csv(tmp_path, "ir", "ir_table", _ir_table([("dqn", 50_000, 1.0, 0.0, 6), ("ppo", 50_000, 1.0, 0.0, 6)]))
+    _csv(tmp_path, "ir", "ir_cells", cells)
+    assert len(sb.score_run(tmp_path)) == len(sb.CLAIMS)                                        # finished and whole: scored
+    full = (tmp_path / "ir" / "ir_table.csv").read_text()
+    (tmp_path / "ir" / "ir_table.csv").write_text("".join(full.splitlines(keepends=True)[:2]))   # cut after its first row
+    with pytest.raises(rt.RunTableError, match=r"ir_table.csv lacks the row of ir/ir_cells.csv's \{'pipeline': 'ppo'"):
+        sb.score_run(tmp_path)
+    (tmp_path / "ir" / "ir_table.csv").write_text(full); (tmp_path / "ir" / "done.json").unlink()  # killed before its marker
+    with pytest.raises(rt.IncompleteSection, match=r"holds tables but no done.json.*--only ir"): sb.score_run(tmp_path)
+    (tmp_path / "ir" / "done.json").write_text('{"items": [], "seconds": 1.0}')
+    lock = {"pid": os.getpid(), "host": socket.gethostname(), "command": "rlexplain demo", "started": "now"}
+    (tmp_path / RUN_LOCK).write_text(json.dumps(lock))                                              # a live writer (this process)
+    with pytest.raises(RunFolderBusy, match=f"being written by a live run \\(pid {os.getpid()}"): sb.score_run(tmp_path)
+    (tmp_path / RUN_LOCK).write_text(json.dumps({**lock, "pid": 2 ** 22 + 12345}))                  # no such pid: a killed run
+    with pytest.warns(UserWarning, match="left by a killed run"): board = sb.score_run(tmp_path)
+    assert len(board) == len(sb.CLAIMS)
 
 
 def test_a_renamed_column_is_an_error_that_names_it(tmp_path):

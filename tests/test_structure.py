@@ -46,8 +46,8 @@ def test_every_notebook_was_executed_by_the_current_code(path):
     why = stale_outputs(path)
     assert why is None, why
     rec = json.loads((path.parent / RECORD).read_text()) if (path.parent / RECORD).exists() else {}
-    assert path.name in rec, f"{path.name} has no execution record: rlexplain lessons --execute --only {path.stem}"
-    assert rec[path.name]["code"] == code_hash(path), f"{path.name} was executed by other code: rlexplain lessons --execute --only {path.stem}"
+    assert path.name in rec, f"{path.name} has no execution record: rlexplain lessons --execute --only {path.relative_to(NBS).with_suffix('').as_posix()}"
+    assert rec[path.name]["code"] == code_hash(path), f"{path.name} was executed by other code: rlexplain lessons --execute --only {path.relative_to(NBS).with_suffix('').as_posix()}"
     cells = json.loads(path.read_text())["cells"]
     assert any(c["cell_type"] == "code" and c.get("outputs") for c in cells), f"{path.name} has no output at all"
 
