@@ -630,19 +630,15 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
     paper's better-of-two ranking, its |importance| variant named in the reason where it disagrees) and the `reason`. Deterministic: the same tables give the same board. The run's scale
     is in `board.attrs["scale"]`. A missing section or table gives 'not run'. Refuses what is not a finished run
     (`rlexplain.runtables.check_run`): raises `FileNotFoundError` if `run_dir` is not a directory, `NotARun` for a folder
-    without a run's sections (or one section of a run), `IncompleteSection` (a `RunTableError`) naming a section with
-    tables and no `done.json`, `RunTableError` naming the file for a table that cannot be parsed, lacks a declared column,
-    has fewer rows than its configuration promises or other cells than its companion table, and `RunFolderBusy` while a
-    live run holds the folder's lock (a stale lock, left by a killed run, is a warning)."""
+    without a run's sections (or one section of a run), `IncompleteSection` for a section without its `done.json`,
+    `RunTableError` naming a table that cannot be parsed, lacks a column, rows or its cells' rows, `RunFolderBusy` while
+    a live run holds the folder's lock (a killed run's stale lock is a warning)."""
     p = Path(run_dir)
-    lock = run_lock(p)
-    if lock.status() == "held":   # a live writer: its sections may be half written
-        who = lock.holder() or {}
-        raise RunFolderBusy(f"{p} is being written by a live run (pid {who.get('pid', '?')}, {who.get('command', '?')!r}, started "
-                            f"{who.get('started', '?')}): score it once that run ends.")
-    if lock.status() == "stale":
-        warnings.warn(f"{p / RUN_LOCK} is left by a killed run (pid {(lock.holder() or {}).get('pid')}); only its finished "
-                      f"sections are scored, and the next run into {p} takes the lock over.", stacklevel=2)
+    lock = run_lock(p); state, who = lock.status(), lock.holder() or {}
+    if state == "held": raise RunFolderBusy(f"{p} is being written by a live run (pid {who.get('pid', '?')}, {who.get('command', '?')!r}, "
+                                            f"started {who.get('started', '?')}): score it once that run ends.")   # its sections may be half written
+    if state == "stale": warnings.warn(f"{p / RUN_LOCK} is left by a killed run (pid {who.get('pid')}); only its finished sections "
+                                       f"are scored, and the next run into {p} takes the lock over.", stacklevel=2)
     run = check_run(p); rows = []
     for _, c in (CLAIMS if claims is None else claims).iterrows():
         kind = c["kind"] + (f" ({c['from_table']})" if c["kind"] == "derived" else "")
@@ -653,9 +649,8 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
         if oc is not None:   # a second verdict beside ours, never instead of it
             alt = f"; by |importance| alone it {says(oa)} it ({oa[1]})" if oa is not None and oa[0] != oc[0] else ""
             r = {**r, "reason": f"the paper's code {says(oc)} it ({oc[1]}){alt}; ours: {r['verdict']}: {r['reason']}"}
-        rows.append({"id": c["id"], "paper": c["paper"], "where": c["where"], "kind": kind, "claim": c["cell"],
-                     "paper_value": c["paper_value"], **r,
-                     "paper_code_verdict": "" if oc is None else ("reproduced" if oc[0] else "not reproduced")})
+        rows.append({"id": c["id"], "paper": c["paper"], "where": c["where"], "kind": kind, "claim": c["cell"], "paper_value": c["paper_value"],
+                     **r, "paper_code_verdict": "" if oc is None else ("reproduced" if oc[0] else "not reproduced")})
     board = pd.DataFrame(rows, columns=BOARD_COLUMNS)
     board.attrs["scale"] = run.scale or "unknown"; board.attrs["run_dir"] = str(p)
     return board
