@@ -113,9 +113,14 @@ def _cmd_course(args) -> None:
 
 def _cmd_lessons(args) -> int:
     "`rlexplain lessons`: execute (--execute), then check the lessons' stored outputs (`rlexplain.lessons`); 1 when one breaks a rule."
-    from rlexplain.lessons import execute_lessons, lesson_problems
-    if args.execute: print(execute_lessons(args.nbs, args.only, args.timeout).drop(columns="problems").to_string(index=False))
+    from rlexplain.lessons import LessonsFailed, execute_lessons, lesson_problems
+    failed = None
+    if args.execute:
+        try: done = execute_lessons(args.nbs, args.only, args.timeout)
+        except LessonsFailed as e: done, failed = e.done, e
+        if len(done): print(done.drop(columns="problems").to_string(index=False))
     problems = lesson_problems(args.nbs, args.only)
+    if failed is not None: print(f"rlexplain: error: {failed}", file=sys.stderr); return 1
     print("\n".join(problems) if problems else "[rlexplain lessons] stored outputs follow the rules (no absolute paths, widgets, banners or stderr; within budget; made by the current code)")
     return 1 if problems else 0
 

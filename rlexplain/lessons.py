@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Iterable
 
 # %% auto #0
-__all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'RECORD', 'TEST_FLAGS', 'output_problems', 'clean_outputs',
-           'run_notebook', 'execute_notebook', 'lesson_paths', 'execute_lessons', 'lesson_problems', 'code_hash',
-           'record_execution', 'stale_outputs']
+__all__ = ['LESSON_BUDGET_BYTES', 'TOTAL_BUDGET_BYTES', 'KERNEL_ENV', 'PROSE_BOUND', 'RECORD', 'TEST_FLAGS', 'output_problems',
+           'clean_outputs', 'run_notebook', 'execute_notebook', 'lesson_paths', 'execute_lessons', 'LessonsFailed',
+           'lesson_problems', 'unprinted_numbers', 'code_hash', 'record_execution', 'stale_outputs']
 
 # %% ../nbs/92_lessons.ipynb #e10d1f13
 import pandas as pd
@@ -163,23 +163,78 @@ def lesson_paths(nbs: str | Path = "nbs", only: Iterable[str] | None = None) -> 
 # %% ../nbs/92_lessons.ipynb #f633f3f8
 def execute_lessons(nbs: str | Path = "nbs", only: Iterable[str] | None = None, timeout: int = 1200) -> pd.DataFrame:
     """Execute every lesson of `nbs` (or those named by `only`) in place with `execute_notebook`; one row per notebook
-    (seconds, bytes, what was cleaned, problems left). Raises as `lesson_paths` and `execute_notebook`."""
-    rows = []
+    (seconds, bytes, what was cleaned, problems left). A lesson that raises does not stop the others: after the last,
+    `LessonsFailed` names every one that failed (the failed files keep their earlier outputs and record). Raises as
+    `lesson_paths` before any is run."""
+    rows, failed = [], []
     for p in lesson_paths(nbs, only):
         print(f"[rlexplain lessons] executing {p.name} ...", flush=True)
-        rows.append(execute_notebook(p, timeout))
+        try: rows.append(execute_notebook(p, timeout))
+        except Exception as e:   # one lesson's error: the others still run; the file keeps its earlier outputs
+            last = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()   # the error's last line, without the terminal colours
+            failed.append(f"{p.name}: {type(e).__name__}: {last[-1] if last else ''}")
+            print(f"[rlexplain lessons] {failed[-1]}", flush=True)
+    if failed: raise LessonsFailed(f"{len(failed)} lesson(s) failed (the others were executed and recorded):\n" + "\n".join(failed), pd.DataFrame(rows))
     return pd.DataFrame(rows)
+
+class LessonsFailed(RuntimeError):
+    "Lessons whose execution raised: the message lists each with its error; `.done` the rows of those that ran."
+    def __init__(self, msg: str, done: pd.DataFrame): super().__init__(msg); self.done = done
 
 # %% ../nbs/92_lessons.ipynb #0b72f443
 def lesson_problems(nbs: str | Path = "nbs", only: Iterable[str] | None = None) -> list[str]:
     """Every rule the stored outputs of the lessons break: `output_problems` per notebook (each within
-    `LESSON_BUDGET_BYTES`), outputs made by other code than the current (`stale_outputs`) and, over all lessons (`only=None`), their total against `TOTAL_BUDGET_BYTES`. Empty when clean.
+    `LESSON_BUDGET_BYTES`), outputs made by other code than the current (`stale_outputs`), in the `PROSE_BOUND` lessons
+    each number of the prose that no output prints (`unprinted_numbers`) and, over all lessons (`only=None`), their
+    total against `TOTAL_BUDGET_BYTES`. Empty when clean.
     Raises as `lesson_paths`."""
     paths = lesson_paths(nbs, only)
     problems = [q for p in paths for q in output_problems(p)] + [q for p in paths if (q := stale_outputs(p))]
+    problems += [f"{p.name}: cell {i} states {n} ('...{w}...'), which no output of the lesson prints"
+                 for p in paths if p.stem in PROSE_BOUND for i, n, w in unprinted_numbers(p)]
     total = sum(p.stat().st_size for p in paths)
     if only is None and total > TOTAL_BUDGET_BYTES: problems.append(f"the lessons take {total:,} bytes together; the budget is {TOTAL_BUDGET_BYTES:,}.")
     return problems
+
+# %% ../nbs/92_lessons.ipynb #35091c97
+_DECIMAL = re.compile(r"(?<![\w.\-])[-\u2212]?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.]*\d)")
+_NUMBER = re.compile(r"[-\u2212]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_EXEMPT = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>|https?://\S+", re.S)
+_PLACE = re.compile(r"(?:Sections?|Sec\.|Tables?|Figures?|Fig\.|Eqs?\.|Equations?|Algorithms?|Appendix|Definition|Assumption|Theorem|Lemma|"
+                    r"Proposition|§|version|v|arXiv:|doi:)\s*$", re.I)
+PROSE_BOUND = ("00a_compute", "04_shifts", "05_attribution", "30_saliency", "34_objects", "52_timeseries_study")   # prose bound to outputs
+
+def _printed_values(nb: dict) -> set[float]:
+    "Every number in the outputs of `nb`'s code cells (streams and text/* data)."
+    vals = set()
+    for c in nb["cells"]:
+        for o in c.get("outputs", []) if c.get("cell_type") == "code" else []:
+            texts = ["".join(o.get("text", ""))] + ["".join(v) for k, v in (o.get("data") or {}).items() if k.startswith("text/")]
+            for t in texts:
+                for m in _NUMBER.finditer(t):
+                    try: vals.add(float(m.group(0).replace("\u2212", "-")))
+                    except ValueError: pass
+    return vals
+
+def _is_printed(typed: str, vals: set[float]) -> bool:
+    "Whether number `typed` (as written) is some printed value at its own rounding, or that value as a percentage."
+    x = float(typed); mant = typed.lower().split("e")[0]; d = len(mant.split(".")[1]) if "." in mant else 0
+    if "e" in typed.lower(): return any(abs(v - x) <= 0.05 * abs(x) for v in vals)
+    return any(round(abs(v), d) == round(abs(x), d) or round(abs(v) * 100, d) == round(abs(x), d) for v in vals)
+
+def unprinted_numbers(path: str | Path) -> list[tuple[int, str, str]]:
+    """Every decimal number in the markdown of notebook `path` that no output of it prints (at the typed rounding, or as a
+    percentage): `(cell index, number, the words around it)`, in cell order. Code spans, equations, links and numbers
+    naming a section, table, figure, equation or algorithm are exempt. Raises `FileNotFoundError` for a missing file."""
+    nb = json.loads(Path(path).read_text()); vals = _printed_values(nb); found = []
+    for i, c in enumerate(nb["cells"]):
+        if c.get("cell_type") != "markdown": continue
+        text = _EXEMPT.sub(" ", "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+        for m in _DECIMAL.finditer(text):
+            if _PLACE.search(text[max(0, m.start() - 12):m.start()]): continue
+            s = m.group(0).replace("\u2212", "-")
+            if not _is_printed(s, vals): found.append((i, s, " ".join(text[max(0, m.start() - 40):m.end() + 20].split())))
+    return found
 
 # %% ../nbs/92_lessons.ipynb #d1e2f3a2
 RECORD = "_executed.json"   # in the notebooks' folder: {notebook: {"code": hash, "seconds": s}} of each lesson's last execution
@@ -237,13 +292,17 @@ def record_execution(path: str | Path, seconds: float, lib: str | Path | None = 
 
 def stale_outputs(path: str | Path, lib: str | Path | None = None) -> str | None:
     """Why notebook `path`'s committed outputs may not be what its current code makes (`None` when they are, or when it
-    has no outputs at all): never executed by `execute_notebook` (no entry in `RECORD`), or executed with other code
+    has no code: prose alone): code cells without any output (never executed): never executed by `execute_notebook` (no entry in `RECORD`), or executed with other code
     (another `code_hash`)."""
     path = Path(path)
-    if not any(c.get("outputs") for c in json.loads(path.read_text())["cells"]): return None   # nothing to be stale
+    cells = json.loads(path.read_text())["cells"]
+    only = f"attribution/{path.stem}" if path.parent.name == "attribution" else path.stem   # as `lesson_paths` matches it
+    if not any(c.get("outputs") for c in cells):
+        if any(c.get("cell_type") == "code" and "".join(c.get("source", "")).strip() for c in cells):
+            return f"{path.name}: code without any output (never executed); run `rlexplain lessons --execute --only {only}`"
+        return None   # prose only: nothing to be stale
     try: entry = json.loads((path.parent / RECORD).read_text()).get(path.name)
     except (FileNotFoundError, json.JSONDecodeError): entry = None
-    only = f"attribution/{path.stem}" if path.parent.name == "attribution" else path.stem   # as `lesson_paths` matches it
     if entry is None: return f"{path.name}: no record of the code its outputs were made with; run `rlexplain lessons --execute --only {only}`"
     if entry.get("code") != code_hash(path, lib):
         return f"{path.name}: its outputs were made by other code (the notebook or a module it imports changed); run `rlexplain lessons --execute --only {only}`"

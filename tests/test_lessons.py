@@ -94,3 +94,53 @@ def test_the_ignored_flags_are_the_ones_nbdev_test_skips():
     from rlexplain.lessons import TEST_FLAGS
     ini = configparser.ConfigParser(); ini.read(NBS.parent / "settings.ini")
     assert set(TEST_FLAGS) == set(ini["DEFAULT"]["tst_flags"].split())
+
+
+def _notebook(path: Path, cells: list) -> Path:
+    import json
+    path.write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}},
+                                "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def _code(src: str, outputs=()) -> dict:
+    return {"cell_type": "code", "source": src, "metadata": {}, "execution_count": None, "outputs": list(outputs)}
+
+
+def test_a_failing_lesson_does_not_stop_the_others(tmp_path):
+    """`execute_lessons` runs every chosen lesson even when one raises, then names the ones that failed; the failed file
+    keeps what it held, the others are executed and recorded."""
+    from rlexplain.lessons import RECORD, LessonsFailed, execute_lessons
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    _notebook(nbs / "a_broken.ipynb", [_code("raise ValueError('planted')")])
+    _notebook(nbs / "b_fine.ipynb", [_code("print(6 * 7)")])
+    with pytest.raises(LessonsFailed, match="(?s)1 lesson.*a_broken.ipynb: CellExecutionError: ValueError: planted") as e: execute_lessons(nbs, timeout=120)
+    assert e.value.done.notebook.tolist() == ["b_fine.ipynb"]
+    import json
+    rec = json.loads((nbs / RECORD).read_text())
+    assert "b_fine.ipynb" in rec and "a_broken.ipynb" not in rec
+    assert "42" in (nbs / "b_fine.ipynb").read_text()
+
+
+def test_a_number_in_prose_that_no_cell_prints_is_found(tmp_path):
+    """A decimal number in markdown must be printed by the lesson (at the typed rounding, or as a percentage); a
+    planted one is reported, and in a `PROSE_BOUND` lesson `lesson_problems` fails on it."""
+    from rlexplain.lessons import PROSE_BOUND, lesson_problems, unprinted_numbers
+    out = {"output_type": "stream", "name": "stdout", "text": "share 0.4571 of 1,600 cells\n"}
+    md = lambda s: {"cell_type": "markdown", "metadata": {}, "source": s}
+    p = _notebook(tmp_path / "x.ipynb", [md("The share is 0.46 (45.7%); the paper says 0.61. Section 3.2, `eps=0.05`, $p < 0.01$."),
+                                         _code("print(share)", [out])])
+    assert [(n) for _, n, _ in unprinted_numbers(p)] == ["0.61"]
+    assert PROSE_BOUND and all((NBS / f"{n}.ipynb").exists() for n in PROSE_BOUND)
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    _notebook(nbs / f"{PROSE_BOUND[0]}.ipynb", [md("It reads 0.61."), _code("print(share)", [out])])
+    assert any("states 0.61" in q for q in lesson_problems(nbs))
+
+
+def test_code_without_outputs_is_never_executed():
+    "A notebook with code cells and no output at all was never executed: `stale_outputs` says so (prose alone is fine)."
+    import tempfile
+    from rlexplain.lessons import stale_outputs
+    with tempfile.TemporaryDirectory() as d:
+        assert "never executed" in stale_outputs(_notebook(Path(d) / "c.ipynb", [_code("x = 1")]))
+        assert stale_outputs(_notebook(Path(d) / "m.ipynb", [{"cell_type": "markdown", "metadata": {}, "source": "text"}])) is None
