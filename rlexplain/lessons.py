@@ -196,7 +196,7 @@ def lesson_problems(nbs: str | Path = "nbs", only: Iterable[str] | None = None) 
     if only is None and total > TOTAL_BUDGET_BYTES: problems.append(f"the lessons take {total:,} bytes together; the budget is {TOTAL_BUDGET_BYTES:,}.")
     return problems
 
-# %% ../nbs/92_lessons.ipynb #35091c97
+# %% ../nbs/92_lessons.ipynb #0fc20cfe
 _DECIMAL = re.compile(r"(?<![\w.\-])[-\u2212]?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.]*\d)")
 _NUMBER = re.compile(r"[-\u2212]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _EXEMPT = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>|https?://\S+", re.S)

@@ -655,15 +655,15 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
     board.attrs["scale"] = run.scale or "unknown"; board.attrs["run_dir"] = str(p)
     return board
 
+
+# %% ../nbs/95_scoreboard.ipynb #326cad16
 def summary_line(board: pd.DataFrame) -> str:
-    """One line for the README and the report, e.g. 'demo scale: 14 of 53 claims reproduced, 3 contradicted,
-    10 inconclusive, 2 uninformative, 12 not comparable at demo scale, 14 not run; the paper's code: 7 of 16 claims not
-    reproduced' (the last part where the board has `paper_code_verdict`s). Raises `KeyError` if `board` has no `verdict` column."""
+    """One line for the README and the report: 'demo scale: 14 of 53 claims reproduced, 3 contradicted, ... 14 not run; the
+    paper's code: 7 of 16 claims not reproduced' (where the board has `paper_code_verdict`s). Raises `KeyError` without `verdict`."""
     if "verdict" not in board: raise KeyError(f"summary_line needs score_run's board (a 'verdict' column); got columns {list(board.columns)}.")
     scale = board.attrs.get("scale", "unknown"); c = board.verdict.value_counts()
-    parts = [f"{c.get('reproduced', 0)} of {len(board)} claims reproduced", f"{c.get('contradicted', 0)} contradicted",
-             f"{c.get('inconclusive', 0)} inconclusive", f"{c.get('uninformative', 0)} uninformative",
-             f"{c.get('not comparable', 0)} not comparable at {scale} scale", f"{c.get('not run', 0)} not run"]
+    parts = ([f"{c.get('reproduced', 0)} of {len(board)} claims reproduced"] + [f"{c.get(v, 0)} {v}" for v in ("contradicted", "inconclusive", "uninformative")]
+             + [f"{c.get('not comparable', 0)} not comparable at {scale} scale", f"{c.get('not run', 0)} not run"])
     pc = board.get("paper_code_verdict", pd.Series(dtype=str)).fillna("")
     code = f"; the paper's code: {int((pc == 'not reproduced').sum())} of {int((pc != '').sum())} claims not reproduced" if (pc != "").any() else ""
     return f"{scale} scale: " + ", ".join(parts) + code
