@@ -200,9 +200,10 @@ def lesson_problems(nbs: str | Path = "nbs", only: Iterable[str] | None = None) 
 _DECIMAL = re.compile(r"(?<![\w.\-])[-\u2212]?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.]*\d)")
 _NUMBER = re.compile(r"[-\u2212]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _EXEMPT = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>|https?://\S+", re.S)
-_PLACE = re.compile(r"(?:Sections?|Sec\.|Tables?|Figures?|Fig\.|Eqs?\.|Equations?|Algorithms?|Appendix|Definition|Assumption|Theorem|Lemma|"
-                    r"Proposition|§|version|v|arXiv:|doi:)\s*$", re.I)
-PROSE_BOUND = ("00a_compute", "04_shifts", "05_attribution", "30_saliency", "34_objects", "52_timeseries_study")   # prose bound to outputs
+_PLACE = re.compile(r"(?:Sections?|Sec\.|Tables?|Figures?|Fig\.|Eqs?\.|Equations?|Algorithms?|Appendix|Definitions?|Assumptions?|Theorems?|"
+                    r"Lemmas?|Propositions?|§|version|v|Python|torch|arXiv:|doi:)\s*(?:\d+(?:\.\d+)*\s*(?:,|and|or|to|-|–)\s*)*$", re.I)
+PROSE_BOUND = ("00a_compute", "04_shifts", "05_attribution", "11_ir_study", "30_saliency", "33_saliency_study", "34_objects",
+               "40_xrlbench", "52_timeseries_study", "index")   # lessons whose prose is bound to their outputs
 
 def _printed_values(nb: dict) -> set[float]:
     "Every number in the outputs of `nb`'s code cells (streams and text/* data)."
@@ -231,7 +232,7 @@ def unprinted_numbers(path: str | Path) -> list[tuple[int, str, str]]:
         if c.get("cell_type") != "markdown": continue
         text = _EXEMPT.sub(" ", "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
         for m in _DECIMAL.finditer(text):
-            if _PLACE.search(text[max(0, m.start() - 12):m.start()]): continue
+            if _PLACE.search(text[max(0, m.start() - 40):m.start()]): continue
             s = m.group(0).replace("\u2212", "-")
             if not _is_printed(s, vals): found.append((i, s, " ".join(text[max(0, m.start() - 40):m.end() + 20].split())))
     return found

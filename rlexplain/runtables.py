@@ -124,7 +124,7 @@ class TableSpec:
         return self.columns.get(column, self.optional.get(column))
 
 
-# %% ../nbs/95a_run_tables.ipynb #7993bae8
+# %% ../nbs/95a_run_tables.ipynb #f592a65e
 _S, _I, _F = "str", "int", "float"
 _XRL = {m: _F for m in ("AIM", "AUM", "PGI", "PGU", "RIS", "PGI_code", "PGU_code")}
 _XRL_SPREAD = {**_XRL, **{f"{m}_std": _F for m in _XRL}, "n_states": _F, "RIS_n": _F, "ms_per_sample": _F, "student_agreement": _F,

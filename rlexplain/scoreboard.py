@@ -656,7 +656,7 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
     return board
 
 
-# %% ../nbs/95_scoreboard.ipynb #326cad16
+# %% ../nbs/95_scoreboard.ipynb #1352f5f4
 def summary_line(board: pd.DataFrame) -> str:
     """One line for the README and the report: 'demo scale: 14 of 53 claims reproduced, 3 contradicted, ... 14 not run; the
     paper's code: 7 of 16 claims not reproduced' (where the board has `paper_code_verdict`s). Raises `KeyError` without `verdict`."""
