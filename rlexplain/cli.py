@@ -99,7 +99,7 @@ def _cmd_episode(args) -> None:
     "`rlexplain explain-episode`: `episode.explain_episode_to` under the folder's lock; prints each file written."
     from rlexplain.episode import explain_episode_to
     with run_lock(args.out): files = explain_episode_to(args.out, args.env, args.method, args.steps, args.every, args.seed, args.algo, args.fps, args.scale, args.zoo,
-                                                       force=args.force)
+                                                       force=args.force, objects=args.objects)
     for k, p in files.items(): print(f"[rlexplain explain-episode] {k}: {p}")
 
 def _cmd_course(args) -> None:

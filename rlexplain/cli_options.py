@@ -194,7 +194,8 @@ def _add_methods(sub):
                         description="Play a seeded episode of the zoo's agent for --env, explain every --every-th agent step with --method (one "
                                     "colour scale for the episode) and write OUT/episode.mp4, OUT/episode.gif, OUT/episode.html and OUT/result/ "
                                     "(rlexplain.episode; lesson 32).",
-                        epilog=_examples("explain-episode --env ALE/Breakout-v5 --method occlusion --steps 200 --out runs/episode"), **_PAR)
+                        epilog=_examples("explain-episode --env ALE/Breakout-v5 --method occlusion --steps 200 --out runs/episode",
+                                         "explain-episode --env ALE/Pong-v5 --method integrated_gradients --objects --out runs/episode-pong"), **_PAR)
     ee.add_argument("--env", default="ALE/Breakout-v5", help="a game with an agent in the zoo (see `rlexplain zoo list`)")
     ee.add_argument("--method", default="occlusion", help="an image explainer of rlexplain.attribution.EXPLAINERS, e.g. occlusion, noise_sensitivity, integrated_gradients")
     ee.add_argument("--steps", type=_at_least(1), default=200, help="agent steps to play, 4 frames each (fewer when the episode ends first)")
@@ -206,6 +207,8 @@ def _add_methods(sub):
     ee.add_argument("--fps", type=_at_least(1), default=10, help="frames per second of the movie")
     ee.add_argument("--zoo", default=None, help="zoo folder (default: the package's zoo or $RLEXPLAIN_ZOO)")
     ee.add_argument("--force", action="store_true", help="replace an episode of another configuration in --out (otherwise refused)")
+    ee.add_argument("--objects", action="store_true", help="outline the game's objects (ball, paddle, score, ...) on each frame, chart each object's share "
+                    "of the map over the episode and write OUT/objects.csv (games with object masks: rlexplain.objects.OBJECT_READERS)")
     sb = sub.add_parser("scoreboard", help="score a finished run against the papers' claims: reproduced, not reproduced, not comparable, not run",
                         epilog=_examples("scoreboard runs/demo"), **_PAR)
     sb.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by `rlexplain demo` (or a method's subcommand)")

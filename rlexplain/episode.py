@@ -28,12 +28,14 @@ from .ranld import ranld
 from .stats import paired_t
 from .agents import load_card
 from .agent_zoo import best_zoo_entry, load_agent
+from .objects import ObjectMasks, object_reader, where_it_looks
 
 
 # %% auto #0
 __all__ = ['EPISODE_PARAMS', 'SCALE_MODES', 'OVERLAP_METHODS', 'play_episode', 'color_scale', 'EpisodeAttribution',
-           'explain_episode', 'overlay', 'MovieFrames', 'player_html', 'write_movie', 'top_k_mask', 'top_k_overlap',
-           'attack_maps', 'ranld_map', 'OverlapStudy', 'vulnerability_overlap', 'episode_agent', 'explain_episode_to']
+           'explain_episode', 'overlay', 'plt_colour', 'MovieFrames', 'player_html', 'write_movie', 'top_k_mask',
+           'top_k_overlap', 'attack_maps', 'ranld_map', 'OverlapStudy', 'vulnerability_overlap', 'episode_agent',
+           'explain_episode_to', 'episode_objects']
 
 # %% ../nbs/32_episode.ipynb #1be6dc81
 EPISODE_PARAMS = {   # explainer -> options an episode uses unless given (each method's own defaults otherwise)
@@ -273,20 +275,36 @@ def overlay(frame: np.ndarray,   # (H, W, 3) uint8 RGB screen, or (H, W) grey in
     return (f * (1 - a) + color * a).round().astype(np.uint8)
 
 # %% ../nbs/32_episode.ipynb #4edf1aa9
+def plt_colour(i: int) -> tuple:
+    "Colour `i` of matplotlib's tab10 cycle as (r, g, b) in [0, 1]: one colour per object in the movie."
+    import matplotlib
+    return matplotlib.colormaps["tab10"](i % 10)[:3]
+
 class MovieFrames:
     """The movie frames of an `EpisodeAttribution`: `len(mf)` = T, `mf[t]` the frame of explained step t, `(height, width, 3)`
     uint8 (640 x 320 at the defaults). Left the screen (or the newest observation frame when there is none) with the map
     (`overlay` of `display_maps()`), right the outputs as bars (probabilities of a logits agent, q-values of a q agent) with
-    the taken action in red, above them the step, action and return so far. Raises `IndexError` for a step out of range."""
-    def __init__(self, ep: EpisodeAttribution, size: tuple = (6.4, 3.2), dpi: int = 100, alpha: float = 0.8):
+    the taken action in red, above them the step, action and return so far. With `objects` ({object: (T, H, W) bool masks
+    of the screens}, `episode_objects`) each object's outline is drawn on the screen in its colour, and with `shares`
+    ({object: (T,) float}, each frame's share of the map's mass on it) a strip under the bars plots them over the
+    episode, a marker at the frame shown. Raises `IndexError` for a step out of range, `ValueError` for masks or shares
+    of another length than the episode, or masks without screens."""
+    def __init__(self, ep: EpisodeAttribution, size: tuple = (6.4, 3.2), dpi: int = 100, alpha: float = 0.8,
+                 objects: dict | None = None, shares: dict | None = None):
         from matplotlib.figure import Figure; from matplotlib.backends.backend_agg import FigureCanvasAgg
         self.ep, self.alpha, self.maps = ep, alpha, ep.display_maps()
+        self.objects, self.shares = objects or {}, shares or {}
+        for what, d in (("objects", self.objects), ("shares", self.shares)):
+            bad = {k: len(v) for k, v in d.items() if len(v) != len(ep)}
+            if bad: raise ValueError(f"{what}: expected {len(ep)} frames per object (one per explained step); got {bad}.")
+        if self.objects and ep.frames is None: raise ValueError("object outlines are drawn on the screens; this episode has none (a Rollout).")
+        self.colours = {k: tuple(int(255 * c) for c in plt_colour(i)) for i, k in enumerate(dict.fromkeys([*self.objects, *self.shares]))}
         self.vals = ep.probabilities() if ep.output_kind == "logits" else ep.outputs.astype(np.float64)
         A = self.vals.shape[1]; names = list(ep.action_names) or [f"a{i}" for i in range(A)]
         self.fig = Figure(figsize=size, dpi=dpi); FigureCanvasAgg(self.fig)
         self.ax_img = self.fig.add_axes([0.01, 0.02, 0.44, 0.84]); self.ax_img.set_axis_off()
         self.im = self.ax_img.imshow(self._screen(0), aspect="auto", interpolation="nearest")
-        self.ax_bar = self.fig.add_axes([0.62, 0.2, 0.35, 0.66])
+        self.ax_bar = self.fig.add_axes([0.62, 0.56, 0.35, 0.30] if self.shares else [0.62, 0.2, 0.35, 0.66])
         self.bars = self.ax_bar.barh(np.arange(A), self.vals[0], color="0.6")
         self.ax_bar.set_yticks(np.arange(A), names[:A], fontsize=8); self.ax_bar.invert_yaxis()
         lo, hi = (0.0, 1.0) if ep.output_kind == "logits" else (min(0.0, self.vals.min()), max(self.vals.max(), 1e-6))
@@ -295,7 +313,14 @@ class MovieFrames:
         how = "one scale for the episode" if ep.scale == "episode" else "each frame its own scale"
         self.fig.text(0.46, 0.01, f"{ep.method}: |S| / {float(ep.color_scale.max()):.3g} ({how})", fontsize=8, color="0.3")
         self.title = self.fig.text(0.01, 0.93, "", fontsize=9)
-        for a in (self.im, self.title, *self.bars): a.set_animated(True)    # drawn per frame over a saved background (blitting)
+        self.marker = None
+        if self.shares:   # each object's share of the map's mass over the episode, a marker at the frame shown
+            ax = self.ax_strip = self.fig.add_axes([0.62, 0.25, 0.35, 0.19])
+            for k, v in self.shares.items(): ax.plot(ep.steps, v, lw=1, color=[c / 255 for c in self.colours[k]], label=k)
+            ax.set_ylim(0, 1); ax.tick_params(labelsize=7); ax.set_ylabel("share of |S|", fontsize=7)
+            ax.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
+            self.marker = ax.axvline(ep.steps[0], color="k", lw=0.8)
+        for a in self._animated(): a.set_animated(True)   # drawn per frame over a saved background (blitting)
         self.fig.canvas.draw(); self.background = self.fig.canvas.copy_from_bbox(self.fig.bbox)
 
     def __len__(self): return len(self.ep)
@@ -303,7 +328,16 @@ class MovieFrames:
     def _screen(self, t: int) -> np.ndarray:
         ep = self.ep
         screen = ep.frames[t] if ep.frames is not None else np.asarray(ep.states[t][-1], np.float32) / (255.0 if ep.states.dtype == np.uint8 else 1.0)
-        return overlay(screen, self.maps[t], self.alpha)
+        img = overlay(screen, self.maps[t], self.alpha)
+        if self.objects:
+            import cv2
+            for k, m in self.objects.items():
+                cs, _ = cv2.findContours(np.ascontiguousarray(m[t], np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+                cv2.drawContours(img, cs, -1, self.colours[k], 1)
+        return img
+
+    def _animated(self) -> list:
+        return [self.im, self.title, *self.bars, *([self.marker] if self.marker is not None else [])]
 
     def __getitem__(self, t: int) -> np.ndarray:
         if not -len(self) <= t < len(self): raise IndexError(f"step index {t} out of range for {len(self)} explained steps.")
@@ -312,8 +346,9 @@ class MovieFrames:
         for j, b in enumerate(self.bars): b.set_width(self.vals[t, j]); b.set_color("C3" if j == a else "0.6")
         self.title.set_text(f"{ep.env_id}  step {int(ep.steps[t])}  action {names[a] if a < len(names) else a}  "
                             f"return so far {ep.returns[t]:g}")
+        if self.marker is not None: self.marker.set_xdata([ep.steps[t]] * 2)
         canvas = self.fig.canvas; canvas.restore_region(self.background)
-        for a in (self.im, self.title, *self.bars): self.fig.draw_artist(a)
+        for a in self._animated(): self.fig.draw_artist(a)
         return np.asarray(self.fig.canvas.buffer_rgba())[..., :3].copy()
 
 # %% ../nbs/32_episode.ipynb #9cbc9b59
@@ -370,18 +405,23 @@ def write_movie(ep: EpisodeAttribution,
                 fps: int = 10,                  # frames per second (one frame per explained step)
                 gif_scale: float = 0.5,         # the GIF's size relative to the MP4's
                 jpeg_quality: int = 80,
+                objects: dict | None = None,    # {object: (T, H, W) bool} screen masks: their outlines (`MovieFrames`)
+                shares: dict | None = None,     # {object: (T,) float}: each frame's share of the map's mass, as a strip
                 ) -> dict:                      # {"mp4": Path, "gif": Path, "html": Path} of the files written
     """Render the movie of `ep` (`MovieFrames`, one frame per explained step, each rendered once) into the files asked for,
-    each atomically. Raises `ValueError` when no file is asked for, fps < 1 or gif_scale outside (0, 1]."""
+    each atomically. Raises `ValueError` when no file is asked for, fps < 1 or gif_scale outside (0, 1], and as
+    `MovieFrames` for `objects` or `shares`."""
     import cv2, imageio
     from PIL import Image
     fps = check_int("fps", fps, 1)
     if not 0 < gif_scale <= 1: raise ValueError(f"gif_scale must be in (0, 1]; got {gif_scale}.")
     want = {k: Path(p) for k, p in dict(mp4=mp4, gif=gif, html=html).items() if p is not None}
     if not want: raise ValueError("write_movie needs at least one of mp4=, gif=, html=.")
-    mf = MovieFrames(ep); width = int(mf.fig.get_size_inches()[0] * mf.fig.dpi)
+    mf = MovieFrames(ep, objects=objects, shares=shares); width = int(mf.fig.get_size_inches()[0] * mf.fig.dpi)
     note = (f"{ep.method} saliency of the action taken, one frame per explained agent step (every {ep.every}); colour: "
-            f"{'one scale for the whole episode' if ep.scale == 'episode' else 'each frame scaled alone'}. Made by rlexplain.episode.")
+            f"{'one scale for the whole episode' if ep.scale == 'episode' else 'each frame scaled alone'}"
+            + (f"; outlines: {', '.join(objects)}" if objects else "") + (f"; strip: each object's share of |S|" if shares else "")
+            + ". Made by rlexplain.episode.")
     def body(tmps):   # imageio picks its plugin by the file's suffix, so each file is written beside its temporary path first
         side = {k: Path(t).with_name(Path(t).name + "." + k) for k, t in zip(want, tmps)}; jpegs = []
         try:
@@ -567,24 +607,48 @@ def explain_episode_to(out: str | Path,                # folder: episode.mp4, ep
                        every: int = 1, seed: int = 0, algo: str | None = None, fps: int = 10,
                        scale: str = "episode", root: str | Path | None = None,
                        force: bool = False,            # replace an episode of another configuration in `out`
+                       objects: bool = False,          # outline the game's objects and chart each one's share of the map (`episode_objects`)
                        **params,                       # the method's options (over EPISODE_PARAMS)
-                       ) -> dict:                      # {"mp4", "gif", "html", "result"}: the paths written
+                       ) -> dict:                      # {"mp4", "gif", "html", "result"} (+ "objects"): the paths written
     """What `rlexplain explain-episode` does: the zoo agent of `env_id` (`episode_agent`), `explain_episode` of `steps` agent
     steps with its card's environment arguments, the result saved to `out/result`, and `write_movie`. `out/config.json`
     records the configuration (game, agent, method and its options, steps, every, seed, fps, scale); a folder that holds an
     episode of another one is refused (`ConfigMismatchError`, naming each differing field) unless `force`. The cheap checks
     run first: `LookupError` for an unknown method or a game without a zoo agent, `ValueError` for steps or every < 1, an
-    unknown scale, or fps < 1, before anything is played."""
+    unknown scale, or fps < 1, before anything is played; with `objects`, `LookupError` for a game without object masks
+    (`rlexplain.objects.object_reader`), and `out/objects.csv` holds each frame's share of the map on each object."""
     for name, v in (("steps", steps), ("every", every), ("fps", fps)): check_int(name, v, 1)
     color_scale(np.ones((1, 1, 1)), scale)
     ex = _episode_explainer(method, params)
+    if objects: object_reader(env_id)   # a game without masks: refused before anything is played
     policy, card = episode_agent(env_id, algo, root)
     out = Path(out)
     cfg = dict(env_id=env_id, agent=card.get("id"), method=ex.name, params={k: v for k, v in ex.params.items() if isinstance(v, (int, float, str, bool, type(None)))},
-               steps=int(steps), every=int(every), seed=int(seed), fps=int(fps), scale=scale)
+               steps=int(steps), every=int(every), seed=int(seed), fps=int(fps), scale=scale, **({"objects": True} if objects else {}))
     _check_episode_folder(out, cfg, force)
-    ep = explain_episode(policy, env_id, ex, every=every, max_steps=steps, seed=seed, scale=scale,
-                         env_kwargs=card.get("env_kwargs") or {}, show_progress=True)
+    kw = card.get("env_kwargs") or {}
+    env = ObjectMasks(make_env(env_id, render_mode="rgb_array", **kw), env_id) if objects else env_id
+    ep = explain_episode(policy, env, ex, every=every, max_steps=steps, seed=seed, scale=scale, env_kwargs=kw, show_progress=True)
     save_json(out / "config.json", cfg)
-    files = write_movie(ep, out / "episode.mp4", out / "episode.gif", out / "episode.html", fps=fps)
-    return {**files, "result": ep.save(out / "result")}
+    screens, shares, extra = None, None, {}
+    if objects:
+        screens, grids = episode_objects(env, ep)
+        look = where_it_looks(ep.values, grids, measures=("relevance_mass",)).assign(step=lambda d: ep.steps[d.state])
+        shares = {k: g.sort_values("state").value.to_numpy() for k, g in look.groupby("object", sort=False)}
+        extra["objects"] = out / "objects.csv"
+        atomic_write(extra["objects"], look[["step", "object", "value", "chance", "present"]].rename(columns={"value": "share"}).to_csv(index=False))
+    files = write_movie(ep, out / "episode.mp4", out / "episode.gif", out / "episode.html", fps=fps, objects=screens, shares=shares)
+    return {**files, **extra, "result": ep.save(out / "result")}
+
+def episode_objects(env: ObjectMasks,           # the wrapped environment the episode was played in (its `history`)
+                    ep: EpisodeAttribution,     # the episode explained in it
+                    ) -> tuple[dict, dict]:     # ({object: (T, 210, 160) bool} screen masks, {object: (T, 4, 84, 84) bool})
+    """The object masks of `ep`'s explained steps from the `ObjectMasks` history of the play, after checking that each
+    observation the history belongs to is the one explained. Raises `ValueError` when the history does not match the
+    episode (another play since, or another environment)."""
+    h = env.history
+    if len(h) < int(ep.steps.max()) + 1:
+        raise ValueError(f"the environment's object history covers {len(h)} observations; the episode explained step {int(ep.steps.max())}: "
+                         "play the episode in this ObjectMasks environment and read the masks before the next reset.")
+    rows = [h[int(s)] for s in ep.steps]
+    return ({k: np.stack([r[0][k] for r in rows]) for k in rows[0][0]}, {k: np.stack([r[1][k] for r in rows]) for k in rows[0][1]})

@@ -96,12 +96,15 @@ class ObjectMasks(gym.Wrapper):
     84) bool}, aligned with the observation's frames, oldest first. A moving object's box (`MOVING`) also covers where
     it was one emulator frame earlier, its step's displacement divided by `frame_skip`, since the frame the agent sees is
     the maximum of the step's last two. `pad`: screen pixels added around moving objects (see `breakout_objects`).
-    Raises `LookupError` (`object_reader`) for a game without masks."""
+    `history` holds, for every observation since the last reset (the reset's first), `(screen masks, stacked masks)`:
+    {object: (210, 160) bool} and the `info["objects"]` of that observation, so a caller that only sees the
+    observations (`rlexplain.episode.play_episode`) can take the masks of the steps it kept. Raises `LookupError`
+    (`object_reader`) for a game without masks."""
     def __init__(self, env: gym.Env, env_id: str | None = None, pad: int = 1, stack: int = 4, frame_skip: int = 4):
         super().__init__(env)
         self.env_id = env_id or env.unwrapped.spec.id
         self.read, self.pad, self.stack, self.frame_skip = object_reader(self.env_id), int(pad), int(stack), int(frame_skip)
-        self._masks, self._screen = [], {}
+        self._masks, self._screen, self.history = [], {}, []
 
     def screen(self) -> dict[str, np.ndarray]:
         """The objects of the emulator's current screen: {object: (210, 160) bool}, moving ones with their trail from
@@ -117,15 +120,18 @@ class ObjectMasks(gym.Wrapper):
         return out
 
     def current(self) -> dict[str, np.ndarray]:
-        "`screen()` on the agent's grid: {object: (84, 84) bool}."
-        return {k: to_agent_grid(v) for k, v in self.screen().items()}
+        "`screen()` on the agent's grid: {object: (84, 84) bool}; the screen masks are kept for `history`."
+        self._last_screen = self.screen()
+        return {k: to_agent_grid(v) for k, v in self._last_screen.items()}
 
     def _info(self, info: dict) -> dict:
-        return {**info, "objects": {k: np.stack([m[k] for m in self._masks]) for k in self._masks[-1]}}
+        objs = {k: np.stack([m[k] for m in self._masks]) for k in self._masks[-1]}
+        self.history.append((self._last_screen, objs))
+        return {**info, "objects": objs}
 
     def reset(self, **kw):
         obs, info = self.env.reset(**kw)
-        self._screen = {}; self._masks = [self.current()] * self.stack
+        self._screen, self.history = {}, []; self._masks = [self.current()] * self.stack
         return obs, self._info(info)
 
     def step(self, action):

@@ -190,3 +190,38 @@ def test_cli_explain_episode_writes_movie_player_and_result(tmp_path, capsys):
     assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "3", "--out", str(out)]) == 0   # the same: rewritten
     assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "2", "--seed", "1", "--out", str(out), "--force"]) == 0
     assert len(EpisodeAttribution.load(out / "result")) == 2 and json.loads((out / "config.json").read_text())["seed"] == 1
+
+
+def test_cli_explain_episode_with_objects_outlines_them_and_writes_their_shares(tmp_path, capsys):
+    """`--objects` replays nothing: the episode is played through `ObjectMasks`, so the masks belong to the explained
+    observations; each frame's share of |S| on each object (and its chance level) goes to objects.csv, one row per step
+    and object, the movie keeps one frame per step; a game without masks is refused before anything is played."""
+    import imageio
+    import pandas as pd
+    from rlexplain.cli import main
+    from rlexplain.objects import OBJECT_READERS
+    out = tmp_path / "ep"
+    assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "6", "--objects", "--out", str(out)]) == 0
+    t = pd.read_csv(out / "objects.csv")
+    objs = set(OBJECT_READERS["ALE/Breakout-v5"](np.zeros(128, np.uint8), np.zeros((210, 160, 3), np.uint8)))
+    assert list(t.columns) == ["step", "object", "share", "chance", "present"] and set(t.object) == objs and len(t) == 6 * len(objs)
+    p = t[t.present]
+    assert p.share.between(0, 1).all() and p.chance.between(0, 1).all() and t[~t.present].share.isna().all()
+    assert (p.groupby("step").share.sum() <= 1.05).all()   # shares of one map over objects that barely overlap: at most the whole
+    assert imageio.get_reader(out / "episode.mp4", format="FFMPEG").count_frames() == 6
+    assert json.loads((out / "config.json").read_text())["objects"] is True
+    assert main(["explain-episode", "--env", "toybox/Breakout", "--objects", "--out", str(tmp_path / "tb")]) == 2
+    err = capsys.readouterr().err
+    assert "no object masks for 'toybox/Breakout'" in err and "ALE/Breakout-v5" in err and not (tmp_path / "tb").exists()
+
+
+def test_movie_frames_with_objects_draw_outlines_and_refuse_other_lengths(tiny):
+    "An outline changes the frame where the object is and nowhere else; masks or shares of another length are refused."
+    from rlexplain.episode import MovieFrames
+    ep = explain_episode(tiny, "ALE/Breakout-v5", "occlusion", max_steps=3, seed=0, patch=12)
+    box = np.zeros((3, *ep.frames.shape[1:3]), bool); box[:, 100:110, 60:80] = True
+    plain, drawn = MovieFrames(ep)[1], MovieFrames(ep, objects={"thing": box}, shares={"thing": np.array([0.1, 0.2, 0.3])})[1]
+    assert plain.shape == drawn.shape
+    with pytest.raises(ValueError, match="expected 3 frames per object"): MovieFrames(ep, objects={"thing": box[:2]})
+    with pytest.raises(ValueError, match="expected 3 frames per object"): MovieFrames(ep, shares={"thing": np.zeros(4)})
+    assert (MovieFrames(ep, objects={"thing": box})[1] != plain).any()
