@@ -202,8 +202,9 @@ _NUMBER = re.compile(r"[-\u2212]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _EXEMPT = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\]\([^)]*\)|<[^>]+>|https?://\S+", re.S)
 _PLACE = re.compile(r"(?:Sections?|Sec\.|Tables?|Figures?|Fig\.|Eqs?\.|Equations?|Algorithms?|Appendix|Definitions?|Assumptions?|Theorems?|"
                     r"Lemmas?|Propositions?|§|version|v|Python|torch|arXiv:|doi:)\s*(?:\d+(?:\.\d+)*\s*(?:,|and|or|to|-|–)\s*)*$", re.I)
-PROSE_BOUND = ("00a_compute", "04_shifts", "05_attribution", "11_ir_study", "30_saliency", "33_saliency_study", "34_objects",
-               "40_xrlbench", "52_timeseries_study", "index")   # lessons whose prose is bound to their outputs
+PROSE_BOUND = ("00a_compute", "02_agents", "04_shifts", "05_attribution", "06_stats", "0b_primer", "10_ir", "11_ir_study",
+               "30_saliency", "33_saliency_study", "34_objects", "40_xrlbench", "52_timeseries_study", "95b_estimates",
+               "index")   # lessons whose prose is bound to their outputs
 
 def _printed_values(nb: dict) -> set[float]:
     "Every number in the outputs of `nb`'s code cells (streams and text/* data)."

@@ -102,3 +102,22 @@ def test_every_reader_returns_screen_masks():
         masks = read(ale.getRAM(), ale.getScreenRGB())
         assert all(m.shape == (210, 160) and m.dtype == bool for m in masks.values()), env_id
         assert masks["paddle"].any() and masks["score"].any() and masks["walls"].any(), env_id
+
+
+def test_score_knows_the_localisation_metrics_per_object_with_their_chance_level():
+    """`score("relevance_mass" | "relevance_rank" | "pointing_game", policy, states, attribution, masks=, object=)` gives
+    the functions' per-state values, NaN where the object is absent, and the chance level in its params and raw."""
+    from rlexplain.attribution import METRICS, Attribution, score
+    from rlexplain.core import linear_policy
+    assert {"relevance_mass", "relevance_rank", "pointing_game"} <= set(METRICS)
+    rng = np.random.default_rng(2)
+    X = rng.random((5, 4, 84, 84)).astype(np.float32); pol = linear_policy((4, 84, 84), 3, seed=0)
+    att = Attribution(rng.normal(size=X.shape).astype(np.float32), np.zeros(5, int), "noise", {}, X)
+    m = np.zeros(X.shape, bool); m[:4, :, 30:40, 30:40] = True                 # the last state has no such object
+    for name, fn in (("relevance_mass", relevance_mass), ("relevance_rank", relevance_rank), ("pointing_game", pointing_game)):
+        r = score(name, pol, X, att, masks=m, object="ball")
+        np.testing.assert_allclose(r.per_state, fn(att.values, m), equal_nan=True)
+        assert np.isnan(r.per_state[4]) and r.value == pytest.approx(np.nanmean(fn(att.values, m)))
+        assert r.params["object"] == "ball" and r.params["chance"] == pytest.approx(400 / 28224) and r.params["n_present"] == 4
+        assert np.isnan(r.raw["chance"][4])
+    with pytest.raises(ValueError, match="needs masks="): score("pointing_game", pol, X, att)

@@ -18,7 +18,7 @@ EXPLAINERS.update({c.name: c for c in (Occlusion, NoiseSensitivity, SARFA, RISE,
                                          LIMEFelzenszwalb, PerturbationSaliency, TabularSHAP, TabularLIME, DeepSHAP, GradientSHAP,
                                          IntegratedGradients, RandomBaseline)})
 METRICS.update({c.name: c for c in (AIM, AUM, PGI, PGU, RIS, InsertionBlackQ, InsertionBlackAdvantage, InsertionRandomQ, InsertionRandomAdvantage,
-                                     SanitySpearman, SanitySSIM, SanityHOG)})
+                                     SanitySpearman, SanitySSIM, SanityHOG, RelevanceMass, RelevanceRank, PointingGame)})
 
 __all__ = sorted({n for s in ('_utils', '_base', 'explainers', 'metrics')                # every public name of the package
                   for n in importlib.import_module(f'rlexplain.attribution.{s}').__all__})
