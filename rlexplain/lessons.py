@@ -204,7 +204,7 @@ _PLACE = re.compile(r"(?:Sections?|Sec\.|Tables?|Figures?|Fig\.|Eqs?\.|Equations
                     r"Lemmas?|Propositions?|§|version|v|Python|torch|arXiv:|doi:)\s*(?:\d+(?:\.\d+)*\s*(?:,|and|or|to|-|–)\s*)*$", re.I)
 PROSE_BOUND = ("00a_compute", "02_agents", "04_shifts", "05_attribution", "06_stats", "0b_primer", "10_ir", "11_ir_study",
                "30_saliency", "33_saliency_study", "34_objects", "40_xrlbench", "52_timeseries_study", "95b_estimates",
-               "index")   # lessons whose prose is bound to their outputs
+               "index", "12_lime", "20_fidelity")   # lessons whose prose is bound to their outputs (attribution/ ones by name)
 
 def _printed_values(nb: dict) -> set[float]:
     "Every number in the outputs of `nb`'s code cells (streams and text/* data)."
