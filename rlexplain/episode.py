@@ -637,18 +637,19 @@ def explain_episode_to(out: str | Path,                # folder: episode.mp4, ep
         shares = {k: g.sort_values("state").value.to_numpy() for k, g in look.groupby("object", sort=False)}
         extra["objects"] = out / "objects.csv"
         atomic_write(extra["objects"], look[["step", "object", "value", "chance", "present"]].rename(columns={"value": "share"}).to_csv(index=False))
+    else: (out / "objects.csv").unlink(missing_ok=True)   # a --force rerun without objects leaves no table of the episode before
     files = write_movie(ep, out / "episode.mp4", out / "episode.gif", out / "episode.html", fps=fps, objects=screens, shares=shares)
     return {**files, **extra, "result": ep.save(out / "result")}
 
 def episode_objects(env: ObjectMasks,           # the wrapped environment the episode was played in (its `history`)
                     ep: EpisodeAttribution,     # the episode explained in it
                     ) -> tuple[dict, dict]:     # ({object: (T, 210, 160) bool} screen masks, {object: (T, 4, 84, 84) bool})
-    """The object masks of `ep`'s explained steps from the `ObjectMasks` history of the play, after checking that each
-    observation the history belongs to is the one explained. Raises `ValueError` when the history does not match the
-    episode (another play since, or another environment)."""
+    """The object masks of `ep`'s explained steps from the `ObjectMasks` history of its play: the reset's observation and
+    one per agent step, so `ep.episode_length + 1` entries. Raises `ValueError` when the history has another length (the
+    environment was reset or stepped since, or the episode was played elsewhere)."""
     h = env.history
-    if len(h) < int(ep.steps.max()) + 1:
-        raise ValueError(f"the environment's object history covers {len(h)} observations; the episode explained step {int(ep.steps.max())}: "
-                         "play the episode in this ObjectMasks environment and read the masks before the next reset.")
+    if len(h) != int(ep.episode_length) + 1:
+        raise ValueError(f"the environment's object history holds {len(h)} observations; an episode of {ep.episode_length} steps has "
+                         f"{ep.episode_length + 1}: play the episode in this ObjectMasks environment and read the masks before it is reset or stepped again.")
     rows = [h[int(s)] for s in ep.steps]
     return ({k: np.stack([r[0][k] for r in rows]) for k in rows[0][0]}, {k: np.stack([r[1][k] for r in rows]) for k in rows[0][1]})

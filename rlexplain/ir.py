@@ -320,6 +320,6 @@ def ir_matrix(agents: Sequence[Policy],  # the n >= 2 measured agents (G_1..G_n)
     modal = probs.reshape(J, P, n, -1)[0].argmax(-1).T                 # (n, p): most probable action on each unintervened state
     modal = modal[:, v[0]] if v[0].any() else modal[:, :0]
     for a, m in zip(agents, modal):   # the quality gate's second question, asked of this study's own states
-        if (m == m[0]).all(): warn_constant_policy(a, np.eye(probs.shape[-1])[m], f"IR ({pipeline} @ {int(frames)} frames)")
+        if m.size and (m == m[0]).all(): warn_constant_policy(a, np.eye(probs.shape[-1])[m], f"IR ({pipeline} @ {int(frames)} frames)")
     return IRMatrix(R.reshape(J, P), names, tuple(int(s) for s in state_steps) or tuple(range(P)), pipeline, int(frames),
                     tuple(a.name for a in agents), mode, int(t), Rj.reshape(n, J, P) if n >= 3 else None, modal.astype(np.int64))

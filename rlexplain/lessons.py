@@ -227,7 +227,8 @@ def _is_printed(typed: str, vals: set[float]) -> bool:
 def unprinted_numbers(path: str | Path) -> list[tuple[int, str, str]]:
     """Every decimal number in the markdown of notebook `path` that no output of it prints (at the typed rounding, or as a
     percentage): `(cell index, number, the words around it)`, in cell order. Code spans, equations, links and numbers
-    naming a section, table, figure, equation or algorithm are exempt. Raises `FileNotFoundError` for a missing file."""
+    after a word of `_PLACE` (a section, table, figure, equation, algorithm, definition or version, and the rest of a
+    list after it) are exempt. Raises `FileNotFoundError` for a missing file."""
     nb = json.loads(Path(path).read_text()); vals = _printed_values(nb); found = []
     for i, c in enumerate(nb["cells"]):
         if c.get("cell_type") != "markdown": continue
@@ -294,7 +295,8 @@ def record_execution(path: str | Path, seconds: float, lib: str | Path | None = 
 
 def stale_outputs(path: str | Path, lib: str | Path | None = None) -> str | None:
     """Why notebook `path`'s committed outputs may not be what its current code makes (`None` when they are, or when it
-    has no code: prose alone): code cells without any output (never executed): never executed by `execute_notebook` (no entry in `RECORD`), or executed with other code
+    has no code: prose alone): code cells without any output, or no entry in `RECORD` (never executed by
+    `execute_notebook`), or executed with other code
     (another `code_hash`)."""
     path = Path(path)
     cells = json.loads(path.read_text())["cells"]

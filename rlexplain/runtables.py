@@ -36,7 +36,7 @@ class NotARun(ValueError):
 class IncompleteSection(RunTableError):
     """A section of the run that holds tables but not its `done.json`, the marker every command writes last: the run that
     wrote it was cut short (killed, a full disk) or is writing still. Its tables may mix two runs, or stop mid-row; the
-    scoreboard refuses the run, naming the section and how to finish it (issue 54)."""
+    scoreboard refuses the run, naming the section and how to finish it."""
 
 # %% ../nbs/95a_run_tables.ipynb #6fb040b5
 def run_scale(run_dir: str | Path) -> str | None:

@@ -210,6 +210,10 @@ def test_cli_explain_episode_with_objects_outlines_them_and_writes_their_shares(
     assert (p.groupby("step").share.sum() <= 1.05).all()   # shares of one map over objects that barely overlap: at most the whole
     assert imageio.get_reader(out / "episode.mp4", format="FFMPEG").count_frames() == 6
     assert json.loads((out / "config.json").read_text())["objects"] is True
+    assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "6", "--out", str(out)]) == 2   # other config
+    assert "objects" in capsys.readouterr().err and (out / "objects.csv").exists()                # refused, nothing touched
+    assert main(["explain-episode", "--env", "ALE/Breakout-v5", "--method", "occlusion", "--steps", "6", "--out", str(out), "--force"]) == 0
+    assert not (out / "objects.csv").exists()                                                     # no table left from the run before
     assert main(["explain-episode", "--env", "toybox/Breakout", "--objects", "--out", str(tmp_path / "tb")]) == 2
     err = capsys.readouterr().err
     assert "no object masks for 'toybox/Breakout'" in err and "ALE/Breakout-v5" in err and not (tmp_path / "tb").exists()
