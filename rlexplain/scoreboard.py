@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.resources
 import math
+import os
 import tomllib
 import warnings
 from pathlib import Path
@@ -635,10 +636,9 @@ def score_run(run_dir: str | Path,                 # a run directory written by 
     a live run holds the folder's lock (a killed run's stale lock is a warning)."""
     p = Path(run_dir)
     lock = run_lock(p); state, who = lock.status(), lock.holder() or {}
-    if state == "held": raise RunFolderBusy(f"{p} is being written by a live run (pid {who.get('pid', '?')}, {who.get('command', '?')!r}, "
-                                            f"started {who.get('started', '?')}): score it once that run ends.")   # its sections may be half written
-    if state == "stale": warnings.warn(f"{p / RUN_LOCK} is left by a killed run (pid {who.get('pid')}); only its finished sections "
-                                       f"are scored, and the next run into {p} takes the lock over.", stacklevel=2)
+    if state == "held" and who.get("pid") != os.getpid():   # another live writer: its sections may be half written (this process's lock: its report)
+        raise RunFolderBusy(f"{p} is being written by a live run (pid {who.get('pid', '?')}, {who.get('command', '?')!r}, started {who.get('started', '?')}): score it once that run ends.")
+    if state == "stale": warnings.warn(f"{p / RUN_LOCK} is left by a killed run (pid {who.get('pid')}); only its finished sections are scored.", stacklevel=2)
     run = check_run(p); rows = []
     for _, c in (CLAIMS if claims is None else claims).iterrows():
         kind = c["kind"] + (f" ({c['from_table']})" if c["kind"] == "derived" else "")

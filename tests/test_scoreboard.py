@@ -498,9 +498,17 @@ def test_a_half_written_truncated_or_locked_run_is_refused(tmp_path):
     (tmp_path / "ir" / "ir_table.csv").write_text(full); (tmp_path / "ir" / "done.json").unlink()  # killed before its marker
     with pytest.raises(rt.IncompleteSection, match=r"holds tables but no done.json.*--only ir"): sb.score_run(tmp_path)
     (tmp_path / "ir" / "done.json").write_text('{"items": [], "seconds": 1.0}')
-    lock = {"pid": os.getpid(), "host": socket.gethostname(), "command": "rlexplain demo", "started": "now"}
-    (tmp_path / RUN_LOCK).write_text(json.dumps(lock))                                              # a live writer (this process)
-    with pytest.raises(RunFolderBusy, match=f"being written by a live run \\(pid {os.getpid()}"): sb.score_run(tmp_path)
+    lock = {"pid": os.getppid(), "host": socket.gethostname(), "command": "rlexplain demo", "started": "now"}
+    (tmp_path / RUN_LOCK).write_text(json.dumps(lock))                                              # a live writer (the parent process)
+    with pytest.raises(RunFolderBusy, match=f"being written by a live run \\(pid {os.getppid()}"): sb.score_run(tmp_path)
+    (tmp_path / RUN_LOCK).write_text(json.dumps({**lock, "pid": os.getpid()}))                      # this process's own lock:
+    assert len(sb.score_run(tmp_path)) == len(sb.CLAIMS)                                            # the report of its own run
+    (tmp_path / RUN_LOCK).unlink()
+    from rlexplain.report import _scoreboard_html
+    from rlexplain.runs import run_lock
+    with run_lock(tmp_path):   # as `rlexplain demo` and `rlexplain ir` write their report: inside their own lock
+        html = _scoreboard_html(tmp_path)
+    assert "RunFolderBusy" not in html and (tmp_path / "scoreboard.csv").exists()
     (tmp_path / RUN_LOCK).write_text(json.dumps({**lock, "pid": 2 ** 22 + 12345}))                  # no such pid: a killed run
     with pytest.warns(UserWarning, match="left by a killed run"): board = sb.score_run(tmp_path)
     assert len(board) == len(sb.CLAIMS)
