@@ -585,7 +585,7 @@ def _check_episode_folder(out: Path, cfg: dict, force: bool) -> None:
     except (OSError, ValueError): saved = None
     if saved == cfg: return
     why = ("no readable record of its configuration" if saved is None else
-           "; ".join(f"{k}: {saved.get(k)!r} -> {v!r}" for k, v in cfg.items() if saved.get(k) != v))
+           "; ".join(f"{k}: {saved.get(k)!r} -> {cfg.get(k)!r}" for k in dict.fromkeys([*cfg, *saved]) if saved.get(k) != cfg.get(k)))
     raise ConfigMismatchError(f"{out} holds an episode of another configuration ({why}); use --force / force=True to replace it, "
                               "or another --out.")
 
